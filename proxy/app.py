@@ -1,0 +1,75 @@
+"""The HTTP layer: the application, its typed keys, its one client session, its middleware."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from proxy.config import Settings
+from proxy.engine import Engine
+from proxy.keys import ENGINE, REQUEST_LOG, SESSION, SETTINGS, RequestLog
+from proxy.routes import add_routes
+
+__all__ = ["make_app"]
+
+log = structlog.get_logger("repair_proxy")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def request_log_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One structured line per request: method, path, status, timings, conversation, team."""
+    record = RequestLog()
+    request[REQUEST_LOG] = record
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        if request.path not in ("/healthz", "/readyz"):
+            log.info(
+                "request",
+                method=request.method,
+                path=request.path,
+                status=status,
+                upstream_ms=None if record.upstream_ms is None else round(record.upstream_ms, 2),
+                overhead_ms=round(record.overhead_ms, 3),
+                total_ms=round((time.perf_counter() - record.started) * 1000, 2),
+                conversation=record.conversation,
+                team=record.team,
+                analysed=record.analysed,
+                trips=list(record.trips),
+                end=record.end,
+            )
+
+
+async def _client_session(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    connector = aiohttp.TCPConnector(limit=settings.upstream.max_connections)
+    async with aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=False,
+        timeout=aiohttp.ClientTimeout(total=None),
+        raise_for_status=False,
+    ) as session:
+        app[SESSION] = session
+        yield
+
+
+def make_app(settings: Settings, engine: Engine) -> web.Application:
+    """The proxy application; routes live in `proxy.routes`."""
+    app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
+    app[SETTINGS] = settings
+    app[ENGINE] = engine
+    app.cleanup_ctx.append(_client_session)
+    add_routes(app)
+    return app

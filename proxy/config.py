@@ -1,0 +1,139 @@
+"""The proxy's settings: `config.toml` parsed once into frozen typed objects.
+
+Precedence, lowest first: embedded defaults, the config file, environment variables
+(`ENV_OVERRIDES`), command-line flags. The environment is read here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from proxy.errors import ConfigError, ConfigProblem
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DEFAULT_UPSTREAM",
+    "ENV_OVERRIDES",
+    "Settings",
+    "load_settings",
+]
+
+DEFAULT_UPSTREAM = "http://127.0.0.1:11434/v1"
+"""Ollama's OpenAI-compatible endpoint on the same machine."""
+DEFAULT_HOST = "127.0.0.1"
+"""Loopback: exposing the proxy is an explicit choice."""
+DEFAULT_PORT = 8400
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Request bodies above this get 413; agent transcripts of several MB are normal."""
+
+ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
+    "REPAIR_PROXY_UPSTREAM": ("upstream", "base_url"),
+    "REPAIR_PROXY_UPSTREAM_API_KEY": ("upstream", "api_key"),
+    "REPAIR_PROXY_HOST": ("server", "host"),
+    "REPAIR_PROXY_PORT": ("server", "port"),
+    "REPAIR_PROXY_REPAIR": ("repair", "enabled"),
+    "REPAIR_PROXY_POLICY": ("repair", "policy"),
+    "REPAIR_PROXY_LOG_LEVEL": ("logging", "level"),
+}
+"""Environment variable -> (section, key) it overrides."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerSettings(_Frozen):
+    host: str = DEFAULT_HOST
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
+    drain_timeout: float = Field(default=30.0, ge=0)
+    """Seconds in-flight requests get to finish on shutdown."""
+
+
+class UpstreamSettings(_Frozen):
+    base_url: str = DEFAULT_UPSTREAM
+    api_key: str = ""
+    """When set, replaces the agent's `Authorization` with this key."""
+    connect_timeout: float = Field(default=10.0, gt=0)
+    first_byte_timeout: float = Field(default=600.0, gt=0)
+    """Seconds until the upstream's response headers arrive (non-streaming replies come whole)."""
+    idle_timeout: float = Field(default=300.0, gt=0)
+    """Longest gap between two chunks of a response body; a stream that keeps producing is never cut."""
+    max_connections: int = Field(default=100, ge=1)
+
+
+class LimitSettings(_Frozen):
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1)
+
+
+class RepairSettings(_Frozen):
+    enabled: bool = True
+    """Off: the proxy is byte-transparent in both directions."""
+    policy: str = ""
+    """Path to a policy TOML; empty uses the embedded default policy."""
+
+
+class StoreSettings(_Frozen):
+    state_cache_size: int = Field(default=10_000, ge=1)
+    state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
+
+
+class LoggingSettings(_Frozen):
+    level: str = Field(default="info", pattern="^(debug|info|warning|error)$")
+    log_prompts: bool = False
+    """Prompt text is never logged unless this is on."""
+
+
+class Settings(_Frozen):
+    server: ServerSettings = ServerSettings()
+    upstream: UpstreamSettings = UpstreamSettings()
+    limits: LimitSettings = LimitSettings()
+    repair: RepairSettings = RepairSettings()
+    store: StoreSettings = StoreSettings()
+    logging: LoggingSettings = LoggingSettings()
+    source: str = "<defaults>"
+    """Where these settings came from (for error messages); not a TOML key."""
+
+
+def _problems(exc: ValidationError, file: str) -> list[ConfigProblem]:
+    return [ConfigProblem(file, ".".join(str(p) for p in err["loc"]) or "<root>", err["msg"]) for err in exc.errors()]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError([ConfigProblem(str(path), "<file>", "no such file")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([ConfigProblem(str(path), "<syntax>", str(exc))]) from None
+
+
+def load_settings(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Settings:
+    """Parse and validate settings; raise `ConfigError` naming every bad key."""
+    raw: dict[str, Any] = _read_toml(Path(path)) if path else {}
+    if "source" in raw:
+        raise ConfigError([ConfigProblem(str(path), "source", "not a config key")])
+    file = str(path) if path else "<defaults>"
+    merged: dict[str, dict[str, Any]] = {}
+    for section, value in raw.items():
+        merged[section] = dict(value) if isinstance(value, dict) else value
+    for var, (section, key) in ENV_OVERRIDES.items():
+        if environ is not None and var in environ:
+            merged.setdefault(section, {})[key] = environ[var]
+    for section, values in (overrides or {}).items():
+        merged.setdefault(section, {}).update(values)
+    try:
+        return Settings.model_validate({**merged, "source": file})
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc, file)) from None

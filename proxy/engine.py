@@ -1,0 +1,191 @@
+"""The repair engine: one chat request in, what to send upstream (or answer) out.
+
+    body -> transcript -> fold (new turns only) -> trips -> injections -> plan -> rewrite
+
+`analyse` is synchronous and pure apart from the state cache. It raises on a bug; the HTTP
+layer catches that and forwards the original bytes (fail-open). When nothing is injected
+the original bytes go upstream untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from proxy.classify import Classifier
+from proxy.detectors import Trip
+from proxy.fold import ConversationState, Injection, fold_messages
+from proxy.handback import Handback
+from proxy.identity import conversation_id
+from proxy.policy import Action, Placement, Policy
+from proxy.remedy import PREFIX, handback_text, remedy_text
+from proxy.rewrite import anchor_positions, apply_injections
+from proxy.statecache import StateCache
+from proxy.tokens import TokenCounter
+
+__all__ = ["Analysis", "Engine", "Gate"]
+
+_INJECTING = frozenset({Action.NUDGE, Action.FORCE})
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The done-gate, owed on this request: what to send if the model tries to stop."""
+
+    retry_body: bytes
+    max_attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    conversation: str
+    team: str
+    body: bytes
+    """What goes upstream: the original bytes unless something was placed."""
+    rewritten: bool
+    stream: bool
+    model: str
+    new_trips: tuple[Trip, ...]
+    injected: tuple[Injection, ...]
+    """Injections placed in this request (old ones re-inserted included)."""
+    halt: Handback | None
+    gate: Gate | None
+    state: ConversationState
+
+
+def _tool_names(data: Mapping[str, Any]) -> set[str]:
+    names: set[str] = set()
+    tools = data.get("tools")
+    if isinstance(tools, list):
+        for tool in tools:
+            function = tool.get("function") if isinstance(tool, Mapping) else None
+            if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+                names.add(function["name"])
+    return names
+
+
+def _forced(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name}}
+
+
+class Engine:
+    """Holds one policy, its compiled classifier, the token counter and the state cache."""
+
+    def __init__(self, policy: Policy, cache: StateCache[ConversationState], tokens: TokenCounter) -> None:
+        self.policy = policy
+        self.cache = cache
+        self.tokens = tokens
+        self.classifier = Classifier(policy.classify)
+
+    def analyse(self, body: bytes, headers: Mapping[str, str], team: str = "default") -> Analysis | None:
+        """Fold the request's new turns and plan it; None when it is not a chat transcript."""
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            return None
+        messages: list[Any] = data["messages"]
+        conversation = conversation_id(messages, headers)
+        key = (team, conversation)
+        state = self.cache.get(key) or ConversationState()
+        state, trips = fold_messages(state, messages, self.classifier, self.policy)
+        state = self._record_injections(state, trips, data)
+        self.cache.put(key, state)
+        return self._plan(data, messages, body, conversation, team, state, tuple(trips))
+
+    def _record_injections(
+        self, state: ConversationState, trips: list[Trip], data: Mapping[str, Any]
+    ) -> ConversationState:
+        added: list[Injection] = []
+        budget = self.policy.repair.max_injected_tokens
+        for trip in trips:
+            if trip.action in _INJECTING:
+                text = remedy_text(trip, state.repair, self.tokens, budget)
+                added.append(Injection(trip.anchor, trip.pattern, text, self.policy.repair.placement, trip.turn))
+        return replace(state, injections=state.injections + tuple(added)) if added else state
+
+    def _plan(
+        self,
+        data: dict[str, Any],
+        messages: list[Any],
+        body: bytes,
+        conversation: str,
+        team: str,
+        state: ConversationState,
+        new_trips: tuple[Trip, ...],
+    ) -> Analysis:
+        stream = data.get("stream") is True
+        model = data.get("model") if isinstance(data.get("model"), str) else ""
+        positions = anchor_positions(messages, {i.anchor for i in state.injections} | {state.last_anchor})
+        at_tail = positions.get(state.last_anchor) == len(messages) - 1
+        tail_trips = [t for t in state.trips if t.anchor == state.last_anchor] if at_tail else []
+        halt = next((t for t in tail_trips if t.action is Action.HALT), None)
+        analysis = Analysis(
+            conversation=conversation,
+            team=team,
+            body=body,
+            rewritten=False,
+            stream=stream,
+            model=str(model),
+            new_trips=new_trips,
+            injected=(),
+            halt=None,
+            gate=None,
+            state=state,
+        )
+        if halt is not None:
+            handback = Handback(
+                text=handback_text(halt, state.repair, state.turns),
+                reason=halt.pattern,
+                current_failure=state.repair.current_failure(),
+                conversation=conversation,
+                turn=halt.turn,
+            )
+            return replace(analysis, halt=handback)
+
+        placed = [i for i in state.injections if i.anchor in positions]
+        rewritten_messages = apply_injections(messages, placed) if placed else None
+        tool_choice = self._tool_choice(tail_trips, state, _tool_names(data))
+        out = data
+        if rewritten_messages is not None or tool_choice is not None:
+            out = dict(data)
+            if rewritten_messages is not None:
+                out["messages"] = rewritten_messages
+            if tool_choice is not None:
+                out["tool_choice"] = tool_choice
+        gate = self._gate(out, state, _tool_names(data)) if state.repair.reverify_owed else None
+        if out is data:
+            return replace(analysis, gate=gate)
+        return replace(analysis, body=orjson.dumps(out), rewritten=True, injected=tuple(placed), gate=gate)
+
+    def _verify_tool(self, state: ConversationState, tools: set[str]) -> str | None:
+        name = self.policy.repair.verify_tool or state.repair.failing_tool
+        return name if name in tools else None
+
+    def _tool_choice(
+        self, tail_trips: Sequence[Trip], state: ConversationState, tools: set[str]
+    ) -> dict[str, Any] | None:
+        if not any(t.action is Action.FORCE for t in tail_trips):
+            return None
+        name = self._verify_tool(state, tools)
+        return _forced(name) if name else None
+
+    def _gate(self, data: Mapping[str, Any], state: ConversationState, tools: set[str]) -> Gate | None:
+        if not (self.policy.repair.done_gate and self.policy.repair.max_verify_attempts > 0):
+            return None
+        call = state.repair.failing_command or f"{state.repair.failing_tool} with {state.repair.failing_arguments}"
+        text = (
+            f"{PREFIX} Do not stop yet: the check that failed has not been re-run since your last edit. "
+            f"Run it now, exactly as before: {call}"
+        )
+        role = "user" if self.policy.repair.placement is Placement.USER else "system"
+        retry = dict(data)
+        retry["messages"] = [*data["messages"], {"role": role, "content": text}]
+        name = self._verify_tool(state, tools)
+        if name:
+            retry["tool_choice"] = _forced(name)
+        return Gate(retry_body=orjson.dumps(retry), max_attempts=self.policy.repair.max_verify_attempts)

@@ -1,0 +1,146 @@
+"""The conversation fold: new turns of a request folded into the conversation's state.
+
+`fold_turn` is pure: `(state, turn) -> (state, trips)`. `fold_messages` finds the turns a
+request carries that the state has not seen and folds only those, so the cost of a request
+grows with what is new in it, not with the length of the conversation. Folding is
+idempotent by `tool_call_id`: a result already folded is never folded again, so a cached
+state plus the new turns equals a fold of the whole history, and after an agent compacts
+its history the state still carries what the transcript no longer shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+from proxy.classify import Classifier
+from proxy.detectors import REGISTRY, Trip, TurnFacts
+from proxy.failure import RepairState, fold_failure
+from proxy.observe import ObservedTurn, observe
+from proxy.policy import Placement, Policy
+from proxy.transcript import Turn, read_turns
+
+__all__ = ["ConversationState", "Cursor", "Injection", "fold_messages", "fold_turn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """An instruction placed after a turn; re-inserted there in every later request."""
+
+    anchor: str
+    pattern: str
+    text: str
+    placement: Placement
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """How far the state has read: the message count and a digest of the last message read."""
+
+    count: int
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationState:
+    repair: RepairState = field(default_factory=RepairState)
+    detectors: Mapping[str, Any] = field(default_factory=lambda: {n: d.initial for n, d in REGISTRY.items()})
+    turns: int = 0
+    """Turns folded so far."""
+    folded: frozenset[str] = frozenset()
+    """`tool_call_id`s already folded."""
+    cursor: Cursor | None = None
+    trips: tuple[Trip, ...] = ()
+    injections: tuple[Injection, ...] = ()
+    last_anchor: str = ""
+    """Anchor of the last turn folded."""
+
+
+def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> tuple[ConversationState, list[Trip]]:
+    """Fold one observed turn: the failure model first, then every detector on it."""
+    model_on = policy.repair.failure_model
+    after = fold_failure(state.repair, turn, policy.repair.post_edit_reverify) if model_on else state.repair
+    facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on)
+    detectors = dict(state.detectors)
+    trips: list[Trip] = []
+    for name, detector in REGISTRY.items():
+        detectors[name], found = detector.fold(detectors.get(name, detector.initial), facts, policy)
+        trips.extend(found)
+    return (
+        replace(
+            state,
+            repair=after,
+            detectors=detectors,
+            turns=turn.ordinal,
+            folded=state.folded | {c.call.id for c in turn.calls},
+            trips=state.trips + tuple(trips),
+            last_anchor=turn.anchor,
+        ),
+        trips,
+    )
+
+
+def _digest(message: Any) -> str:
+    try:
+        encoded = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        encoded = repr(message).encode()
+    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
+
+
+def _resume_at(state: ConversationState, messages: Sequence[Any]) -> int:
+    """Where reading resumes: after the cursor when the history still matches it; otherwise
+    after the last result already folded (compacted or rewritten history), else the start."""
+    cursor = state.cursor
+    if (
+        cursor is not None
+        and 0 < cursor.count <= len(messages)
+        and _digest(messages[cursor.count - 1]) == cursor.digest
+    ):
+        return cursor.count
+    if not state.folded:
+        return 0
+    last = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if isinstance(messages[i], Mapping) and messages[i].get("tool_call_id") in state.folded
+        ),
+        None,
+    )
+    if last is None:
+        return 0
+    # back to the assistant message that opened that turn, so pairing still works
+    opener = next(
+        (i for i in range(last, -1, -1) if isinstance(messages[i], Mapping) and messages[i].get("role") == "assistant"),
+        0,
+    )
+    return opener
+
+
+def _cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
+    """Read up to the end, except an unanswered last turn, which is read again next time."""
+    end = len(messages)
+    if turns and any(c.result is None for c in turns[-1].calls):
+        end = turns[-1].message_index
+    return Cursor(end, _digest(messages[end - 1])) if end > 0 else None
+
+
+def fold_messages(
+    state: ConversationState, messages: Sequence[Any], classifier: Classifier, policy: Policy
+) -> tuple[ConversationState, list[Trip]]:
+    """Fold the turns of `messages` that `state` has not seen; return the new trips."""
+    turns, _users = read_turns(messages, _resume_at(state, messages))
+    trips: list[Trip] = []
+    for turn in turns:
+        observed = observe(turn, state.turns + 1, classifier, state.folded)
+        if not observed.calls:
+            continue
+        state, found = fold_turn(state, observed, policy)
+        trips.extend(found)
+    return replace(state, cursor=_cursor_after(turns, messages)), trips

@@ -1,0 +1,69 @@
+"""Observation: a transcript turn with each answered call classified and judged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.classify import Classifier, Outcome, result_outcome
+from proxy.policy import CallKind
+from proxy.transcript import ToolCall, Turn
+
+__all__ = ["ObservedCall", "ObservedTurn", "observe"]
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedCall:
+    call: ToolCall
+    kind: CallKind
+    mutates: bool
+    outcome: Outcome
+    command: str | None
+    """The shell command, for shell calls."""
+
+    @property
+    def result(self) -> str:
+        return self.call.result or ""
+
+    @property
+    def succeeded_mutation(self) -> bool:
+        """The call changed the workspace: an edit that did not fail, or a command that wrote
+        before it ran its check (its failure is the check's, not the write's)."""
+        if not self.mutates:
+            return False
+        return self.outcome is not Outcome.FAIL or self.kind is CallKind.VERIFY
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedTurn:
+    turn: Turn
+    calls: tuple[ObservedCall, ...]
+    """Answered calls only, in call order."""
+    ordinal: int
+    """1-based position of this turn among the turns folded in the conversation."""
+
+    @property
+    def anchor(self) -> str:
+        return self.turn.anchor
+
+    @property
+    def text(self) -> str:
+        return self.turn.text
+
+
+def observe(turn: Turn, ordinal: int, classifier: Classifier, skip: frozenset[str] = frozenset()) -> ObservedTurn:
+    """Classify the turn's answered calls not in `skip` (already folded)."""
+    calls: list[ObservedCall] = []
+    for call in turn.calls:
+        if call.result is None or call.id in skip:
+            continue
+        cls = classifier.classify(call.name, call.arguments)
+        calls.append(
+            ObservedCall(
+                call=call,
+                kind=cls.kind,
+                mutates=cls.mutates,
+                outcome=result_outcome(cls.kind, call.result, call.is_error),
+                command=classifier.command(call.name, call.arguments),
+            )
+        )
+    return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal)

@@ -1,0 +1,229 @@
+"""The repair policy: a TOML file parsed once into frozen typed objects.
+
+Every threshold has a named default here, exported for tests and documented in
+`proxy/defaults/policy.toml`, which is the embedded default policy.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from proxy.errors import ConfigError, ConfigProblem
+
+__all__ = [
+    "MAX_INJECTED_TOKENS",
+    "MAX_VERIFY_ATTEMPTS",
+    "STUCK_SAME_DIAGNOSTIC_AFTER",
+    "Action",
+    "CallKind",
+    "Ladder",
+    "Placement",
+    "Policy",
+    "default_policy",
+    "load_policy",
+]
+
+STUCK_SAME_DIAGNOSTIC_AFTER = 3
+"""Same-signature failures in a row before `stuck_same_diagnostic` trips."""
+STUCK_FORCE_AT = 5
+"""Streak at which the stuck nudge escalates to `force`."""
+STUCK_HALT_AT = 8
+"""Streak at which the run is handed back as incomplete."""
+REPEATED_ERROR_AFTER = 3
+"""Legacy: identical failing call and output in a row (only with the failure model off)."""
+MAX_VERIFY_ATTEMPTS = 2
+"""Done-gate: how many times a premature stop is sent back before it passes as unverified."""
+MAX_INJECTED_TOKENS = 200
+"""Token budget (cl100k) of one injected instruction."""
+
+
+class CallKind(StrEnum):
+    EDIT = "edit"
+    VERIFY = "verify"
+    READ = "read"
+    SEARCH = "search"
+    POLL = "poll"
+    OTHER = "other"
+
+
+class Action(StrEnum):
+    OBSERVE = "observe"
+    """Log and count only."""
+    NUDGE = "nudge"
+    """Inject an instruction."""
+    FORCE = "force"
+    """Inject and set `tool_choice`."""
+    HALT = "halt"
+    """Answer the agent with an incomplete hand-back; no upstream call."""
+
+
+class Placement(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    TOOL_SUFFIX = "tool_suffix"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Rung(_Frozen):
+    at: int = Field(ge=1)
+    action: Action
+
+
+class Ladder(_Frozen):
+    """A pattern's threshold and what happens as its count climbs."""
+
+    after: int = Field(ge=1)
+    action: Action = Action.NUDGE
+    escalate: tuple[Rung, ...] = ()
+
+    @model_validator(mode="after")
+    def _rising(self) -> Ladder:
+        counts = [self.after, *(r.at for r in self.escalate)]
+        if counts != sorted(set(counts)):
+            raise ValueError("escalate counts must rise above `after`, each once")
+        return self
+
+    def action_at(self, count: int) -> Action | None:
+        """The action of the rung at exactly `count`; None between rungs."""
+        if count == self.after:
+            return self.action
+        for rung in self.escalate:
+            if rung.at == count:
+                return rung.action
+        return None
+
+
+class ToolRule(_Frozen):
+    """How to classify calls to the named tools."""
+
+    names: tuple[str, ...] = Field(min_length=1)
+    kind: CallKind | None = None
+    """A fixed kind for every call."""
+    arg: str | None = None
+    """An argument whose value picks the kind through `values`."""
+    values: dict[str, CallKind] = {}
+    command_arg: str | None = None
+    """This tool runs shell commands held in this argument: classify by `shell` patterns."""
+
+
+class ShellPatterns(_Frozen):
+    """Regular expressions over one shell command segment (split on && ; || |)."""
+
+    verify: tuple[str, ...] = ()
+    edit: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    search: tuple[str, ...] = ()
+    poll: tuple[str, ...] = ()
+
+
+class NameHints(_Frozen):
+    """Substrings of unknown tool names, lower-cased, that suggest a kind."""
+
+    verify: tuple[str, ...] = ()
+    edit: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    search: tuple[str, ...] = ()
+    poll: tuple[str, ...] = ()
+
+
+class Classification(_Frozen):
+    tools: tuple[ToolRule, ...] = ()
+    command_args: tuple[str, ...] = ("command", "cmd")
+    """Any unlisted tool with one of these string arguments is treated as a shell."""
+    shell: ShellPatterns = ShellPatterns()
+    name_hints: NameHints = NameHints()
+
+
+class Repair(_Frozen):
+    failure_model: bool = True
+    """The current-failure model; off, the legacy `repeated_error` trip runs instead."""
+    post_edit_reverify: bool = True
+    done_gate: bool = True
+    max_verify_attempts: int = Field(default=MAX_VERIFY_ATTEMPTS, ge=0)
+    placement: Placement = Placement.SYSTEM
+    max_injected_tokens: int = Field(default=MAX_INJECTED_TOKENS, ge=16)
+    verify_tool: str = ""
+    """Tool to force for a re-verify; empty: the tool that ran the failing check."""
+
+
+class Patterns(_Frozen):
+    stuck_same_diagnostic: Ladder = Ladder(
+        after=STUCK_SAME_DIAGNOSTIC_AFTER,
+        action=Action.NUDGE,
+        escalate=(Rung(at=STUCK_FORCE_AT, action=Action.FORCE), Rung(at=STUCK_HALT_AT, action=Action.HALT)),
+    )
+    reverify_owed: Ladder = Ladder(after=1, action=Action.NUDGE)
+    repeated_error: Ladder = Ladder(after=REPEATED_ERROR_AFTER, action=Action.NUDGE)
+
+
+class Policy(_Frozen):
+    name: str = "default"
+    repair: Repair = Repair()
+    patterns: Patterns = Patterns()
+    classify: Classification = Classification()
+    source: str = "<embedded>"
+
+    def ladder(self, pattern: str) -> Ladder:
+        ladder = getattr(self.patterns, pattern, None)
+        if not isinstance(ladder, Ladder):
+            raise KeyError(pattern)
+        return ladder
+
+
+def _problems(exc: ValidationError, file: str) -> list[ConfigProblem]:
+    return [ConfigProblem(file, ".".join(str(p) for p in err["loc"]) or "<root>", err["msg"]) for err in exc.errors()]
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`: tables merge key by key, everything else replaces."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def parse_policy(raw: dict[str, Any], source: str, base: dict[str, Any] | None = None) -> Policy:
+    """Validate `raw` laid over `base`; errors name `source` and the key."""
+    if "source" in raw:
+        raise ConfigError([ConfigProblem(source, "source", "not a policy key")])
+    try:
+        return Policy.model_validate({**_merge(base or {}, raw), "source": source})
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc, source)) from None
+
+
+def _embedded() -> dict[str, Any]:
+    text = resources.files("proxy").joinpath("defaults/policy.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def default_policy() -> Policy:
+    """The embedded default policy (`proxy/defaults/policy.toml`)."""
+    return parse_policy(_embedded(), "<embedded>/policy.toml")
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """Read a policy file laid over the embedded default; `ConfigError` names file and key."""
+    if not path:
+        return default_policy()
+    file = Path(path)
+    try:
+        with file.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError([ConfigProblem(str(file), "<file>", "no such file")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([ConfigProblem(str(file), "<syntax>", str(exc))]) from None
+    return parse_policy(raw, str(file), base=_embedded())

@@ -1,0 +1,83 @@
+"""Rewrite: place injections in a chat request, each right after the turn it belongs to.
+
+An injection made at turn k is placed after turn k's last tool result in every later
+request, so each rewritten prompt is a prefix of the next and upstream prefix caches stay
+warm. Nothing is ever placed between an assistant's tool calls and their results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from proxy.fold import Injection
+from proxy.policy import Placement
+
+__all__ = ["anchor_positions", "apply_injections"]
+
+
+def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, int]:
+    """For each anchor found, the index of the last message of its turn (the end of the run
+    of tool results that follows the anchor's result)."""
+    found: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        call_id = message.get("tool_call_id")
+        if isinstance(call_id, str) and call_id in anchors:
+            end = index
+            while (
+                end + 1 < len(messages)
+                and isinstance(messages[end + 1], Mapping)
+                and messages[end + 1].get("role") in ("tool", "function")
+            ):
+                end += 1
+            found[call_id] = end
+    for anchor in anchors - found.keys():
+        if anchor.startswith(("msg:", "fn:")):
+            position = int(anchor.split(":", 1)[1]) if anchor.split(":", 1)[1].isdigit() else -1
+            if 0 <= position < len(messages):
+                found[anchor] = position
+    return found
+
+
+def _suffixed(message: Mapping[str, Any], text: str) -> dict[str, Any]:
+    content = message.get("content")
+    updated = dict(message)
+    if isinstance(content, list):
+        updated["content"] = [*content, {"type": "text", "text": text}]
+    else:
+        base = content if isinstance(content, str) else ""
+        updated["content"] = f"{base}\n\n{text}" if base else text
+    return updated
+
+
+def apply_injections(messages: Sequence[Any], injections: Sequence[Injection]) -> list[Any] | None:
+    """`messages` with every injection whose turn is present placed after it; None when none is."""
+    positions = anchor_positions(messages, {i.anchor for i in injections})
+    placed = [i for i in injections if i.anchor in positions]
+    if not placed:
+        return None
+    after: dict[int, list[dict[str, Any]]] = {}
+    suffix: dict[int, list[str]] = {}
+    for injection in placed:
+        index = positions[injection.anchor]
+        target = messages[index]
+        is_tool = isinstance(target, Mapping) and target.get("role") in ("tool", "function")
+        if injection.placement is Placement.TOOL_SUFFIX and is_tool:
+            suffix.setdefault(index, []).append(injection.text)
+            continue
+        role = (
+            "user"
+            if injection.placement is Placement.USER or (not is_tool and injection.placement is Placement.TOOL_SUFFIX)
+            else "system"
+        )
+        after.setdefault(index, []).append({"role": role, "content": injection.text})
+    out: list[Any] = []
+    for index, message in enumerate(messages):
+        if index in suffix and isinstance(message, Mapping):
+            out.append(_suffixed(message, "\n\n".join(suffix[index])))
+        else:
+            out.append(message)
+        out.extend(after.get(index, ()))
+    return out

@@ -1,0 +1,264 @@
+"""Routes: health, readiness, and everything under `/v1/` (chat completions analysed).
+
+agent -> read body -> (chat + repair on?) -> analyse -> halt | done-gate | forward -> relay
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict
+
+from proxy.engine import Analysis, Gate
+from proxy.errors import openai_error
+from proxy.forward import (
+    RelayEnd,
+    Timeouts,
+    UpstreamFailure,
+    downstream_headers,
+    is_streaming,
+    open_upstream,
+    relay,
+    target_url,
+    upstream_headers,
+)
+from proxy.handback import OUTCOME_HEADER, chat_completion, chat_completion_stream
+from proxy.identity import CONVERSATION_HEADER
+from proxy.keys import ENGINE, REQUEST_LOG, SESSION, SETTINGS
+from proxy.sse import SSEScanner, chunk_has_tool_calls, reply_has_tool_calls
+
+__all__ = ["add_routes"]
+
+TRIPS_HEADER = "X-Repair-Trips"
+ANALYSED_PATHS = frozenset({"chat/completions"})
+
+log = structlog.get_logger("repair_proxy")
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The whole request body, refusing (before reading it all) anything over `limit`."""
+    if request.content_length is not None and request.content_length > limit:
+        raise BodyTooLarge
+    buffer = bytearray()
+    async for chunk in request.content.iter_any():
+        buffer += chunk
+        if len(buffer) > limit:
+            raise BodyTooLarge
+    return bytes(buffer)
+
+
+def _timeouts(request: web.Request) -> Timeouts:
+    upstream = request.app[SETTINGS].upstream
+    return Timeouts(upstream.connect_timeout, upstream.first_byte_timeout, upstream.idle_timeout)
+
+
+async def _open(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
+    settings = request.app[SETTINGS]
+    raw = request.rel_url
+    url = target_url(settings.upstream.base_url, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
+    started = time.perf_counter()
+    upstream = await open_upstream(request.app[SESSION], request.method, url, headers, body, _timeouts(request))
+    request[REQUEST_LOG].upstream_ms = (time.perf_counter() - started) * 1000
+    return upstream
+
+
+async def _forward(
+    request: web.Request, body: bytes, headers: CIMultiDict[str], extra: dict[str, str] | None = None
+) -> web.StreamResponse:
+    upstream = await _open(request, body, headers)
+    async with upstream:
+        response, end = await relay(request, upstream, _timeouts(request).idle, extra)
+    request[REQUEST_LOG].end = end.value
+    return response
+
+
+def _analyse(request: web.Request, body: bytes) -> Analysis | None:
+    """Fail-open: any exception in analysis means the original bytes go upstream untouched."""
+    record = request[REQUEST_LOG]
+    started = time.perf_counter()
+    try:
+        analysis = request.app[ENGINE].analyse(body, request.headers)
+    except Exception:
+        log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
+        record.end = "analysis_failed"
+        return None
+    finally:
+        record.overhead_ms = (time.perf_counter() - started) * 1000
+    if analysis is not None:
+        record.analysed = True
+        record.conversation = analysis.conversation
+        record.trips = tuple(t.pattern for t in analysis.new_trips)
+    return analysis
+
+
+async def proxy_v1(request: web.Request) -> web.StreamResponse:
+    settings = request.app[SETTINGS]
+    try:
+        body = await read_body(request, settings.limits.max_body_bytes)
+    except BodyTooLarge:
+        request[REQUEST_LOG].end = "body_too_large"
+        response = openai_error(
+            413,
+            f"request body is larger than this proxy's limit of {settings.limits.max_body_bytes} bytes "
+            "(limits.max_body_bytes)",
+            code="request_too_large",
+            kind="invalid_request_error",
+        )
+        response.force_close()
+        return response
+    headers = upstream_headers(request.headers, settings.upstream.api_key)
+    analysis = None
+    if settings.repair.enabled and request.method == "POST" and request.match_info["tail"].strip("/") in ANALYSED_PATHS:
+        analysis = _analyse(request, body)
+    try:
+        if analysis is None:
+            return await _forward(request, body, headers)
+        extra = {CONVERSATION_HEADER: analysis.conversation}
+        if analysis.new_trips:
+            extra[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in analysis.new_trips))
+        if analysis.halt is not None:
+            return await _handback(request, analysis, extra)
+        if analysis.gate is not None:
+            headers["Accept-Encoding"] = "identity"
+            return await _gated(request, analysis, analysis.gate, headers, extra)
+        return await _forward(request, analysis.body, headers, extra)
+    except UpstreamFailure as failure:
+        request[REQUEST_LOG].end = failure.code
+        return openai_error(failure.status, failure.message, code=failure.code, kind="upstream_error")
+
+
+async def _handback(request: web.Request, analysis: Analysis, extra: dict[str, str]) -> web.StreamResponse:
+    handback = analysis.halt
+    assert handback is not None
+    request[REQUEST_LOG].end = "handback"
+    log.info(
+        "repair_handback",
+        conversation=analysis.conversation,
+        current_failure=handback.current_failure,
+        reason=handback.reason,
+    )
+    headers = {**extra, **handback.headers()}
+    if analysis.stream:
+        response = web.StreamResponse(
+            status=200,
+            headers={
+                **headers,
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            },
+        )
+        await response.prepare(request)
+        await response.write(chat_completion_stream(handback, analysis.model))
+        await response.write_eof()
+        return response
+    return web.Response(
+        body=chat_completion(handback, analysis.model), headers=headers, content_type="application/json"
+    )
+
+
+async def _gated(
+    request: web.Request, analysis: Analysis, gate: Gate, headers: CIMultiDict[str], extra: dict[str, str]
+) -> web.StreamResponse:
+    """The done-gate: a reply that tries to stop while a re-verify is owed is sent back.
+
+    Streaming replies are held only until the first tool-call delta shows the model is
+    acting; from then on they are relayed as they arrive.
+    """
+    body = analysis.body
+    idle = _timeouts(request).idle
+    record = request[REQUEST_LOG]
+    for attempt in range(gate.max_attempts + 1):
+        last = attempt == gate.max_attempts
+        upstream = await _open(request, body, headers)
+        async with upstream:
+            encoded = upstream.headers.get("Content-Encoding", "identity").lower() != "identity"
+            if upstream.status >= 400 or encoded:
+                response, end = await relay(request, upstream, idle, extra)
+                record.end = end.value
+                return response
+            if is_streaming(upstream.headers):
+                held, acting = await _hold_until_acting(upstream, idle)
+                if acting or last:
+                    marks = {} if acting else {OUTCOME_HEADER: "complete_unverified"}
+                    response, end = await relay(request, upstream, idle, {**extra, **marks}, held)
+                    record.end = "complete_unverified" if marks and end is RelayEnd.COMPLETE else end.value
+                    return response
+            else:
+                whole = await _read_all(upstream, idle)
+                if reply_has_tool_calls(whole) or last:
+                    marks = {} if reply_has_tool_calls(whole) else {OUTCOME_HEADER: "complete_unverified"}
+                    out = downstream_headers(upstream.headers)
+                    out.popall("Content-Length", None)
+                    out.update({**extra, **marks})
+                    record.end = "complete_unverified" if marks else "complete"
+                    return web.Response(status=upstream.status, body=whole, headers=out)
+        log.info("repair_done_gate", conversation=analysis.conversation, attempt=attempt + 1)
+        body = gate.retry_body
+    raise AssertionError("unreachable: the last attempt always returns")
+
+
+async def _next_chunk(upstream: aiohttp.ClientResponse, idle: float) -> bytes:
+    try:
+        return await asyncio.wait_for(upstream.content.readany(), idle)
+    except TimeoutError:
+        raise UpstreamFailure(504, "upstream_idle_timeout", f"the upstream sent nothing for {idle:g}s") from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamFailure(502, "upstream_broke", f"the upstream's reply broke off: {exc}") from None
+
+
+async def _read_all(upstream: aiohttp.ClientResponse, idle: float) -> bytes:
+    buffer = bytearray()
+    while chunk := await _next_chunk(upstream, idle):
+        buffer += chunk
+    return bytes(buffer)
+
+
+async def _hold_until_acting(upstream: aiohttp.ClientResponse, idle: float) -> tuple[list[bytes], bool]:
+    """Read a stream until it shows a tool call (acting) or ends (trying to stop)."""
+    scanner = SSEScanner()
+    held: list[bytes] = []
+    while chunk := await _next_chunk(upstream, idle):
+        held.append(chunk)
+        if any(chunk_has_tool_calls(event) for event in scanner.feed(chunk)):
+            return held, True
+    return held, False
+
+
+async def healthz(_request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Ready when the upstream answers at all (any HTTP status below 500)."""
+    settings = request.app[SETTINGS]
+    url = target_url(settings.upstream.base_url, "models", "")
+    try:
+        async with request.app[SESSION].get(
+            url, timeout=aiohttp.ClientTimeout(total=min(5.0, settings.upstream.connect_timeout * 2))
+        ) as response:
+            ok = response.status < 500
+            status = response.status
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        return web.json_response(
+            {"status": "unready", "upstream": settings.upstream.base_url, "error": str(exc) or type(exc).__name__},
+            status=503,
+        )
+    return web.json_response(
+        {"status": "ready" if ok else "unready", "upstream": settings.upstream.base_url, "upstream_status": status},
+        status=200 if ok else 503,
+    )
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_route("*", "/v1/{tail:.*}", proxy_v1)

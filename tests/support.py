@@ -1,0 +1,147 @@
+"""Real servers on loopback for the tests: a scripted OpenAI-compatible upstream, and the proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from multidict import CIMultiDictProxy
+
+from proxy.app import make_app
+from proxy.cli import build_engine
+from proxy.config import Settings, load_settings
+
+Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: str
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+def completion(content: str = "ok", tool_calls: list[dict[str, Any]] | None = None, model: str = "m") -> bytes:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-up",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )
+
+
+def sse_chunks(content: str = "hello", tool_call: dict[str, Any] | None = None) -> list[bytes]:
+    """A realistic stream: role chunk, content pieces (or a tool call), finish, usage-only chunk, [DONE]."""
+    base = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return b"data: " + orjson.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + b"\n\n"
+
+    out = [b": keep-alive comment\n\n", chunk({"role": "assistant", "content": ""})]
+    if tool_call is not None:
+        out.append(chunk({"tool_calls": [{"index": 0, **tool_call}]}))
+        out.append(chunk({}, "tool_calls"))
+    else:
+        out.extend(chunk({"content": piece}) for piece in content.split(" "))
+        out.append(chunk({}, "stop"))
+    out.append(b"data: " + orjson.dumps({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}) + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return out
+
+
+def json_reply(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Handler:
+    async def handler(_request: web.Request, _body: bytes) -> web.StreamResponse:
+        return web.Response(status=status, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+
+    return handler
+
+
+def gzip_reply(body: bytes) -> Handler:
+    async def handler(_request: web.Request, _body: bytes) -> web.StreamResponse:
+        return web.Response(
+            body=gzip.compress(body), headers={"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        )
+
+    return handler
+
+
+def sse_reply(chunks: Sequence[bytes], gap: float = 0.0, before_each: Callable[[int], Awaitable[None]] | None = None) -> Handler:
+    async def handler(request: web.Request, _body: bytes) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        for index, chunk in enumerate(chunks):
+            if before_each is not None:
+                await before_each(index)
+            if gap:
+                await asyncio.sleep(gap)
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
+    return handler
+
+
+@dataclass
+class Upstream:
+    """A real aiohttp server on 127.0.0.1 playing the model server; records every request."""
+
+    server: TestServer
+    seen: list[Seen] = field(default_factory=list)
+    replies: list[Handler] = field(default_factory=list)
+    """Used in order, one per request; the last one repeats."""
+
+    @property
+    def base_url(self) -> str:
+        return str(self.server.make_url("/v1"))
+
+    def reply_with(self, *handlers: Handler) -> None:
+        self.replies = list(handlers)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.seen.append(Seen(request.method, request.path, request.rel_url.raw_query_string, request.headers, body))
+        handler = self.replies.pop(0) if len(self.replies) > 1 else (self.replies[0] if self.replies else json_reply(completion()))
+        return await handler(request, body)
+
+
+async def start_upstream() -> Upstream:
+    app = web.Application(client_max_size=1024**3)
+    holder: dict[str, Upstream] = {}
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        return await holder["u"].handle(request)
+
+    app.router.add_route("*", "/{tail:.*}", route)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    upstream = Upstream(server=server)
+    holder["u"] = upstream
+    return upstream
+
+
+async def start_proxy(upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = "") -> TestServer:
+    merged: dict[str, dict[str, Any]] = {"upstream": {"base_url": upstream_url}, "repair": {"policy": policy}}
+    for section, values in (overrides or {}).items():
+        merged.setdefault(section, {}).update(values)
+    settings: Settings = load_settings(None, overrides=merged)
+    server = TestServer(make_app(settings, build_engine(settings)), host="127.0.0.1")
+    await server.start_server()
+    return server
