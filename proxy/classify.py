@@ -106,6 +106,16 @@ class Classifier:
                 return CallClass(kind, kind is CallKind.EDIT)
         return CallClass(CallKind.OTHER, False)
 
+    def tool_of_kind(self, kind: CallKind, offered: set[str]) -> str | None:
+        """A tool among `offered` that does `kind` by name (fixed kind, or one argument value)."""
+        for name in sorted(offered):
+            if self._fixed.get(name) is kind:
+                return name
+        for name in sorted(offered):
+            if name in self._by_arg and kind in self._by_arg[name][1].values():
+                return name
+        return None
+
     def classify_command(self, command: str) -> CallClass:
         """A shell command's kind: the strongest kind of any segment; mutating if any segment writes."""
         found: set[CallKind] = set()
@@ -127,7 +137,7 @@ class Classifier:
 
 _EXIT_CODE = re.compile(
     r"(?:exit(?:ed)?[ _](?:code|status)|exit_code|return ?code|returncode|exited with code|"
-    r"process exited with code)\s*[:=]?\s*(?:</?\w+>)?\s*\[?(-?\d+)",
+    r"process exited with code)\s*[:=>]?\s*\[?(-?\d+)",
     re.IGNORECASE,
 )
 _FAIL_SUMMARY = re.compile(

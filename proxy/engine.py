@@ -20,7 +20,7 @@ from proxy.detectors import Trip
 from proxy.fold import ConversationState, Injection, fold_messages
 from proxy.handback import Handback
 from proxy.identity import conversation_id
-from proxy.policy import Action, Placement, Policy
+from proxy.policy import Action, CallKind, Placement, Policy
 from proxy.remedy import PREFIX, handback_text, remedy_text
 from proxy.rewrite import anchor_positions, apply_injections
 from proxy.statecache import StateCache
@@ -169,9 +169,14 @@ class Engine:
     def _tool_choice(
         self, tail_trips: Sequence[Trip], state: ConversationState, tools: set[str]
     ) -> dict[str, Any] | None:
-        if not any(t.action is Action.FORCE for t in tail_trips):
+        """`force` pins the next call: a read for a stuck failure, the failing check for a re-verify."""
+        forced = [t for t in tail_trips if t.action is Action.FORCE]
+        if not forced:
             return None
-        name = self._verify_tool(state, tools)
+        if forced[-1].pattern == "reverify_owed":
+            name = self._verify_tool(state, tools)
+        else:
+            name = self.classifier.tool_of_kind(CallKind.READ, tools)
         return _forced(name) if name else None
 
     def _gate(self, data: Mapping[str, Any], state: ConversationState, tools: set[str]) -> Gate | None:

@@ -27,6 +27,7 @@ __all__ = [
     "Policy",
     "default_policy",
     "load_policy",
+    "policy_from_mapping",
 ]
 
 STUCK_SAME_DIAGNOSTIC_AFTER = 3
@@ -207,6 +208,11 @@ def parse_policy(raw: dict[str, Any], source: str, base: dict[str, Any] | None =
 def _embedded() -> dict[str, Any]:
     text = resources.files("proxy").joinpath("defaults/policy.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+def policy_from_mapping(raw: dict[str, Any], source: str) -> Policy:
+    """A policy given as a mapping (already parsed TOML), laid over the embedded default."""
+    return parse_policy(raw, source, base=_embedded())
 
 
 def default_policy() -> Policy:

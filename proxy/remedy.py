@@ -58,9 +58,14 @@ def remedy_text(trip: Trip, state: RepairState, counter: TokenCounter, budget: i
     if trip.pattern == "stuck_same_diagnostic":
         file, test = failing_targets(state.snippet)
         target = f"the failing test {test} in {file}" if test and file else (file or "the failing check's source")
+        changed = (
+            f"your last {state.edits_on_failure} edit(s) did not change it"
+            if state.edits_on_failure
+            else "running it again without a change will not change it"
+        )
         head = (
             f"{PREFIX} The same failure has come back {state.same_diagnostic_streak} times in a row; "
-            f"your last {state.edits_on_failure} edit(s) did not change it. Unchanged evidence:"
+            f"{changed}. Unchanged evidence:"
         )
         tail = (
             f"Do not repeat that fix or edit the same lines again yet. Next action: read {target} "

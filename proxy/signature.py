@@ -43,14 +43,14 @@ _BLANKISH = re.compile(r"^[\s=\-_.*~^]*$")
 
 _EVIDENCE_LINE = re.compile(
     r"^(?:FAILED|ERROR) \S+"  # pytest short summary
-    r"|^E\s{2,}\S"  # pytest assertion detail
+    r"|^E\s+\S"  # pytest assertion detail
     r"|^\S+:N: (?:in \S+|\w*(?:Error|Exception|Failure)\b)"  # pytest location line
     r"|^\s*(?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt)(?::|$)"  # Python exception line
     r"|^\s*[●✕×]\s+\S"  # jest
     r"|^\s*(?:Expected|Received)(?: value)?:"  # jest diff
     r"|^--- FAIL: |^FAIL\s"  # go
-    r"|^\s+\S+_test\.go:N: "  # go assertion
-    r"|^error(?:\[E\d+\])?: |^\s+--> \S+"  # rustc
+    r"|^\s*\S+_test\.go:N: "  # go assertion
+    r"|^error(?:\[E\d+\])?: |^\s*--> \S+"  # rustc
     r"|panicked at |^\s*(?:left|right): "  # rust test
     r"|^---- \S+ stdout ----"  # cargo test
     r"|\berror TS\d+: "  # tsc

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestServer
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support import Upstream, start_proxy, start_upstream  # noqa: E402
+from support import Upstream, start_proxy, start_upstream
 
 StartProxy = Callable[..., Awaitable[TestServer]]
 
@@ -30,7 +30,9 @@ async def upstream() -> AsyncIterator[Upstream]:
 async def make_proxy(upstream: Upstream) -> AsyncIterator[StartProxy]:
     started: list[TestServer] = []
 
-    async def start(overrides: dict[str, dict[str, Any]] | None = None, policy: str = "", upstream_url: str | None = None) -> TestServer:
+    async def start(
+        overrides: dict[str, dict[str, Any]] | None = None, policy: str = "", upstream_url: str | None = None
+    ) -> TestServer:
         server = await start_proxy(upstream_url or upstream.base_url, overrides, policy)
         started.append(server)
         return server

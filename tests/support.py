@@ -53,7 +53,11 @@ def sse_chunks(content: str = "hello", tool_call: dict[str, Any] | None = None) 
     base = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return b"data: " + orjson.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + b"\n\n"
+        return (
+            b"data: "
+            + orjson.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            + b"\n\n"
+        )
 
     out = [b": keep-alive comment\n\n", chunk({"role": "assistant", "content": ""})]
     if tool_call is not None:
@@ -62,7 +66,13 @@ def sse_chunks(content: str = "hello", tool_call: dict[str, Any] | None = None) 
     else:
         out.extend(chunk({"content": piece}) for piece in content.split(" "))
         out.append(chunk({}, "stop"))
-    out.append(b"data: " + orjson.dumps({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}) + b"\n\n")
+    out.append(
+        b"data: "
+        + orjson.dumps(
+            {**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}
+        )
+        + b"\n\n"
+    )
     out.append(b"data: [DONE]\n\n")
     return out
 
@@ -83,7 +93,9 @@ def gzip_reply(body: bytes) -> Handler:
     return handler
 
 
-def sse_reply(chunks: Sequence[bytes], gap: float = 0.0, before_each: Callable[[int], Awaitable[None]] | None = None) -> Handler:
+def sse_reply(
+    chunks: Sequence[bytes], gap: float = 0.0, before_each: Callable[[int], Awaitable[None]] | None = None
+) -> Handler:
     async def handler(request: web.Request, _body: bytes) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
@@ -118,7 +130,11 @@ class Upstream:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         self.seen.append(Seen(request.method, request.path, request.rel_url.raw_query_string, request.headers, body))
-        handler = self.replies.pop(0) if len(self.replies) > 1 else (self.replies[0] if self.replies else json_reply(completion()))
+        handler = (
+            self.replies.pop(0)
+            if len(self.replies) > 1
+            else (self.replies[0] if self.replies else json_reply(completion()))
+        )
         return await handler(request, body)
 
 
@@ -137,7 +153,9 @@ async def start_upstream() -> Upstream:
     return upstream
 
 
-async def start_proxy(upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = "") -> TestServer:
+async def start_proxy(
+    upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = ""
+) -> TestServer:
     merged: dict[str, dict[str, Any]] = {"upstream": {"base_url": upstream_url}, "repair": {"policy": policy}}
     for section, values in (overrides or {}).items():
         merged.setdefault(section, {}).update(values)
@@ -145,3 +163,23 @@ async def start_proxy(upstream_url: str, overrides: dict[str, dict[str, Any]] | 
     server = TestServer(make_app(settings, build_engine(settings)), host="127.0.0.1")
     await server.start_server()
     return server
+
+
+def toml_value(value: Any) -> str:
+    """A TOML literal for the small values test policies use."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return orjson.dumps(value).decode()
+
+
+def policy_toml(raw: dict[str, dict[str, Any]]) -> str:
+    """A policy file's text from {section: {key: value}}."""
+    lines = []
+    for section, values in raw.items():
+        lines.append(f"[{section}]")
+        lines.extend(f"{k} = {toml_value(v)}" for k, v in values.items())
+    return "\n".join(lines) + "\n"

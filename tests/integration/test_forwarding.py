@@ -39,10 +39,12 @@ async def post(server: TestServer, path: str, body: bytes, **headers: str) -> tu
 @pytest.mark.parametrize("repair", [False, True], ids=["repair_off", "repair_on_nothing_to_inject"])
 async def test_non_streaming_chat_is_byte_identical_both_ways(make_proxy, upstream: Upstream, repair: bool) -> None:
     """Without anything to inject the upstream gets the agent's bytes and the agent gets the upstream's."""
-    reply = completion("done", tool_calls=[{"id": "c9", "type": "function", "function": {"name": "bash", "arguments": "{}"}}])
+    reply = completion(
+        "done", tool_calls=[{"id": "c9", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]
+    )
     upstream.reply_with(json_reply(reply + b"  \n"))
     proxy = await make_proxy({"repair": {"enabled": repair}})
-    status, headers, body = await post(proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
+    status, _headers, body = await post(proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
     assert status == 200
     assert upstream.seen[0].body == CHAT_WITH_TOOLS
     assert body == reply + b"  \n"
@@ -75,7 +77,10 @@ async def test_stream_chunks_arrive_before_the_upstream_finishes(plain_proxy: Te
     chunks = sse_chunks("one two", None)
     upstream.reply_with(sse_reply(chunks, before_each=before_each))
     received = b""
-    async with aiohttp.ClientSession() as client, client.post(url(plain_proxy, "/v1/chat/completions"), data=b'{"stream":true}') as resp:
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(url(plain_proxy, "/v1/chat/completions"), data=b'{"stream":true}') as resp,
+    ):
         async for chunk in resp.content.iter_any():
             received += chunk
             if b"role" in received:
@@ -87,7 +92,7 @@ async def test_gzip_response_is_relayed_compressed_and_consistent(plain_proxy: T
     """A compressed body is not decompressed: bytes, Content-Encoding and Content-Length stay true."""
     reply = completion("zipped")
     upstream.reply_with(gzip_reply(reply))
-    status, headers, body = await post(plain_proxy, "/v1/chat/completions", b"{}", **{"Accept-Encoding": "gzip"})
+    _status, headers, body = await post(plain_proxy, "/v1/chat/completions", b"{}", **{"Accept-Encoding": "gzip"})
     assert headers["Content-Encoding"] == "gzip"
     assert int(headers["Content-Length"]) == len(body)
     assert gzip.decompress(body) == reply
@@ -111,7 +116,9 @@ async def test_other_paths_methods_and_query_strings_pass_through(plain_proxy: T
     ]
 
 
-async def test_hop_by_hop_headers_are_stripped_and_host_is_the_upstreams(plain_proxy: TestServer, upstream: Upstream) -> None:
+async def test_hop_by_hop_headers_are_stripped_and_host_is_the_upstreams(
+    plain_proxy: TestServer, upstream: Upstream
+) -> None:
     """Connection-scoped headers stay on their hop; Authorization and custom headers go through."""
     await post(
         plain_proxy,
@@ -137,7 +144,9 @@ async def test_upstream_api_key_replaces_the_agents(make_proxy, upstream: Upstre
 
 
 @pytest.mark.parametrize("status", [400, 404, 429, 500, 503])
-async def test_upstream_errors_reach_the_agent_exactly(plain_proxy: TestServer, upstream: Upstream, status: int) -> None:
+async def test_upstream_errors_reach_the_agent_exactly(
+    plain_proxy: TestServer, upstream: Upstream, status: int
+) -> None:
     """Upstream 4xx/5xx: status, body and headers arrive as the upstream sent them."""
     error = b'{"error":{"message":"model \\"x\\" not found","type":"not_found"}}'
     upstream.reply_with(json_reply(error, status=status, headers={"Retry-After": "7"}))
@@ -187,7 +196,10 @@ async def test_stream_that_stalls_past_idle_timeout_is_cut(make_proxy, upstream:
     proxy = await make_proxy({"upstream": {"idle_timeout": 0.3}})
     received = b""
     with pytest.raises(aiohttp.ClientPayloadError):
-        async with aiohttp.ClientSession() as client, client.post(url(proxy, "/v1/chat/completions"), data=b"{}") as resp:
+        async with (
+            aiohttp.ClientSession() as client,
+            client.post(url(proxy, "/v1/chat/completions"), data=b"{}") as resp,
+        ):
             async for chunk in resp.content.iter_any():
                 received += chunk
     assert received == b"".join(chunks[:2])
@@ -195,7 +207,7 @@ async def test_stream_that_stalls_past_idle_timeout_is_cut(make_proxy, upstream:
 
 async def test_long_stream_that_keeps_producing_is_never_cut(make_proxy, upstream: Upstream) -> None:
     """Total stream time far beyond idle_timeout is fine while chunks keep coming."""
-    chunks = [b"data: {\"n\": %d}\n\n" % i for i in range(12)] + [b"data: [DONE]\n\n"]
+    chunks = [b'data: {"n": %d}\n\n' % i for i in range(12)] + [b"data: [DONE]\n\n"]
     upstream.reply_with(sse_reply(chunks, gap=0.1))
     proxy = await make_proxy({"upstream": {"idle_timeout": 0.4}})
     status, _headers, body = await post(proxy, "/v1/chat/completions", b"{}")
@@ -272,9 +284,11 @@ async def test_odd_message_shapes_are_forwarded_untouched(proxy: TestServer, ups
     assert upstream.seen[0].body == odd
 
 
-async def test_analysis_exception_fails_open(proxy: TestServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_analysis_exception_fails_open(
+    proxy: TestServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A bug in analysis forwards the original bytes and the request succeeds."""
-    from proxy.keys import ENGINE  # noqa: PLC0415
+    from proxy.keys import ENGINE
 
     def boom(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("analysis bug")

@@ -1,0 +1,234 @@
+"""The repair engine through the real proxy server and a real upstream on loopback."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp.test_utils import TestServer
+from chat import Chat, edit, test_run, view
+from scenario_loader import load, names
+from support import Upstream, completion, json_reply, policy_toml, sse_chunks, sse_reply
+
+ACTING = completion(
+    "",
+    tool_calls=[
+        {"id": "call_next", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'}}
+    ],
+)
+
+
+async def post(server: TestServer, body: bytes, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(str(server.make_url("/v1/chat/completions")), data=body, headers=headers) as resp,
+    ):
+        return resp.status, dict(resp.headers), await resp.read()
+
+
+def policy_file(tmp_path: Path, raw: dict[str, dict[str, object]]) -> str:
+    if not raw:
+        return ""
+    path = tmp_path / "policy.toml"
+    path.write_text(policy_toml(raw))
+    return str(path)
+
+
+@pytest.mark.parametrize("name", names())
+async def test_scenario_through_the_server(make_proxy, upstream: Upstream, tmp_path: Path, name: str) -> None:
+    """Each request gets the scenario's trips in X-Repair-Trips; every rewritten prompt is a prefix of the next."""
+    scenario = load(name)
+    proxy = await make_proxy(policy=policy_file(tmp_path, scenario.policy_raw))
+    upstream.reply_with(json_reply(ACTING))
+    halted = []
+    for turn, body in enumerate(scenario.requests(), start=1):
+        before = len(upstream.seen)
+        status, headers, reply = await post(proxy, body)
+        assert status == 200
+        expected = list(dict.fromkeys(p for p, _ in scenario.expected_trips(turn)))
+        assert headers.get("X-Repair-Trips", "").split(",") if expected else "X-Repair-Trips" not in headers
+        if expected:
+            assert headers["X-Repair-Trips"].split(",") == expected
+        if headers.get("X-Repair-Outcome") == "incomplete":
+            halted.append(turn)
+            assert len(upstream.seen) == before, "a halt answers without calling upstream"
+            assert "INCOMPLETE" in orjson.loads(reply)["choices"][0]["message"]["content"]
+    assert halted == ([scenario.expect["halt_at"]] if "halt_at" in scenario.expect else [])
+    sent = [s.json()["messages"] for s in upstream.seen]
+    for earlier, later in pairwise(sent):
+        assert later[: len(earlier)] == earlier, "a rewritten prompt must be a prefix of the next"
+
+
+@pytest.mark.parametrize("name", names())
+async def test_scenario_with_repair_off_is_byte_transparent(make_proxy, upstream: Upstream, name: str) -> None:
+    """Repair off: the upstream receives the agent's bytes unchanged for every request of every scenario."""
+    proxy = await make_proxy({"repair": {"enabled": False}})
+    bodies = load(name).requests()
+    for body in bodies:
+        await post(proxy, body)
+    assert [s.body for s in upstream.seen] == bodies
+
+
+async def test_nudge_reaches_upstream_with_the_snippet_and_stays_in_place(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """After the third same failure the upstream gets the nudge with the snippet; the next request has it at the same place."""
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run("@pytest_addition_a")).turn(test_run("@pytest_addition_b"))
+    await post(proxy, chat.bytes())
+    await post(proxy, chat.turn(test_run("@pytest_addition_a")).bytes())
+    await post(proxy, chat.turn(view()).bytes())
+    third, fourth = upstream.seen[-2].json()["messages"], upstream.seen[-1].json()["messages"]
+    nudge = third[-1]
+    assert nudge["role"] == "system"
+    assert "same failure has come back 3 times" in nudge["content"]
+    assert "FAILED tests/test_parse.py::test_addition - AssertionError: assert 4 == 3" in nudge["content"]
+    assert third[:-1] == chat.messages[: len(third) - 1]
+    assert fourth[len(third) - 1] == nudge
+    assert fourth[: len(third)] == third
+
+
+@pytest.mark.parametrize("placement", ["user", "tool_suffix"])
+async def test_placement_follows_the_policy(make_proxy, upstream: Upstream, tmp_path: Path, placement: str) -> None:
+    """placement=user adds a user message; tool_suffix appends to the turn's last tool result."""
+    proxy = await make_proxy(policy=policy_file(tmp_path, {"repair": {"placement": placement}}))
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+    await post(proxy, chat.bytes())
+    sent = upstream.seen[-1].json()["messages"]
+    if placement == "user":
+        assert len(sent) == len(chat.messages) + 1
+        assert sent[-1]["role"] == "user" and "[repair-proxy]" in sent[-1]["content"]
+    else:
+        assert len(sent) == len(chat.messages)
+        assert sent[-1]["role"] == "tool"
+        assert sent[-1]["content"].startswith(chat.messages[-1]["content"])
+        assert "[repair-proxy]" in sent[-1]["content"]
+
+
+async def test_force_pins_tool_choice_for_one_request(proxy: TestServer, upstream: Upstream) -> None:
+    """At the force rung (5 same failures) tool_choice names the agent's read tool, on that request only."""
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat()
+    for out in ["@pytest_addition_a", "@pytest_addition_b"] * 3:
+        await post(proxy, chat.turn(test_run(out)).bytes())
+    choices = [s.json().get("tool_choice") for s in upstream.seen]
+    assert choices == [None, None, None, None, {"type": "function", "function": {"name": "str_replace_editor"}}, None]
+
+
+async def test_halt_hands_back_incomplete_with_current_failure_header(
+    make_proxy, upstream: Upstream, tmp_path: Path
+) -> None:
+    """A halt answers as an assistant message, with current_failure in X-Repair-Current-Failure; retries halt again."""
+    policy = policy_file(
+        tmp_path,
+        {"patterns.stuck_same_diagnostic": {"after": 2, "action": "nudge", "escalate": [{"at": 3, "action": "halt"}]}},
+    )
+    proxy = await make_proxy(policy=policy)
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+    for _ in range(2):  # the same request sent twice halts twice
+        status, headers, body = await post(proxy, chat.bytes())
+        assert status == 200
+        assert headers["X-Repair-Outcome"] == "incomplete"
+        failure = json.loads(headers["X-Repair-Current-Failure"])
+        assert failure["class"] == "fail" and failure["same_diagnostic_streak"] == 3 and len(failure["signature"]) == 64
+        assert "assert 4 == 3" in failure["snippet"]
+        reply = orjson.loads(body)
+        assert reply["choices"][0]["finish_reason"] == "stop"
+        assert "INCOMPLETE" in reply["choices"][0]["message"]["content"]
+    assert len(upstream.seen) == 0
+    # the agent goes on past the hand-back with a person's message: forwarded normally
+    status, headers, _ = await post(proxy, chat.user("Try once more, read the test first.").bytes())
+    assert "X-Repair-Outcome" not in headers and len(upstream.seen) == 1
+
+
+async def test_halt_streams_when_the_request_streamed(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
+    """The hand-back is SSE chat chunks ending in [DONE] when the agent asked for a stream."""
+    policy = policy_file(tmp_path, {"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}})
+    proxy = await make_proxy(policy=policy)
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b"))
+    status, headers, body = await post(proxy, chat.bytes(stream=True))
+    assert headers["Content-Type"].startswith("text/event-stream")
+    events = [line[6:] for line in body.decode().split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    text = "".join((orjson.loads(e)["choices"][0]["delta"].get("content") or "") for e in events[:-1])
+    assert "INCOMPLETE" in text
+
+
+async def test_handback_after_success_reports_no_stale_failure(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
+    """A run whose check passed, then stalls on something else, hands back with current_failure null."""
+    policy = policy_file(
+        tmp_path, {"patterns.reverify_owed": {"after": 1, "action": "nudge", "escalate": [{"at": 2, "action": "halt"}]}}
+    )
+    proxy = await make_proxy(policy=policy)
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(edit(), test_run("@pytest_pass")).turn(test_run("@pytest_addition_other_value"))
+    chat.turn(edit("a", "b")).turn(edit("b", "c"))
+    _status, headers, _body = await post(proxy, chat.bytes())
+    assert headers["X-Repair-Outcome"] == "incomplete"
+    failure = json.loads(headers["X-Repair-Current-Failure"])
+    assert "assert -1 == 3" in failure["snippet"]  # the live failure, never the one that passed
+    assert "assert 4 == 3" not in failure["snippet"]
+
+
+async def test_done_gate_sends_a_premature_stop_back(proxy: TestServer, upstream: Upstream) -> None:
+    """While a re-verify is owed, a reply without tool calls is re-asked with the re-verify forced."""
+    upstream.reply_with(json_reply(completion("All fixed, I'm done.")), json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(edit())
+    status, headers, body = await post(proxy, chat.bytes())
+    assert status == 200
+    assert len(upstream.seen) == 2
+    retry = upstream.seen[1].json()
+    assert retry["tool_choice"] == {"type": "function", "function": {"name": "execute_bash"}}
+    assert "Do not stop yet" in retry["messages"][-1]["content"]
+    assert "python -m pytest tests/test_parse.py" in retry["messages"][-1]["content"]
+    assert body == ACTING
+    assert "X-Repair-Outcome" not in headers
+
+
+async def test_done_gate_gives_up_after_max_attempts(proxy: TestServer, upstream: Upstream) -> None:
+    """After max_verify_attempts the stop passes through marked complete_unverified."""
+    stop = completion("Done.")
+    upstream.reply_with(json_reply(stop))
+    chat = Chat().turn(test_run()).turn(edit())
+    _status, headers, body = await post(proxy, chat.bytes())
+    assert len(upstream.seen) == 3  # first try + max_verify_attempts (2)
+    assert headers["X-Repair-Outcome"] == "complete_unverified"
+    assert body == stop
+
+
+async def test_done_gate_streaming_holds_only_until_a_tool_call(proxy: TestServer, upstream: Upstream) -> None:
+    """A streamed stop is held and re-asked; the streamed tool call that follows is relayed byte for byte."""
+    call = {"id": "c1", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command":"pytest"}'}}
+    acting = sse_chunks(tool_call=call)
+    upstream.reply_with(sse_reply(sse_chunks("I am done")), sse_reply(acting))
+    chat = Chat().turn(test_run()).turn(edit())
+    status, headers, body = await post(proxy, chat.bytes(stream=True))
+    assert status == 200
+    assert body == b"".join(acting)
+    assert len(upstream.seen) == 2
+    assert "X-Repair-Outcome" not in headers
+
+
+async def test_no_gate_when_nothing_is_owed(proxy: TestServer, upstream: Upstream) -> None:
+    """A stop with no re-verify owed goes straight through, one upstream call."""
+    upstream.reply_with(json_reply(completion("Done.")))
+    chat = Chat().turn(test_run()).turn(edit(), test_run("@pytest_pass"))
+    _status, headers, _body = await post(proxy, chat.bytes())
+    assert len(upstream.seen) == 1
+    assert "X-Repair-Outcome" not in headers
+
+
+async def test_every_analysed_response_names_its_conversation(proxy: TestServer, upstream: Upstream) -> None:
+    """X-Repair-Conversation is stable across a conversation's requests and honours the agent's header."""
+    chat = Chat().turn(view())
+    _s, first, _b = await post(proxy, chat.bytes())
+    _s, second, _b = await post(proxy, chat.turn(view()).bytes())
+    _s, named, _b = await post(proxy, chat.bytes(), **{"X-Repair-Conversation": "my-run-7"})
+    assert first["X-Repair-Conversation"] == second["X-Repair-Conversation"]
+    assert named["X-Repair-Conversation"] == "my-run-7"

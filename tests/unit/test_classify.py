@@ -1,0 +1,132 @@
+"""Classification by the default policy: what each call does, and how its result came out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.classify import Classifier, Outcome, result_outcome
+from proxy.policy import CallKind, default_policy
+
+OUTPUTS = Path(__file__).resolve().parents[1] / "scenarios" / "outputs"
+CLASSIFIER = Classifier(default_policy().classify)
+
+
+@pytest.mark.parametrize(
+    ("command", "kind", "mutates"),
+    [
+        ("python -m pytest tests/test_parse.py -x", CallKind.VERIFY, False),
+        ("cd /workspace && pytest -q", CallKind.VERIFY, False),
+        ("npm test -- --watch=false", CallKind.VERIFY, False),
+        ("cargo test --lib", CallKind.VERIFY, False),
+        ("go test ./...", CallKind.VERIFY, False),
+        ("make test", CallKind.VERIFY, False),
+        ("npx tsc --noEmit", CallKind.VERIFY, False),
+        ("mypy src", CallKind.VERIFY, False),
+        ("sed -i 's/a/b/' src/parse.py", CallKind.EDIT, True),
+        ("sed -i 's/a/b/' src/parse.py && python -m pytest", CallKind.VERIFY, True),
+        ("cat > src/parse.py <<'EOF'\nx = 1\nEOF", CallKind.EDIT, True),
+        ("echo 'x = 1' >> src/parse.py", CallKind.EDIT, True),
+        ("git apply fix.patch", CallKind.EDIT, True),
+        ("cat src/parse.py", CallKind.READ, False),
+        ("sed -n '1,80p' src/parse.py", CallKind.READ, False),
+        ("ls -la", CallKind.READ, False),
+        ("grep -rn 'def parse' src", CallKind.SEARCH, False),
+        ("rg parse", CallKind.SEARCH, False),
+        ("find . -name '*.py' | head", CallKind.SEARCH, False),
+        ("python -m pytest 2>&1 | tail -20", CallKind.VERIFY, False),
+        ("ls > /dev/null 2>&1", CallKind.READ, False),
+        ("sleep 5", CallKind.POLL, False),
+        ("pip install -e .", CallKind.OTHER, False),
+        ("python repro.py", CallKind.OTHER, False),
+    ],
+)
+def test_shell_commands(command: str, kind: CallKind, mutates: bool) -> None:
+    """A shell command's kind is its strongest segment's; any writing segment makes it mutating."""
+    result = CLASSIFIER.classify("bash", {"command": command})
+    assert (result.kind, result.mutates) == (kind, mutates)
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind"),
+    [
+        ("str_replace_editor", {"command": "view", "path": "/w/a.py"}, CallKind.READ),
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/w/a.py", "old_str": "a", "new_str": "b"},
+            CallKind.EDIT,
+        ),
+        ("str_replace_editor", {"command": "create", "path": "/w/b.py", "file_text": ""}, CallKind.EDIT),
+        ("Edit", {"file_path": "/w/a.py", "old_string": "a", "new_string": "b"}, CallKind.EDIT),
+        ("Read", {"file_path": "/w/a.py"}, CallKind.READ),
+        ("Grep", {"pattern": "parse"}, CallKind.SEARCH),
+        ("apply_patch", {"input": "*** Begin Patch"}, CallKind.EDIT),
+        ("shell", {"command": ["bash", "-lc", "pytest -q"]}, CallKind.VERIFY),
+        ("execute_command", {"command": "npm test"}, CallKind.VERIFY),
+        ("my_custom_runner", {"cmd": "cargo test"}, CallKind.VERIFY),
+        ("fetch_weather", {"city": "Oslo"}, CallKind.OTHER),
+        ("run_unit_tests", {}, CallKind.VERIFY),
+        ("BashOutput", {"bash_id": "1"}, CallKind.POLL),
+    ],
+)
+def test_tools_by_name_argument_and_hint(name: str, arguments: dict[str, object], kind: CallKind) -> None:
+    """Known tools by name or by one argument; unknown tools by a shell-like argument or a name hint."""
+    assert CLASSIFIER.classify(name, arguments).kind is kind
+
+
+def test_malformed_arguments_never_raise() -> None:
+    """A call whose arguments did not parse is still classified, by name."""
+    assert CLASSIFIER.classify("bash", None).kind is CallKind.OTHER
+    assert CLASSIFIER.classify("Read", None).kind is CallKind.READ
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "outcome"),
+    [
+        ("pytest_addition_a", CallKind.VERIFY, Outcome.FAIL),
+        ("pytest_pass", CallKind.VERIFY, Outcome.PASS),
+        ("jest_a", CallKind.VERIFY, Outcome.FAIL),
+        ("cargo_a", CallKind.VERIFY, Outcome.FAIL),
+        ("go_a", CallKind.VERIFY, Outcome.FAIL),
+        ("tsc_a", CallKind.VERIFY, Outcome.FAIL),
+        ("python_traceback_a", CallKind.OTHER, Outcome.FAIL),
+        ("pytest_pass", CallKind.OTHER, Outcome.NEUTRAL),
+    ],
+)
+def test_runner_outputs(name: str, kind: CallKind, outcome: Outcome) -> None:
+    """Runner summaries, compiler errors and tracebacks decide the outcome; only a verification can pass."""
+    assert result_outcome(kind, (OUTPUTS / f"{name}.txt").read_text(), is_error=False) is outcome
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "is_error", "outcome"),
+    [
+        ("anything", CallKind.OTHER, True, Outcome.FAIL),
+        ('{"error": "permission denied"}', CallKind.OTHER, False, Outcome.FAIL),
+        ('{"error": null, "ok": true}', CallKind.OTHER, False, Outcome.NEUTRAL),
+        ("<returncode>2</returncode>\n<output>boom</output>", CallKind.OTHER, False, Outcome.FAIL),
+        ("Exit code: 0\nall good", CallKind.VERIFY, False, Outcome.PASS),
+        ("Process exited with code 1", CallKind.VERIFY, False, Outcome.FAIL),
+        ("===== 1 failed, 5 passed in 0.1s =====\nexit code: 0", CallKind.VERIFY, False, Outcome.FAIL),
+        (
+            "No replacement was performed, old_str `x` did not appear verbatim in /w/a.py.",
+            CallKind.EDIT,
+            False,
+            Outcome.FAIL,
+        ),
+        ("<tool_use_error>String to replace not found in file.</tool_use_error>", CallKind.EDIT, False, Outcome.FAIL),
+        (
+            "The file /w/a.py has been edited. Here's the result of running `cat -n`...",
+            CallKind.EDIT,
+            False,
+            Outcome.NEUTRAL,
+        ),
+        ("src/a.py:3: x = 'Traceback (most recent call last):'", CallKind.SEARCH, False, Outcome.NEUTRAL),
+        ("exit code: 1", CallKind.SEARCH, False, Outcome.NEUTRAL),
+        ("def f():\n    raise ValueError('no')\n", CallKind.READ, False, Outcome.NEUTRAL),
+    ],
+)
+def test_result_shapes(text: str, kind: CallKind, is_error: bool, outcome: Outcome) -> None:
+    """Error flags, JSON errors, exit codes in agents' shapes, failed edits; reads and searches are not evidence."""
+    assert result_outcome(kind, text, is_error) is outcome

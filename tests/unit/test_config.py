@@ -1,0 +1,108 @@
+"""Settings and policy files: typed, frozen, and errors that name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.cli import main
+from proxy.config import DEFAULT_HOST, DEFAULT_UPSTREAM, load_settings
+from proxy.errors import ConfigError
+from proxy.policy import STUCK_SAME_DIAGNOSTIC_AFTER, default_policy, load_policy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_are_loopback_and_ollama() -> None:
+    """With no file the proxy listens on loopback and forwards to Ollama's /v1."""
+    settings = load_settings(None)
+    assert settings.server.host == DEFAULT_HOST == "127.0.0.1"
+    assert settings.upstream.base_url == DEFAULT_UPSTREAM == "http://127.0.0.1:11434/v1"
+
+
+def test_example_config_is_valid_and_documents_every_key() -> None:
+    """config.example.toml parses, and every settings key appears in it."""
+    settings = load_settings(ROOT / "config.example.toml")
+    text = (ROOT / "config.example.toml").read_text()
+    for section, model in settings:
+        if section == "source":
+            continue
+        assert f"[{section}]" in text
+        for key in type(model).model_fields:
+            assert f"\n{key} =" in text, f"{section}.{key} is not documented"
+
+
+def test_unknown_and_invalid_keys_name_file_and_key(tmp_path: Path) -> None:
+    """Every bad key is reported with its file and dotted key."""
+    path = tmp_path / "bad.toml"
+    path.write_text('[upstream]\nbase_urll = "x"\nconnect_timeout = -1\n[server]\nport = "many"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    keys = {(p.file, p.key) for p in caught.value.problems}
+    assert keys == {
+        (str(path), "upstream.base_urll"),
+        (str(path), "upstream.connect_timeout"),
+        (str(path), "server.port"),
+    }
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    """REPAIR_PROXY_* variables beat the file; flags beat both."""
+    path = tmp_path / "c.toml"
+    path.write_text('[upstream]\nbase_url = "http://file/v1"\n[server]\nport = 1000\n')
+    settings = load_settings(
+        path,
+        environ={"REPAIR_PROXY_UPSTREAM": "http://env/v1", "REPAIR_PROXY_PORT": "2000", "REPAIR_PROXY_REPAIR": "off"},
+        overrides={"server": {"port": 3000}},
+    )
+    assert settings.upstream.base_url == "http://env/v1"
+    assert settings.server.port == 3000
+    assert settings.repair.enabled is False
+
+
+def test_settings_are_frozen() -> None:
+    """Parsed once, never changed at a random call site."""
+    settings = load_settings(None)
+    with pytest.raises(ValueError):
+        settings.server.port = 1  # type: ignore[misc]
+
+
+def test_check_config_exits_nonzero_naming_each_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`repair-proxy check-config` prints file: key: message for each problem and exits 2."""
+    path = tmp_path / "bad.toml"
+    path.write_text("[limits]\nmax_body_bytes = 0\nsurprise = 1\n")
+    assert main(["check-config", str(path)], environ={}) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: limits.max_body_bytes:" in err
+    assert f"{path}: limits.surprise:" in err
+
+
+def test_check_config_accepts_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped example passes its own check."""
+    assert main(["check-config", str(ROOT / "config.example.toml")], environ={}) == 0
+    assert "ok" in capsys.readouterr().out
+
+
+def test_policy_errors_name_file_and_key(tmp_path: Path) -> None:
+    """A policy with a bad action and a non-rising ladder is refused with both keys named."""
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[repair]\nplacement = "sideways"\n[patterns.stuck_same_diagnostic]\nafter = 4\nescalate = [{ at = 3, action = "halt" }]\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    keys = {p.key for p in caught.value.problems}
+    assert "repair.placement" in keys
+    assert any(k.startswith("patterns.stuck_same_diagnostic") for k in keys)
+    assert all(p.file == str(path) for p in caught.value.problems)
+
+
+def test_policy_file_is_laid_over_the_default(tmp_path: Path) -> None:
+    """A policy that sets one key keeps every other default, classification rules included."""
+    path = tmp_path / "p.toml"
+    path.write_text('[repair]\nplacement = "user"\n')
+    policy = load_policy(path)
+    assert policy.repair.placement == "user"
+    assert policy.patterns.stuck_same_diagnostic.after == STUCK_SAME_DIAGNOSTIC_AFTER
+    assert policy.classify.tools == default_policy().classify.tools
