@@ -18,8 +18,9 @@ from typing import Any
 import orjson
 
 from proxy.policy import CallKind, Classification, NameHints, ShellPatterns
+from proxy.textscan import Marker, any_marker
 
-__all__ = ["Classifier", "Outcome", "command_of", "result_outcome"]
+__all__ = ["FAIL_MARKERS", "PASS_MARKERS", "Classifier", "Outcome", "command_of", "result_outcome"]
 
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL)
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
@@ -140,36 +141,40 @@ _EXIT_CODE = re.compile(
     r"process exited with code)\s*[:=>]?\s*\[?(-?\d+)",
     re.IGNORECASE,
 )
-_FAIL_SUMMARY = re.compile(
-    r"=+ .*\b\d+ (?:failed|errors?)\b.*=+"  # pytest
-    r"|^FAILED \S+"  # pytest short summary
-    r"|^(?:Tests|Test Suites):\s+\d+ failed"  # jest / vitest
-    r"|^\s*Tests\s+\d+ failed"  # vitest
-    r"|test result: FAILED"  # cargo
-    r"|^--- FAIL: |^FAIL\s"  # go test
-    r"|^FAILED \(failures=|^FAILED \(errors="  # unittest
-    r"|\berror TS\d+:"  # tsc
-    r"|^error(?:\[E\d+\])?: "  # rustc / cargo
-    r"|^Found \d+ errors? in \d+ files?"  # mypy
-    r"|^Found \d+ errors?\."  # ruff
-    r"|^\S+:\d+:\d+: [A-Z]+\d+ "  # flake8 / ruff concise
-    r"|^\S+:\d+: error: "  # mypy lines
-    r"|^npm ERR! "
-    r"|^Traceback \(most recent call last\):"
-    r"|panicked at ",
-    re.MULTILINE,
+FAIL_MARKERS = (
+    Marker.of("failed", r"=+ .*\b\d+ failed\b.*=+"),  # pytest summary
+    Marker.of("error", r"=+ .*\b\d+ errors?\b.*=+"),
+    Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary, unittest
+    Marker.of("failed", r"^(?:Tests|Test Suites):\s+\d+ failed"),  # jest
+    Marker.of("failed", r"^\s*Tests\s+\d+ failed"),  # vitest
+    Marker.of("test result: FAILED"),  # cargo
+    Marker.of("--- FAIL: "),  # go test
+    Marker.of("FAIL", r"^FAIL\s"),
+    Marker.of("error TS", r"\berror TS\d+:"),  # tsc
+    Marker.of("error", r"^error(?:\[E\d+\])?: "),  # rustc / cargo
+    Marker.of("Found ", r"^Found \d+ errors?\b"),  # mypy, ruff
+    Marker.of(": error: ", r"^\S+:\d+: error: "),  # mypy lines
+    Marker.of(": ", r"^\S+:\d+:\d+: [A-Z]+\d+ "),  # flake8 / ruff concise
+    Marker.of("npm ERR! "),
+    Marker.of("Traceback (most recent call last):"),
+    Marker.of("panicked at "),
 )
-_PASS_SUMMARY = re.compile(
-    r"=+ (?:\d+ passed|\d+ skipped|no tests ran)[^=]*=+"  # pytest
-    r"|^(?:Tests|Test Suites):\s+\d+ passed, \d+ total"  # jest
-    r"|^\s*Tests\s+\d+ passed"  # vitest
-    r"|test result: ok\."  # cargo
-    r"|^ok\s+\S+|^PASS$"  # go test
-    r"|^OK(?: \(|$)"  # unittest
-    r"|^Success: no issues found"  # mypy
-    r"|^All checks passed!",  # ruff
-    re.MULTILINE,
+"""Output that says a check failed."""
+PASS_MARKERS = (
+    Marker.of("passed", r"=+ \d+ passed[^=\n]*=+"),  # pytest
+    Marker.of("skipped", r"=+ \d+ skipped[^=\n]*=+"),
+    Marker.of("no tests ran", r"=+ no tests ran[^=\n]*=+"),
+    Marker.of("passed", r"^(?:Tests|Test Suites):\s+\d+ passed, \d+ total"),  # jest
+    Marker.of("passed", r"^\s*Tests\s+\d+ passed"),  # vitest
+    Marker.of("test result: ok."),  # cargo
+    Marker.of("ok\t", r"^ok\t\S+"),  # go test
+    Marker.of("ok ", r"^ok\s+\S+"),
+    Marker.of("PASS\n", r"^PASS$"),
+    Marker.of("OK", r"^OK(?: \(|$)"),  # unittest
+    Marker.of("Success: no issues found"),  # mypy
+    Marker.of("All checks passed!"),  # ruff
 )
+"""Output that says a check passed."""
 _EDIT_FAILURE = re.compile(
     r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>)|"
     r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find)\b",
@@ -190,14 +195,24 @@ def _json_error(text: str) -> bool:
 
 def exit_code(text: str) -> int | None:
     """The last exit code the output states, if any."""
-    codes = _EXIT_CODE.findall(text)
-    return int(codes[-1]) if codes else None
+    # Agents print the code first (`<returncode>1</returncode>`) or last (`exit code: 1`).
+    region = (text if len(text) <= 2000 else text[:400] + "\n" + text[-1600:]).lower()
+    last: tuple[int, int] | None = None
+    for needle in ("exit", "return", "process"):
+        position = region.find(needle)
+        while position != -1:
+            match = _EXIT_CODE.match(region, position)
+            if match and (last is None or position > last[0]):
+                last = (position, int(match.group(1)))
+            position = region.find(needle, position + 1)
+    return None if last is None else last[1]
 
 
 def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     """How one call's result came out, judged by what kind of call made it."""
     if is_error or _json_error(text):
         return Outcome.FAIL
+    text = text if text.endswith("\n") else text + "\n"
     code = exit_code(text)
     if kind is CallKind.EDIT:
         if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
@@ -206,13 +221,11 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     if kind in (CallKind.READ, CallKind.SEARCH, CallKind.POLL):
         # grep's exit 1 means "no match"; a read's content is not evidence of failure.
         return Outcome.FAIL if code not in (None, 0, 1) else Outcome.NEUTRAL
-    fail_summary = _FAIL_SUMMARY.search(text) is not None
-    pass_summary = _PASS_SUMMARY.search(text) is not None
     if code not in (None, 0):
         return Outcome.FAIL
-    if pass_summary and not _counts_failure(text):
+    if any_marker(PASS_MARKERS, text) and not _counts_failure(text):
         return Outcome.PASS if kind is CallKind.VERIFY else Outcome.NEUTRAL
-    if fail_summary:
+    if any_marker(FAIL_MARKERS, text):
         return Outcome.FAIL
     if code == 0 and kind is CallKind.VERIFY:
         return Outcome.PASS

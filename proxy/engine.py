@@ -61,8 +61,8 @@ def _tool_names(data: Mapping[str, Any]) -> set[str]:
     tools = data.get("tools")
     if isinstance(tools, list):
         for tool in tools:
-            function = tool.get("function") if isinstance(tool, Mapping) else None
-            if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
                 names.add(function["name"])
     return names
 
@@ -148,7 +148,7 @@ class Engine:
             return replace(analysis, halt=handback)
 
         placed = [i for i in state.injections if i.anchor in positions]
-        rewritten_messages = apply_injections(messages, placed) if placed else None
+        rewritten_messages = apply_injections(messages, placed, positions) if placed else None
         tool_choice = self._tool_choice(tail_trips, state, _tool_names(data))
         out = data
         if rewritten_messages is not None or tool_choice is not None:

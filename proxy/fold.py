@@ -109,7 +109,7 @@ def _resume_at(state: ConversationState, messages: Sequence[Any]) -> int:
         (
             i
             for i in range(len(messages) - 1, -1, -1)
-            if isinstance(messages[i], Mapping) and messages[i].get("tool_call_id") in state.folded
+            if isinstance(messages[i], dict) and messages[i].get("tool_call_id") in state.folded
         ),
         None,
     )
@@ -117,7 +117,7 @@ def _resume_at(state: ConversationState, messages: Sequence[Any]) -> int:
         return 0
     # back to the assistant message that opened that turn, so pairing still works
     opener = next(
-        (i for i in range(last, -1, -1) if isinstance(messages[i], Mapping) and messages[i].get("role") == "assistant"),
+        (i for i in range(last, -1, -1) if isinstance(messages[i], dict) and messages[i].get("role") == "assistant"),
         0,
     )
     return opener

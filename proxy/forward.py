@@ -24,6 +24,7 @@ __all__ = [
     "UpstreamFailure",
     "downstream_headers",
     "is_streaming",
+    "next_chunk",
     "open_upstream",
     "relay",
     "target_url",
@@ -141,6 +142,12 @@ async def open_upstream(
         ) from None
 
 
+async def next_chunk(upstream: aiohttp.ClientResponse, idle_timeout: float) -> bytes:
+    """The next piece of the body as it arrives (b"" at the end); TimeoutError after `idle_timeout`."""
+    async with asyncio.timeout(idle_timeout):
+        return await upstream.content.readany()
+
+
 class RelayEnd(enum.Enum):
     """How a relayed body ended."""
 
@@ -185,7 +192,7 @@ async def relay(
         return response, RelayEnd.CLIENT_GONE
     while True:
         try:
-            chunk = await asyncio.wait_for(upstream.content.readany(), idle_timeout)
+            chunk = await next_chunk(upstream, idle_timeout)
         except TimeoutError:
             return response, _cut(request, upstream, RelayEnd.UPSTREAM_IDLE)
         except aiohttp.ClientError:

@@ -24,7 +24,7 @@ _ID_CHARS = 24
 
 def _first(messages: Sequence[Any], role: str) -> Mapping[str, Any] | None:
     for message in messages:
-        if isinstance(message, Mapping) and message.get("role") == role:
+        if isinstance(message, dict) and message.get("role") == role:
             return message
     return None
 

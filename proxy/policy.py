@@ -19,6 +19,10 @@ from proxy.errors import ConfigError, ConfigProblem
 __all__ = [
     "MAX_INJECTED_TOKENS",
     "MAX_VERIFY_ATTEMPTS",
+    "REPEATED_ERROR_AFTER",
+    "REVERIFY_OWED_AFTER",
+    "STUCK_FORCE_AT",
+    "STUCK_HALT_AT",
     "STUCK_SAME_DIAGNOSTIC_AFTER",
     "Action",
     "CallKind",
@@ -38,6 +42,8 @@ STUCK_HALT_AT = 8
 """Streak at which the run is handed back as incomplete."""
 REPEATED_ERROR_AFTER = 3
 """Legacy: identical failing call and output in a row (only with the failure model off)."""
+REVERIFY_OWED_AFTER = 2
+"""Consecutive edit turns on a live failure without a re-run before `reverify_owed` trips."""
 MAX_VERIFY_ATTEMPTS = 2
 """Done-gate: how many times a premature stop is sent back before it passes as unverified."""
 MAX_INJECTED_TOKENS = 200
@@ -162,7 +168,7 @@ class Patterns(_Frozen):
         action=Action.NUDGE,
         escalate=(Rung(at=STUCK_FORCE_AT, action=Action.FORCE), Rung(at=STUCK_HALT_AT, action=Action.HALT)),
     )
-    reverify_owed: Ladder = Ladder(after=1, action=Action.NUDGE)
+    reverify_owed: Ladder = Ladder(after=REVERIFY_OWED_AFTER, action=Action.NUDGE)
     repeated_error: Ladder = Ladder(after=REPEATED_ERROR_AFTER, action=Action.NUDGE)
 
 

@@ -21,14 +21,14 @@ def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, in
     of tool results that follows the anchor's result)."""
     found: dict[str, int] = {}
     for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
+        if not isinstance(message, dict):
             continue
         call_id = message.get("tool_call_id")
         if isinstance(call_id, str) and call_id in anchors:
             end = index
             while (
                 end + 1 < len(messages)
-                and isinstance(messages[end + 1], Mapping)
+                and isinstance(messages[end + 1], dict)
                 and messages[end + 1].get("role") in ("tool", "function")
             ):
                 end += 1
@@ -52,9 +52,15 @@ def _suffixed(message: Mapping[str, Any], text: str) -> dict[str, Any]:
     return updated
 
 
-def apply_injections(messages: Sequence[Any], injections: Sequence[Injection]) -> list[Any] | None:
-    """`messages` with every injection whose turn is present placed after it; None when none is."""
-    positions = anchor_positions(messages, {i.anchor for i in injections})
+def apply_injections(
+    messages: Sequence[Any], injections: Sequence[Injection], positions: Mapping[str, int] | None = None
+) -> list[Any] | None:
+    """`messages` with every injection whose turn is present placed after it; None when none is.
+
+    `positions` (from `anchor_positions`) saves a second scan when the caller has it.
+    """
+    if positions is None:
+        positions = anchor_positions(messages, {i.anchor for i in injections})
     placed = [i for i in injections if i.anchor in positions]
     if not placed:
         return None
@@ -63,7 +69,7 @@ def apply_injections(messages: Sequence[Any], injections: Sequence[Injection]) -
     for injection in placed:
         index = positions[injection.anchor]
         target = messages[index]
-        is_tool = isinstance(target, Mapping) and target.get("role") in ("tool", "function")
+        is_tool = isinstance(target, dict) and target.get("role") in ("tool", "function")
         if injection.placement is Placement.TOOL_SUFFIX and is_tool:
             suffix.setdefault(index, []).append(injection.text)
             continue
@@ -75,7 +81,7 @@ def apply_injections(messages: Sequence[Any], injections: Sequence[Injection]) -
         after.setdefault(index, []).append({"role": role, "content": injection.text})
     out: list[Any] = []
     for index, message in enumerate(messages):
-        if index in suffix and isinstance(message, Mapping):
+        if index in suffix and isinstance(message, dict):
             out.append(_suffixed(message, "\n\n".join(suffix[index])))
         else:
             out.append(message)

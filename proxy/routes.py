@@ -5,7 +5,6 @@ agent -> read body -> (chat + repair on?) -> analyse -> halt | done-gate | forwa
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import aiohttp
@@ -21,6 +20,7 @@ from proxy.forward import (
     UpstreamFailure,
     downstream_headers,
     is_streaming,
+    next_chunk,
     open_upstream,
     relay,
     target_url,
@@ -208,7 +208,7 @@ async def _gated(
 
 async def _next_chunk(upstream: aiohttp.ClientResponse, idle: float) -> bytes:
     try:
-        return await asyncio.wait_for(upstream.content.readany(), idle)
+        return await next_chunk(upstream, idle)
     except TimeoutError:
         raise UpstreamFailure(504, "upstream_idle_timeout", f"the upstream sent nothing for {idle:g}s") from None
     except aiohttp.ClientError as exc:

@@ -14,7 +14,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-__all__ = ["SNIPPET_CHARS", "Evidence", "evidence", "normalise"]
+from proxy.textscan import Marker, marked_lines
+
+__all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "evidence", "normalise"]
 
 SNIPPET_CHARS = 600
 """Longest failure snippet quoted back to the model."""
@@ -41,24 +43,34 @@ _FRAME_NOISE = re.compile(
 )
 _BLANKISH = re.compile(r"^[\s=\-_.*~^]*$")
 
-_EVIDENCE_LINE = re.compile(
-    r"^(?:FAILED|ERROR) \S+"  # pytest short summary
-    r"|^E\s+\S"  # pytest assertion detail
-    r"|^\S+:N: (?:in \S+|\w*(?:Error|Exception|Failure)\b)"  # pytest location line
-    r"|^\s*(?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt)(?::|$)"  # Python exception line
-    r"|^\s*[●✕×]\s+\S"  # jest
-    r"|^\s*(?:Expected|Received)(?: value)?:"  # jest diff
-    r"|^--- FAIL: |^FAIL\s"  # go
-    r"|^\s*\S+_test\.go:N: "  # go assertion
-    r"|^error(?:\[E\d+\])?: |^\s*--> \S+"  # rustc
-    r"|panicked at |^\s*(?:left|right): "  # rust test
-    r"|^---- \S+ stdout ----"  # cargo test
-    r"|\berror TS\d+: "  # tsc
-    r"|^\S+:N: error: "  # mypy
-    r"|^\S+:N:N: [A-Z]+\d+ "  # ruff / flake8
-    r"|^npm ERR! "
-    r"|^\s*AssertionError",
+EVIDENCE_MARKERS = (
+    Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary
+    Marker.of("ERROR ", r"^ERROR \S+"),
+    Marker.of("E ", r"^E\s+\S"),  # pytest assertion detail
+    Marker.of(": ", r"^\S+:\d+: (?:in \S+|\w*(?:Error|Exception|Failure)\b)"),  # pytest location
+    Marker.of("Error", r"^\s*(?:\w+\.)*\w*Error(?::|$)"),  # Python exception line
+    Marker.of("Exception", r"^\s*(?:\w+\.)*\w*Exception(?::|$)"),
+    Marker.of("●", r"^\s*●\s+\S"),  # jest
+    Marker.of("✕", r"^\s*✕\s+\S"),
+    Marker.of("Expected", r"^\s*Expected(?: value)?:"),
+    Marker.of("Received", r"^\s*Received(?: value)?:"),
+    Marker.of("--- FAIL: "),  # go
+    Marker.of("FAIL", r"^FAIL\s"),
+    Marker.of("_test.go:", r"^\s*\S+_test\.go:\d+: "),
+    Marker.of("error", r"^error(?:\[E\d+\])?: "),  # rustc
+    Marker.of("-->", r"^\s*--> \S+"),
+    Marker.of("panicked at "),
+    Marker.of("left", r"^\s*left: "),
+    Marker.of("right", r"^\s*right: "),
+    Marker.of("---- ", r"^---- \S+ stdout ----"),  # cargo test
+    Marker.of("error TS", r"\berror TS\d+: "),  # tsc
+    Marker.of(": error: ", r"^\S+:\d+: error: "),  # mypy
+    Marker.of(": ", r"^\S+:\d+:\d+: [A-Z]+\d+ "),  # ruff / flake8
+    Marker.of("npm ERR! "),
+    Marker.of("AssertionError"),
 )
+"""Lines that name a failure; when an output has any, they alone are its evidence."""
+_TAIL_LINES = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,45 +85,51 @@ def _strip(text: str) -> str:
     return _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _pairs(text: str) -> list[tuple[str, str]]:
-    """(original line, normalised line) for each line that carries meaning."""
-    pairs: list[tuple[str, str]] = []
-    for raw in _strip(text).split("\n"):
-        if _FRAME_NOISE.match(raw) or _BLANKISH.match(raw):
-            continue
-        line = raw
-        for pattern, placeholder in _SUBS:
-            line = pattern.sub(placeholder, line)
-        pairs.append((raw.rstrip(), " ".join(line.split())))
-    return pairs
+def _normalise_line(line: str) -> str:
+    for pattern, placeholder in _SUBS:
+        line = pattern.sub(placeholder, line)
+    return " ".join(line.split())
+
+
+def _meaningful(line: str) -> bool:
+    return not (_FRAME_NOISE.match(line) or _BLANKISH.match(line))
 
 
 def normalise(text: str) -> str:
     """The text with run-to-run noise replaced by placeholders; one line per meaningful line."""
-    return "\n".join(norm for _, norm in _pairs(text))
+    return "\n".join(_normalise_line(line) for line in _strip(text).split("\n") if _meaningful(line))
 
 
 def evidence(output: str) -> Evidence:
     """The signature and snippet of one failing result.
 
-    The evidence is the output's recognisable failure lines (deduplicated, in order);
-    when it has none, its normalised tail. The snippet quotes the same lines as printed.
+    The evidence is the output's failure lines (deduplicated by their normalised form, in
+    order); when it has none, its normalised tail. The snippet quotes the same lines as printed.
     """
-    pairs = _pairs(output)
+    text = _strip(output) + "\n"
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for raw, norm in pairs:
-        if norm not in seen and _EVIDENCE_LINE.search(norm):
+    for start in marked_lines(EVIDENCE_MARKERS, text):
+        end = text.find("\n", start)
+        raw = text[start : end if end != -1 else len(text)].rstrip()
+        if not _meaningful(raw):
+            continue
+        norm = _normalise_line(raw)
+        if norm not in seen:
             seen.add(norm)
             picked.append((raw, norm))
             if len(picked) >= _MAX_EVIDENCE_LINES:
                 break
-    if picked:
-        basis = "\n".join(norm for _, norm in picked)
-        text = "\n".join(raw for raw, _ in picked)
+    if not picked:
+        tail = [line.rstrip() for line in text.split("\n")[-_TAIL_LINES:] if _meaningful(line)]
+        picked = [(raw, _normalise_line(raw)) for raw in tail]
+        basis = "\n".join(norm for _, norm in picked)[-4000:]
+        quoted = picked[-12:]
     else:
-        basis = "\n".join(norm for _, norm in pairs)[-4000:]
-        text = "\n".join(raw for raw, _ in pairs[-12:])
+        basis = "\n".join(norm for _, norm in picked)
+        quoted = picked
     digest = hashlib.sha256(basis.encode("utf-8", "replace")).hexdigest()
-    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 3] + "..."
+    snippet = "\n".join(raw for raw, _ in quoted)
+    if len(snippet) > SNIPPET_CHARS:
+        snippet = snippet[: SNIPPET_CHARS - 3] + "..."
     return Evidence(signature=digest, snippet=snippet)

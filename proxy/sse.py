@@ -7,7 +7,7 @@ one delta. What is relayed is always the original bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -16,13 +16,13 @@ __all__ = ["SSEScanner", "chunk_has_tool_calls", "reply_has_tool_calls"]
 
 
 def _has_calls(part: Any) -> bool:
-    return isinstance(part, Mapping) and bool(part.get("tool_calls") or part.get("function_call"))
+    return isinstance(part, dict) and bool(part.get("tool_calls") or part.get("function_call"))
 
 
 def chunk_has_tool_calls(payload: Any) -> bool:
     """A streamed chat chunk that starts or continues a tool call."""
-    choices = payload.get("choices") if isinstance(payload, Mapping) else None
-    return isinstance(choices, list) and any(isinstance(c, Mapping) and _has_calls(c.get("delta")) for c in choices)
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    return isinstance(choices, list) and any(isinstance(c, dict) and _has_calls(c.get("delta")) for c in choices)
 
 
 def reply_has_tool_calls(body: bytes) -> bool:
@@ -31,8 +31,8 @@ def reply_has_tool_calls(body: bytes) -> bool:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError:
         return False
-    choices = payload.get("choices") if isinstance(payload, Mapping) else None
-    return isinstance(choices, list) and any(isinstance(c, Mapping) and _has_calls(c.get("message")) for c in choices)
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    return isinstance(choices, list) and any(isinstance(c, dict) and _has_calls(c.get("message")) for c in choices)
 
 
 class SSEScanner:

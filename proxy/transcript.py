@@ -73,14 +73,14 @@ def content_text(content: Any) -> str:
         for part in content:
             if isinstance(part, str):
                 parts.append(part)
-            elif isinstance(part, Mapping):
+            elif isinstance(part, dict):
                 text = part.get("text")
                 if isinstance(text, str):
                     parts.append(text)
                 elif isinstance(part.get("content"), (str, list)):
                     parts.append(content_text(part.get("content")))
         return "\n".join(parts)
-    if isinstance(content, Mapping):
+    if isinstance(content, dict):
         text = content.get("text")
         return text if isinstance(text, str) else ""
     return str(content)
@@ -88,7 +88,7 @@ def content_text(content: Any) -> str:
 
 def parse_arguments(raw: Any) -> tuple[Mapping[str, Any] | None, str]:
     """Arguments as a mapping (or None when malformed) and as the raw string sent."""
-    if isinstance(raw, Mapping):
+    if isinstance(raw, dict):
         return raw, orjson.dumps(raw, option=orjson.OPT_SORT_KEYS).decode()
     if not isinstance(raw, str):
         return None, "" if raw is None else str(raw)
@@ -106,7 +106,7 @@ def _is_error_flag(message: Message) -> bool:
         return True
     content = message.get("content")
     if isinstance(content, list):
-        return any(isinstance(p, Mapping) and p.get("is_error") is True for p in content)
+        return any(isinstance(p, dict) and p.get("is_error") is True for p in content)
     return False
 
 
@@ -116,10 +116,10 @@ def _calls_of(message: Message, index: int) -> list[tuple[str, str, Any]]:
     tool_calls = message.get("tool_calls")
     if isinstance(tool_calls, list):
         for position, call in enumerate(tool_calls):
-            if not isinstance(call, Mapping):
+            if not isinstance(call, dict):
                 continue
             function = call.get("function")
-            function = function if isinstance(function, Mapping) else {}
+            function = function if isinstance(function, dict) else {}
             name = function.get("name")
             call_id = call.get("id")
             calls.append(
@@ -130,7 +130,7 @@ def _calls_of(message: Message, index: int) -> list[tuple[str, str, Any]]:
                 )
             )
     legacy = message.get("function_call")
-    if not calls and isinstance(legacy, Mapping):
+    if not calls and isinstance(legacy, dict):
         name = legacy.get("name")
         calls.append((f"fn:{index}", name if isinstance(name, str) else "", legacy.get("arguments")))
     return calls
@@ -170,7 +170,7 @@ def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], lis
 
     for index in range(start, len(messages)):
         message = messages[index]
-        if not isinstance(message, Mapping):
+        if not isinstance(message, dict):
             continue
         role = message.get("role")
         if role == "assistant":

@@ -1,7 +1,8 @@
-"""`reverify_owed`: a successful edit landed on a live failure and the check was not re-run.
+"""`reverify_owed`: successful edits landed on a live failure and the check was not re-run.
 
 Counts consecutive edit turns that leave a re-verify owed; fires when that count reaches
-a rung of the ladder (first `after`, default 1). Resets once the check is run again.
+a rung of the ladder (first `after`, default `REVERIFY_OWED_AFTER`). Resets once the check
+is run again.
 
 Must never fire on: edits with no live failure; an edit followed by the re-run in the
 same turn; anything while `post_edit_reverify` is off.

@@ -153,6 +153,7 @@ async def test_halt_streams_when_the_request_streamed(make_proxy, upstream: Upst
     proxy = await make_proxy(policy=policy)
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b"))
     status, headers, body = await post(proxy, chat.bytes(stream=True))
+    assert status == 200
     assert headers["Content-Type"].startswith("text/event-stream")
     events = [line[6:] for line in body.decode().split("\n\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
