@@ -83,13 +83,11 @@ class Workload:
     """The same conversation one turn earlier: sent (untimed) first where `warm` is set."""
 
 
-async def one(client: aiohttp.ClientSession, url: str, work: Workload, warm: bool) -> tuple[float, float]:
+async def one(client: aiohttp.ClientSession, url: str, body: bytes, conversation: str | None) -> tuple[float, float]:
+    """One timed request: (total seconds, seconds to the first body byte)."""
     headers = {"Content-Type": "application/json"}
-    if warm:
-        headers["X-Repair-Conversation"] = uuid.uuid4().hex
-        async with client.post(url, data=work.previous, headers=headers) as response:
-            await response.read()
-    body = work.body
+    if conversation is not None:
+        headers["X-Repair-Conversation"] = conversation
     start = time.perf_counter()
     async with client.post(url, data=body, headers=headers) as response:
         first = None
@@ -98,16 +96,26 @@ async def one(client: aiohttp.ClientSession, url: str, work: Workload, warm: boo
                 first = time.perf_counter()
         end = time.perf_counter()
     assert response.status == 200, response.status
+    assert "X-Repair-Outcome" not in response.headers, "the measured request must be forwarded, not answered"
     return end - start, (first or end) - start
 
 
-async def latency(url: str, body: Workload, count: int, fresh: bool) -> tuple[list[float], list[float]]:
+async def prime(client: aiohttp.ClientSession, url: str, body: bytes, conversations: list[str]) -> None:
+    """Send each conversation's previous request (untimed), as the agent did one turn earlier."""
+    for conversation in conversations:
+        await one(client, url, body, conversation)
+
+
+async def latency(url: str, work: Workload, count: int, warm: bool) -> tuple[list[float], list[float]]:
     totals, firsts = [], []
+    conversations: list[str | None] = [uuid.uuid4().hex for _ in range(count)] if warm else [None] * count
     async with aiohttp.ClientSession() as client:
+        if warm:
+            await prime(client, url, work.previous, [c for c in conversations if c is not None])
         for _ in range(5):
-            await one(client, url, body, fresh)
-        for _ in range(count):
-            total, first = await one(client, url, body, fresh)
+            await one(client, url, work.body, None)
+        for conversation in conversations:
+            total, first = await one(client, url, work.body, conversation)
             totals.append(total)
             firsts.append(first)
     return totals, firsts
@@ -157,7 +165,7 @@ async def run(requests: int, concurrency: int) -> None:
         "repair_off": f"http://127.0.0.1:{ports['repair_off']}/v1",
         "repair_on": f"http://127.0.0.1:{ports['repair_on']}/v1",
     }
-    messages = transcript(24)
+    messages = transcript(24, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
     bodies = {
         "non-streaming": Workload(request_body(messages), request_body(messages[:-2])),
         "streaming": Workload(request_body(messages, stream=True), request_body(messages[:-2], stream=True)),

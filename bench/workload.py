@@ -48,7 +48,9 @@ def _file_view(rng: random.Random, scale: int = 1) -> str:
     )
 
 
-def turn(rng: random.Random, index: int, scale: int = 1) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def turn(
+    rng: random.Random, index: int, scale: int = 1, stuck_runs: int = 8
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One assistant message and its tool results (a test run, a file view, or an edit)."""
     call_id = f"call_{index:05d}_{rng.randrange(16**8):08x}"
     kind = (index + 1) % 3
@@ -56,7 +58,7 @@ def turn(rng: random.Random, index: int, scale: int = 1) -> tuple[dict[str, Any]
         name, args, out = (
             "execute_bash",
             {"command": "python -m pytest tests/ -x"},
-            _pytest_failure(rng, f"test_case_{index % 7}", scale),
+            _pytest_failure(rng, f"test_case_{(index // (3 * stuck_runs)) % 7}", scale),
         )
     elif kind == 1:
         name, args, out = (
@@ -82,14 +84,15 @@ def turn(rng: random.Random, index: int, scale: int = 1) -> tuple[dict[str, Any]
     return assistant, [{"role": "tool", "tool_call_id": call_id, "content": out}]
 
 
-def transcript(turns: int, seed: int = 7, scale: int = 1) -> list[dict[str, Any]]:
+def transcript(turns: int, seed: int = 7, scale: int = 1, stuck_runs: int = 8) -> list[dict[str, Any]]:
+    """`turns` turns cycling test run, file view, edit; the same test fails `stuck_runs` runs in a row."""
     rng = random.Random(seed)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent. Use the tools to fix the failing tests. " * 20},
         {"role": "user", "content": "The test suite fails on tests/test_parse.py. Make it pass."},
     ]
     for index in range(turns):
-        assistant, results = turn(rng, index, scale)
+        assistant, results = turn(rng, index, scale, stuck_runs)
         messages.append(assistant)
         messages.extend(results)
     return messages
