@@ -53,15 +53,17 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstre
     )
     try:
         await wait_ready(port)
-        async with aiohttp.ClientSession() as client:
-            async with client.post(
+        async with (
+            aiohttp.ClientSession() as client,
+            client.post(
                 f"http://127.0.0.1:{port}/v1/chat/completions",
                 data=b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "purple-elephant-prompt"}]}',
                 headers={"Authorization": "Bearer sk-very-secret"},
-            ) as response:
-                first = await response.content.readany()
-                process.send_signal(signal.SIGTERM)
-                rest = await response.read()
+            ) as response,
+        ):
+            first = await response.content.readany()
+            process.send_signal(signal.SIGTERM)
+            rest = await response.read()
         assert first + rest == b"".join(chunks)
         code = await asyncio.wait_for(process.wait(), 20)
         assert code == 0
