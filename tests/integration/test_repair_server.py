@@ -233,3 +233,26 @@ async def test_every_analysed_response_names_its_conversation(proxy: TestServer,
     _s, named, _b = await post(proxy, chat.bytes(), **{"X-Repair-Conversation": "my-run-7"})
     assert first["X-Repair-Conversation"] == second["X-Repair-Conversation"]
     assert named["X-Repair-Conversation"] == "my-run-7"
+
+
+async def test_reverify_force_pins_the_failing_tool(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
+    """reverify_owed with `force` sets tool_choice to the tool that ran the failing check."""
+    policy = policy_file(tmp_path, {"patterns.reverify_owed": {"after": 1, "action": "force", "escalate": []}})
+    proxy = await make_proxy(policy=policy)
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(edit())
+    _status, headers, _body = await post(proxy, chat.bytes())
+    sent = upstream.seen[-1].json()
+    assert headers["X-Repair-Trips"] == "reverify_owed"
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "execute_bash"}}
+    assert "python -m pytest tests/test_parse.py" in sent["messages"][-1]["content"]
+
+
+async def test_rewritten_request_has_a_true_content_length(proxy: TestServer, upstream: Upstream) -> None:
+    """After a rewrite the upstream's Content-Length is the new body's length."""
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+    await post(proxy, chat.bytes())
+    seen = upstream.seen[-1]
+    assert len(seen.body) > len(chat.bytes())
+    assert int(seen.headers["Content-Length"]) == len(seen.body)
