@@ -139,7 +139,7 @@ class Engine:
         )
         if halt is not None:
             handback = Handback(
-                text=handback_text(halt, state.repair, state.turns),
+                text=handback_text(halt, state.repair, state.turns, state.progress.describe()),
                 reason=halt.pattern,
                 current_failure=state.repair.current_failure(),
                 conversation=conversation,
@@ -169,14 +169,20 @@ class Engine:
     def _tool_choice(
         self, tail_trips: Sequence[Trip], state: ConversationState, tools: set[str]
     ) -> dict[str, Any] | None:
-        """`force` pins the next call: a read for a stuck failure, the failing check for a re-verify."""
+        """`force` pins the next call: a read for a stuck failure, the failing check for a
+        re-verify, an edit for read drift. Loops have no one right tool: they get the nudge."""
         forced = [t for t in tail_trips if t.action is Action.FORCE]
         if not forced:
             return None
-        if forced[-1].pattern == "reverify_owed":
+        pattern = forced[-1].pattern
+        if pattern == "reverify_owed":
             name = self._verify_tool(state, tools)
-        else:
+        elif pattern == "stuck_same_diagnostic":
             name = self.classifier.tool_of_kind(CallKind.READ, tools)
+        elif pattern == "read_stagnation":
+            name = self.classifier.tool_of_kind(CallKind.EDIT, tools)
+        else:
+            name = None
         return _forced(name) if name else None
 
     def _gate(self, data: Mapping[str, Any], state: ConversationState, tools: set[str]) -> Gate | None:

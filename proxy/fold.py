@@ -22,9 +22,10 @@ from proxy.detectors import REGISTRY, Trip, TurnFacts
 from proxy.failure import RepairState, fold_failure
 from proxy.observe import ObservedTurn, observe
 from proxy.policy import Placement, Policy
-from proxy.transcript import Turn, read_turns
+from proxy.progress import Progress, fold_progress
+from proxy.transcript import Turn, UserMessage, read_turns
 
-__all__ = ["ConversationState", "Cursor", "Injection", "fold_messages", "fold_turn"]
+__all__ = ["ConversationState", "Cursor", "Injection", "fold_messages", "fold_turn", "fold_user"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,9 @@ class ConversationState:
     injections: tuple[Injection, ...] = ()
     last_anchor: str = ""
     """Anchor of the last turn folded."""
+    progress: Progress = field(default_factory=Progress)
+    user_texts: frozenset[str] = frozenset()
+    """Digests of the user messages seen: a text not among them is a person's new message."""
 
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> tuple[ConversationState, list[Trip]]:
@@ -80,9 +84,25 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> t
             folded=state.folded | {c.call.id for c in turn.calls},
             trips=state.trips + tuple(trips),
             last_anchor=turn.anchor,
+            progress=fold_progress(state.progress, turn),
         ),
         trips,
     )
+
+
+def fold_user(state: ConversationState, message: UserMessage) -> ConversationState:
+    """A person's new message (text not sent before) starts a new episode for the episodic
+    detectors; repeated boilerplate ("please continue") does not. The failure model is never
+    reset by user messages."""
+    text = " ".join(message.text.split())
+    digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+    if digest in state.user_texts:
+        return state
+    detectors = {
+        name: (detector.initial if detector.episodic else state.detectors.get(name, detector.initial))
+        for name, detector in REGISTRY.items()
+    }
+    return replace(state, detectors=detectors, user_texts=state.user_texts | {digest})
 
 
 def _digest(message: Any) -> str:
@@ -135,11 +155,17 @@ def fold_messages(
     state: ConversationState, messages: Sequence[Any], classifier: Classifier, policy: Policy
 ) -> tuple[ConversationState, list[Trip]]:
     """Fold the turns of `messages` that `state` has not seen; return the new trips."""
-    turns, _users = read_turns(messages, _resume_at(state, messages))
+    turns, users = read_turns(messages, _resume_at(state, messages))
+    events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
+    volatile = frozenset(policy.loops.volatile_keys)
     trips: list[Trip] = []
-    for turn in turns:
-        observed = observe(turn, state.turns + 1, classifier, state.folded)
-        if not observed.calls:
+    for event in events:
+        if isinstance(event, UserMessage):
+            state = fold_user(state, event)
+            continue
+        observed = observe(event, state.turns + 1, classifier, state.folded, volatile)
+        text_only = not event.calls and bool(event.text.strip())
+        if not observed.calls and not text_only:
             continue
         state, found = fold_turn(state, observed, policy)
         trips.extend(found)

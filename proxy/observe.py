@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from proxy.canonical import DEFAULT_VOLATILE_KEYS, call_key, output_digest
 from proxy.classify import Classifier, Outcome, result_outcome
 from proxy.policy import CallKind
 from proxy.transcript import ToolCall, Turn
@@ -19,6 +20,10 @@ class ObservedCall:
     outcome: Outcome
     command: str | None
     """The shell command, for shell calls."""
+    key: str
+    """The canonical call: tool name and sorted-key arguments, volatile ids dropped."""
+    digest: str | None
+    """Digest of the result's payload; None when it has none."""
 
     @property
     def result(self) -> str:
@@ -50,7 +55,13 @@ class ObservedTurn:
         return self.turn.text
 
 
-def observe(turn: Turn, ordinal: int, classifier: Classifier, skip: frozenset[str] = frozenset()) -> ObservedTurn:
+def observe(
+    turn: Turn,
+    ordinal: int,
+    classifier: Classifier,
+    skip: frozenset[str] = frozenset(),
+    volatile: frozenset[str] = DEFAULT_VOLATILE_KEYS,
+) -> ObservedTurn:
     """Classify the turn's answered calls not in `skip` (already folded)."""
     calls: list[ObservedCall] = []
     for call in turn.calls:
@@ -64,6 +75,8 @@ def observe(turn: Turn, ordinal: int, classifier: Classifier, skip: frozenset[st
                 mutates=cls.mutates,
                 outcome=result_outcome(cls.kind, call.result, call.is_error),
                 command=classifier.command(call.name, call.arguments),
+                key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
+                digest=output_digest(call.result),
             )
         )
     return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal)

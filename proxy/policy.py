@@ -14,12 +14,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from proxy.canonical import DEFAULT_VOLATILE_KEYS
 from proxy.errors import ConfigError, ConfigProblem
 
 __all__ = [
+    "DEFAULT_POLL_TOOLS",
     "MAX_INJECTED_TOKENS",
     "MAX_VERIFY_ATTEMPTS",
+    "MONOLOGUE_AFTER",
+    "PING_PONG_AFTER",
+    "POLL_AFTER",
+    "READ_STAGNATION_AFTER",
     "REPEATED_ERROR_AFTER",
+    "REPEAT_CALL_AFTER",
+    "REPEAT_CALL_HALT_AT",
+    "REPEAT_OUTPUT_AFTER",
+    "REPEAT_OUTPUT_RING",
     "REVERIFY_OWED_AFTER",
     "STUCK_FORCE_AT",
     "STUCK_HALT_AT",
@@ -44,6 +54,33 @@ REPEATED_ERROR_AFTER = 3
 """Legacy: identical failing call and output in a row (only with the failure model off)."""
 REVERIFY_OWED_AFTER = 2
 """Consecutive edit turns on a live failure without a re-run before `reverify_owed` trips."""
+REPEAT_CALL_AFTER = 3
+"""The same canonical call succeeding this many times in a row trips `repeat_call`."""
+REPEAT_CALL_HALT_AT = 6
+REPEAT_OUTPUT_AFTER = 3
+"""Consecutive results of one tool with the same output hash that trip `repeat_output`."""
+REPEAT_OUTPUT_RING = 5
+"""How many recent successful results `repeat_output` remembers."""
+READ_STAGNATION_AFTER = 8
+"""Tool turns of re-reading and searching without a successful change that trip `read_stagnation`."""
+PING_PONG_AFTER = 6
+"""Calls alternating between two call keys, results unchanged, that trip `ping_pong`."""
+MONOLOGUE_AFTER = 3
+"""Identical text-only assistant replies that trip `monologue`."""
+POLL_AFTER = 10
+"""Consecutive calls of a polling tool that trip `excessive_polling` (polls are exempt from `repeat_call`)."""
+DEFAULT_POLL_TOOLS = (
+    "wait",
+    "sleep",
+    "poll",
+    "check_status",
+    "get_status",
+    "job_status",
+    "status",
+    "BashOutput",
+    "get_job",
+)
+"""Polling tools by name; shell commands classified `poll` (sleep, watch, ps...) count too."""
 MAX_VERIFY_ATTEMPTS = 2
 """Done-gate: how many times a premature stop is sent back before it passes as unverified."""
 MAX_INJECTED_TOKENS = 200
@@ -162,6 +199,16 @@ class Repair(_Frozen):
     """Tool to force for a re-verify; empty: the tool that ran the failing check."""
 
 
+class Loops(_Frozen):
+    """Knobs of the loop and stagnation guards (thresholds live in `patterns`)."""
+
+    poll_tools: tuple[str, ...] = DEFAULT_POLL_TOOLS
+    volatile_keys: tuple[str, ...] = tuple(sorted(DEFAULT_VOLATILE_KEYS))
+    repeat_output_ring: int = Field(default=REPEAT_OUTPUT_RING, ge=2)
+    read_share: float = Field(default=0.75, gt=0, le=1)
+    """A turn is read-dominated when at least this share of its calls read or search."""
+
+
 class Patterns(_Frozen):
     stuck_same_diagnostic: Ladder = Ladder(
         after=STUCK_SAME_DIAGNOSTIC_AFTER,
@@ -170,6 +217,14 @@ class Patterns(_Frozen):
     )
     reverify_owed: Ladder = Ladder(after=REVERIFY_OWED_AFTER, action=Action.NUDGE)
     repeated_error: Ladder = Ladder(after=REPEATED_ERROR_AFTER, action=Action.NUDGE)
+    repeat_call: Ladder = Ladder(
+        after=REPEAT_CALL_AFTER, action=Action.NUDGE, escalate=(Rung(at=REPEAT_CALL_HALT_AT, action=Action.HALT),)
+    )
+    repeat_output: Ladder = Ladder(after=REPEAT_OUTPUT_AFTER, action=Action.NUDGE)
+    read_stagnation: Ladder = Ladder(after=READ_STAGNATION_AFTER, action=Action.NUDGE)
+    ping_pong: Ladder = Ladder(after=PING_PONG_AFTER, action=Action.NUDGE)
+    monologue: Ladder = Ladder(after=MONOLOGUE_AFTER, action=Action.NUDGE)
+    excessive_polling: Ladder = Ladder(after=POLL_AFTER, action=Action.NUDGE)
 
 
 class Policy(_Frozen):
@@ -177,6 +232,7 @@ class Policy(_Frozen):
     repair: Repair = Repair()
     patterns: Patterns = Patterns()
     classify: Classification = Classification()
+    loops: Loops = Loops()
     source: str = "<embedded>"
 
     def ladder(self, pattern: str) -> Ladder:

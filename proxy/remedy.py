@@ -85,15 +85,66 @@ def remedy_text(trip: Trip, state: RepairState, counter: TokenCounter, budget: i
             "",
             "Do not send that call again unchanged; change the call or the code it checks first.",
         )
+    loop = _loop_remedy(trip)
+    if loop is not None:
+        head, quote, tail = loop
+        return _fit(counter, budget, head, quote, tail)
     return counter.trim(f"{PREFIX} {trip.detail}.", budget)
 
 
-def handback_text(trip: Trip, state: RepairState, turns: int) -> str:
-    """The incomplete hand-back's message: what failed, for how long, what was tried."""
+def _loop_remedy(trip: Trip) -> tuple[str, str, str] | None:
+    """(head, quoted evidence, next step) for the loop and stagnation patterns."""
+    if trip.pattern == "repeat_call":
+        return (
+            f"{PREFIX} You have made this exact call {trip.count} times in a row: {trip.subject}. "
+            "Its result will not change. You already have it:",
+            trip.excerpt,
+            "Do not call it again. Use that result and take a different next step.",
+        )
+    if trip.pattern == "repeat_output":
+        return (
+            f"{PREFIX} {trip.subject} has returned the same output {trip.count} times in a row:",
+            trip.excerpt,
+            f"Calling {trip.subject} again will return the same. Use what you have and move to the next step.",
+        )
+    if trip.pattern == "read_stagnation":
+        target = f"{trip.subject}, the file you have read most" if trip.subject else "the file you have read most"
+        return (
+            f"{PREFIX} {trip.count} turns of re-reading and searching without changing anything.",
+            "",
+            f"Stop reading. State your hypothesis in one sentence, then make a concrete edit to {target}; "
+            "or, if something blocks you, stop and say what.",
+        )
+    if trip.pattern == "ping_pong":
+        return (
+            f"{PREFIX} You are alternating between {trip.subject}, and neither result changes.",
+            "",
+            "Stop alternating. Neither call will tell you anything new; take a different step.",
+        )
+    if trip.pattern == "monologue":
+        return (
+            f"{PREFIX} You have sent this same reply {trip.count} times:",
+            trip.excerpt,
+            "Do not send it again. Either call a tool to make progress, or say plainly that you are done or blocked.",
+        )
+    if trip.pattern == "excessive_polling":
+        return (
+            f"{PREFIX} You have polled {trip.count} times in a row ({trip.subject}).",
+            "",
+            "Stop polling. Make one blocking wait with a timeout instead "
+            "(for a shell: `timeout 300 <command that waits>`, or the tool's own wait option), then check once.",
+        )
+    return None
+
+
+def handback_text(trip: Trip, state: RepairState, turns: int, progress: str = "") -> str:
+    """The incomplete hand-back's message: why it stopped, what is failing, what was tried."""
     lines = [
         f"{PREFIX} Stopping here: this run is INCOMPLETE and is being handed back.",
-        f"Reason: {trip.pattern} ({trip.detail}), after {turns} tool turn(s).",
+        f"Reason: {trip.pattern} ({trip.detail}), after {turns} turn(s).",
     ]
+    if progress:
+        lines.append(f"Partial progress: {progress}")
     if state.live:
         lines.append(
             f"Still failing ({state.same_diagnostic_streak} times in a row, "

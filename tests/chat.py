@@ -41,6 +41,13 @@ OPENHANDS_TOOLS: list[dict[str, Any]] = [
 ]
 
 
+def tool_schemas(names: list[str]) -> list[dict[str, Any]]:
+    """Minimal function schemas for tools named in a scenario."""
+    return [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}} for n in names
+    ]
+
+
 def output(text: str) -> str:
     """`@name` is the file tests/scenarios/outputs/name.txt; anything else is itself."""
     return (OUTPUTS / f"{text[1:]}.txt").read_text() if text.startswith("@") else text
@@ -83,6 +90,11 @@ class Chat:
         self.messages.append(message)
         for call_id, (_, _, out) in zip(ids, calls, strict=True):
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output(out)})
+        return self
+
+    def say(self, text: str) -> Chat:
+        """A text-only assistant reply."""
+        self.messages.append({"role": "assistant", "content": text})
         return self
 
     def user(self, text: str) -> Chat:

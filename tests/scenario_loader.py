@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from chat import Chat
+from chat import Chat, tool_schemas
 
 from proxy.engine import Engine
 from proxy.fold import ConversationState
@@ -23,30 +23,49 @@ TOKENS = TokenCounter()
 class Scenario:
     name: str
     behaviour: str
-    turns: list[list[dict[str, Any]]]
+    turns: list[Any]
+    """Each a tool turn (a list of calls), {"say": text} (a text-only reply) or {"user": text}."""
     expect: dict[str, Any]
     policy_raw: dict[str, Any]
+    tools: list[str] | None
 
     @property
     def policy(self) -> Policy:
         return policy_from_mapping(self.policy_raw, f"scenario {self.name}") if self.policy_raw else default_policy()
 
     def requests(self) -> list[bytes]:
-        """Request k carries turns 1..k with their results, as the agent sends it."""
-        chat = Chat()
-        bodies = []
-        for turn in self.turns:
-            chat.turn(*[(c["tool"], c["args"], c["output"]) for c in turn])
-            bodies.append(chat.bytes())
-        return bodies
+        """The requests the agent sends: one after each tool turn and after each user message."""
+        return [body for body, _ in self.requests_with_turns()]
+
+    def requests_with_turns(self) -> list[tuple[bytes, range]]:
+        """Each request with the turn ordinals it carries for the first time."""
+        chat = Chat(tools=tool_schemas(self.tools) if self.tools else None)
+        out: list[tuple[bytes, range]] = []
+        ordinal = sent = 0
+        for step in self.turns:
+            if isinstance(step, dict) and "user" in step:
+                chat.user(step["user"])
+            elif isinstance(step, dict) and "say" in step:
+                chat.say(step["say"])
+                ordinal += 1
+                continue
+            else:
+                chat.turn(*[(c["tool"], c["args"], c["output"]) for c in step])
+                ordinal += 1
+            out.append((chat.bytes(), range(sent + 1, ordinal + 1)))
+            sent = ordinal
+        return out
 
     def expected_trips(self, turn: int) -> list[list[str]]:
         return [list(t) for t in self.expect.get("trips", {}).get(str(turn), [])]
 
+    def expected_for(self, turns: range) -> list[list[str]]:
+        return [trip for turn in turns for trip in self.expected_trips(turn)]
+
 
 def load(name: str) -> Scenario:
     raw = orjson.loads((SCENARIOS / f"{name}.json").read_bytes())
-    return Scenario(name, raw["behaviour"], raw["turns"], raw["expect"], raw.get("policy", {}))
+    return Scenario(name, raw["behaviour"], raw["turns"], raw["expect"], raw.get("policy", {}), raw.get("tools"))
 
 
 def names() -> list[str]:

@@ -17,9 +17,11 @@ from proxy.classify import Outcome
 from proxy.detectors.types import Trip, TurnFacts
 from proxy.policy import Policy
 
-__all__ = ["INITIAL", "NAME", "fold"]
+__all__ = ["EPISODIC", "INITIAL", "NAME", "fold"]
 
 NAME = "repeated_error"
+EPISODIC = False
+"""Failures are not reset by user messages."""
 INITIAL: tuple[str, int] = ("", 0)
 
 

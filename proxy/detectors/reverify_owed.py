@@ -13,9 +13,11 @@ from __future__ import annotations
 from proxy.detectors.types import Trip, TurnFacts
 from proxy.policy import Policy
 
-__all__ = ["INITIAL", "NAME", "fold"]
+__all__ = ["EPISODIC", "INITIAL", "NAME", "fold"]
 
 NAME = "reverify_owed"
+EPISODIC = False
+"""The current-failure model never resets on user messages."""
 INITIAL = 0
 
 

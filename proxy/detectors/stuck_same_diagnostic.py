@@ -13,9 +13,11 @@ from __future__ import annotations
 from proxy.detectors.types import Trip, TurnFacts
 from proxy.policy import Policy
 
-__all__ = ["INITIAL", "NAME", "fold"]
+__all__ = ["EPISODIC", "INITIAL", "NAME", "fold"]
 
 NAME = "stuck_same_diagnostic"
+EPISODIC = False
+"""The current-failure model never resets on user messages."""
 INITIAL = None
 
 

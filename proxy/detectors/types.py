@@ -25,6 +25,10 @@ class Trip:
     """Stable id of that turn's end, where its injection is placed in every later request."""
     count: int
     """The pattern's count when it fired (streak, repeats, turns)."""
+    subject: str = ""
+    """What the pattern is about, as the agent would recognise it (a call, a tool, a file)."""
+    excerpt: str = ""
+    """A short quote of the evidence (a repeated output, a repeated reply)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,22 +45,28 @@ async def test_scenario_through_the_server(make_proxy, upstream: Upstream, tmp_p
     proxy = await make_proxy(policy=policy_file(tmp_path, scenario.policy_raw))
     upstream.reply_with(json_reply(ACTING))
     halted = []
-    for turn, body in enumerate(scenario.requests(), start=1):
+    for body, turns in scenario.requests_with_turns():
         before = len(upstream.seen)
         status, headers, reply = await post(proxy, body)
         assert status == 200
-        expected = list(dict.fromkeys(p for p, _ in scenario.expected_trips(turn)))
-        assert headers.get("X-Repair-Trips", "").split(",") if expected else "X-Repair-Trips" not in headers
+        expected = list(dict.fromkeys(p for p, _ in scenario.expected_for(turns)))
         if expected:
             assert headers["X-Repair-Trips"].split(",") == expected
+        else:
+            assert "X-Repair-Trips" not in headers
         if headers.get("X-Repair-Outcome") == "incomplete":
-            halted.append(turn)
+            halted.append(turns[-1])
             assert len(upstream.seen) == before, "a halt answers without calling upstream"
             assert "INCOMPLETE" in orjson.loads(reply)["choices"][0]["message"]["content"]
     assert halted == ([scenario.expect["halt_at"]] if "halt_at" in scenario.expect else [])
     sent = [s.json()["messages"] for s in upstream.seen]
     for earlier, later in pairwise(sent):
         assert later[: len(earlier)] == earlier, "a rewritten prompt must be a prefix of the next"
+    # each injecting trip's remedy reaches the upstream once, and stays exactly once
+    injecting = [t for turn in range(1, 200) for t in scenario.expected_trips(turn) if t[1] in ("nudge", "force")]
+    if sent:
+        placed = [m for m in sent[-1] if "[repair-proxy]" in str(m.get("content"))]
+        assert len(placed) == len(injecting)
 
 
 @pytest.mark.parametrize("name", names())

@@ -1,0 +1,56 @@
+"""`ping_pong`: two calls alternate, A, B, A, B, ..., and neither result changes.
+
+Tracks the run of successful calls that alternate between two distinct call keys where
+each call's output equals its previous occurrence; fires when the run reaches a rung of the
+ladder (first `after`, default `PING_PONG_AFTER`).
+
+Must never fire on: A, B, C, A, B, C (three calls); an alternation whose results change;
+failing calls (the failure model's), which break the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.classify import Outcome
+from proxy.detectors.calls import describe
+from proxy.detectors.types import Trip, TurnFacts
+from proxy.policy import Policy
+
+__all__ = ["EPISODIC", "INITIAL", "NAME", "State", "fold"]
+
+NAME = "ping_pong"
+EPISODIC = True
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    last: tuple[tuple[str, str | None, str], ...] = ()
+    """The last two calls as (key, output digest, description)."""
+    run: int = 0
+
+
+INITIAL = State()
+
+
+def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        if call.outcome is Outcome.FAIL:
+            state = INITIAL
+            continue
+        entry = (call.key, call.digest, describe(call))
+        last = state.last
+        if len(last) == 2 and entry[:2] == last[0][:2] and entry[0] != last[1][0] and state.run >= 2:
+            run = state.run + 1
+        elif last and entry[0] != last[-1][0]:
+            run = 2
+        else:
+            run = 1
+        state = State((*last, entry)[-2:], run)
+        action = policy.patterns.ping_pong.action_at(run) if run >= 2 else None
+        if action is not None:
+            subject = f"{state.last[0][2]} and {state.last[1][2]}"
+            detail = f"two calls alternated {run} times with unchanged results"
+            trips.append(Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, run, subject=subject))
+    return state, trips

@@ -1,0 +1,64 @@
+"""`repeat_output`: one tool keeps returning the same output.
+
+A ring of the last `loops.repeat_output_ring` successful results, as (tool, output digest);
+fires when the trailing run of one tool with one digest reaches a rung of the ladder (first
+`after`, default `REPEAT_OUTPUT_AFTER`) and the run came from more than one distinct call
+(identical calls are `repeat_call`'s, so the two never double-fire).
+
+Must never fire on: results with no payload (empty or whitespace: side-effect tools), which
+never enter the ring; an edit's confirmation ("the file has been edited"), the same every
+time by design; failing results; outputs that change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.classify import Outcome
+from proxy.detectors.calls import excerpt
+from proxy.detectors.types import Trip, TurnFacts
+from proxy.policy import Policy
+
+__all__ = ["EPISODIC", "INITIAL", "NAME", "State", "fold"]
+
+NAME = "repeat_output"
+EPISODIC = True
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    ring: tuple[tuple[str, str, str], ...] = ()
+    """(tool, output digest, call key), oldest first."""
+
+
+INITIAL = State()
+
+
+def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        if call.outcome is Outcome.FAIL or call.digest is None or call.mutates:
+            continue
+        entry = (call.call.name, call.digest, call.key)
+        state = State((*state.ring, entry)[-policy.loops.repeat_output_ring :])
+        run = []
+        for tool, digest, key in reversed(state.ring):
+            if (tool, digest) != entry[:2]:
+                break
+            run.append(key)
+        action = policy.patterns.repeat_output.action_at(len(run))
+        if action is not None and len(set(run)) > 1:
+            detail = f"{call.call.name} returned the same output {len(run)} times in a row"
+            trips.append(
+                Trip(
+                    NAME,
+                    action,
+                    detail,
+                    facts.turn.ordinal,
+                    facts.turn.anchor,
+                    len(run),
+                    subject=call.call.name,
+                    excerpt=excerpt(call.result),
+                )
+            )
+    return state, trips
