@@ -81,6 +81,15 @@ class Classifier:
             kind: getattr(rules.name_hints, kind.value) for kind in _PRECEDENCE if kind.value in NameHints.model_fields
         }
 
+    def rule_of(self, name: str) -> tuple[CallKind | None, str | None, dict[str, CallKind], str | None]:
+        """How a tool is classified: (fixed kind, kind-picking argument, its values, shell argument)."""
+        arg, values = self._by_arg.get(name, (None, {}))
+        return self._fixed.get(name), arg, values, self._shell.get(name)
+
+    @property
+    def command_args(self) -> tuple[str, ...]:
+        return self._command_args
+
     def command(self, name: str, arguments: Mapping[str, Any] | None) -> str | None:
         """The shell command a call runs, when the call is a shell call."""
         if name in self._shell:

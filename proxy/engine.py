@@ -25,6 +25,7 @@ from proxy.remedy import PREFIX, handback_text, remedy_text
 from proxy.rewrite import anchor_positions, apply_injections
 from proxy.statecache import StateCache
 from proxy.tokens import TokenCounter
+from proxy.vocabulary import learn_vocabulary
 
 __all__ = ["Analysis", "Engine", "Gate"]
 
@@ -102,9 +103,14 @@ class Engine:
     ) -> ConversationState:
         added: list[Injection] = []
         budget = self.policy.repair.max_injected_tokens
-        for trip in trips:
+        injecting = [t for t in trips if t.action in _INJECTING]
+        tools = data.get("tools")
+        vocabulary = (
+            learn_vocabulary(tools if isinstance(tools, list) else None, self.classifier) if injecting else None
+        )
+        for trip in injecting:
             if trip.action in _INJECTING:
-                text = remedy_text(trip, state.repair, self.tokens, budget)
+                text = remedy_text(trip, state.repair, self.tokens, budget, vocabulary)
                 added.append(Injection(trip.anchor, trip.pattern, text, self.policy.repair.placement, trip.turn))
         return replace(state, injections=state.injections + tuple(added)) if added else state
 

@@ -15,16 +15,18 @@ Folded once per turn by `fold_failure`, by these rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from proxy.classify import Outcome
+from proxy.evidence import Pointers, extract_pointers
 from proxy.observe import ObservedCall, ObservedTurn
 from proxy.policy import CallKind
 from proxy.signature import evidence
 
 __all__ = ["DIAGNOSTIC_KINDS", "DiagnosticClass", "RepairState", "fold_failure"]
 
+_MAX_FILES = 12
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY, CallKind.OTHER})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
 
@@ -52,6 +54,12 @@ class RepairState:
     failing_arguments: str = ""
     edits_on_failure: int = 0
     """Successful edits since this failure first appeared that did not change it."""
+    pointers: Pointers = field(default_factory=Pointers)
+    """The failing test and failure location the live failure's output states."""
+    read_since_failure: frozenset[str] = frozenset()
+    """Files read since the live failure first appeared."""
+    edited_since_failure: tuple[str, ...] = ()
+    """Files changed since the live failure first appeared, in order."""
 
     @property
     def live(self) -> bool:
@@ -87,11 +95,23 @@ def _first_failure(calls: tuple[ObservedCall, ...]) -> int | None:
     return None
 
 
+def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The live failure's read and edited files, with this turn's added."""
+    read = {c.target for c in calls if c.kind in (CallKind.READ, CallKind.SEARCH) and c.target}
+    edited = [c.target for c in calls if c.succeeded_mutation and c.target]
+    edited_all = (
+        *state.edited_since_failure,
+        *(p for p in dict.fromkeys(edited) if p not in state.edited_since_failure),
+    )
+    return state.read_since_failure | frozenset(p for p in read if p), edited_all[-_MAX_FILES:]
+
+
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:
     """The failure model after `turn` (pure)."""
     calls = turn.calls
     if not calls:
         return state
+    read, edited = _touched(state, calls)
     mutated = [i for i, c in enumerate(calls) if c.succeeded_mutation]
     epoch = state.write_epoch + (1 if mutated else 0)
     failed_at = _first_failure(calls)
@@ -100,6 +120,8 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         failing = calls[failed_at]
         found = evidence(failing.result)
         same = state.live and found.signature == state.last_diagnostic_signature
+        if not same:  # a new failure: what was read or edited for the old one does not count
+            read, edited = _touched(RepairState(), calls[failed_at + 1 :])
         # An edit after the failing check in the same turn has not been re-verified yet.
         edited_after = any(i > failed_at for i in mutated)
         edited_before = any(i < failed_at for i in mutated)
@@ -117,14 +139,21 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             edits_on_failure=(
                 state.edits_on_failure + (1 if state.edit_since_failure or edited_before else 0) if same else 0
             ),
+            pointers=state.pointers if same else extract_pointers(failing.result),
+            read_since_failure=read,
+            edited_since_failure=edited,
         )
     if any(c.kind is CallKind.VERIFY and c.outcome is Outcome.PASS for c in calls):
         return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch)
-    if mutated and state.live:
+    if not state.live:
+        return replace(state, write_epoch=epoch)
+    if mutated:
         return replace(
             state,
             write_epoch=epoch,
             edit_since_failure=True,
             reverify_owed=post_edit_reverify,
+            read_since_failure=read,
+            edited_since_failure=edited,
         )
-    return replace(state, write_epoch=epoch)
+    return replace(state, write_epoch=epoch, read_since_failure=read, edited_since_failure=edited)

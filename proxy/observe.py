@@ -11,6 +11,8 @@ from proxy.transcript import ToolCall, Turn
 
 __all__ = ["ObservedCall", "ObservedTurn", "observe"]
 
+_PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "dir_path")
+
 
 @dataclass(frozen=True, slots=True)
 class ObservedCall:
@@ -28,6 +30,20 @@ class ObservedCall:
     @property
     def result(self) -> str:
         return self.call.result or ""
+
+    @property
+    def target(self) -> str | None:
+        """The file the call reads or writes, when it names one (an argument, or a shell word)."""
+        arguments = self.call.arguments or {}
+        for name in _PATH_ARGS:
+            value = arguments.get(name)
+            if isinstance(value, str) and value:
+                return value
+        if self.command:
+            words = [w.strip("'\"") for w in self.command.split() if not w.startswith("-") and ("/" in w or "." in w)]
+            words = [w for w in words if not w.startswith(("'", "s/")) and w not in (".", "..")]
+            return words[-1] if words else None
+        return None
 
     @property
     def succeeded_mutation(self) -> bool:

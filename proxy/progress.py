@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from proxy.detectors.calls import describe
-from proxy.detectors.read_stagnation import read_target
 from proxy.observe import ObservedTurn
 from proxy.policy import CallKind
 
@@ -40,7 +39,7 @@ def fold_progress(progress: Progress, turn: ObservedTurn) -> Progress:
     edited = list(progress.edited)
     for call in turn.calls:
         if call.succeeded_mutation:
-            target = read_target(call)
+            target = call.target
             if target and target not in edited and len(edited) < _MAX_FILES:
                 edited.append(target)
     checks = [c for c in turn.calls if c.kind is CallKind.VERIFY]

@@ -8,39 +8,20 @@ snippet is shortened, never the instruction.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from proxy.detectors import Trip
 from proxy.failure import RepairState
 from proxy.tokens import TokenCounter
+from proxy.transcript import parse_arguments
+from proxy.vocabulary import Call, Vocabulary
 
-__all__ = ["PREFIX", "failing_targets", "handback_text", "remedy_text"]
+__all__ = ["PREFIX", "handback_text", "remedy_text", "resolve_path"]
 
 PREFIX = "[repair-proxy]"
 """Marks every text the proxy adds, so a reader of the transcript can tell it apart."""
 
-_PYTEST_ID = re.compile(r"^(?:FAILED|ERROR) (\S+?\.py)(?:::(\S+))?", re.MULTILINE)
-_LOCATION = re.compile(r"^(\S+\.\w+):(\d+):", re.MULTILINE)
-_TRACE_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
-
-
-def failing_targets(snippet: str) -> tuple[str | None, str | None]:
-    """(file, test) the snippet names as failing, when it names them."""
-    match = _PYTEST_ID.search(snippet)
-    if match:
-        return match.group(1), match.group(2)
-    match = _LOCATION.search(snippet)
-    if match:
-        return match.group(1), None
-    frames = _TRACE_FRAME.findall(snippet)
-    if frames:
-        return frames[-1][0], None
-    return None, None
-
-
-def _failing_call(state: RepairState) -> str:
-    if state.failing_command:
-        return f"`{state.failing_command}`"
-    return f"{state.failing_tool} with {state.failing_arguments}"
+_CD = re.compile(r"^\s*cd\s+([^\s;&|]+)")
 
 
 def _fit(counter: TokenCounter, budget: int, head: str, snippet: str, tail: str) -> str:
@@ -53,28 +34,93 @@ def _fit(counter: TokenCounter, budget: int, head: str, snippet: str, tail: str)
     return f"{head}\n{counter.trim(snippet, spare)}\n{tail}"
 
 
-def remedy_text(trip: Trip, state: RepairState, counter: TokenCounter, budget: int) -> str:
-    """The instruction for `trip`, given the failure model as the trip left it."""
+def resolve_path(path: str, known: Iterable[str], cwd: str) -> str:
+    """A path from the evidence, written the way the agent writes paths.
+
+    Runners print paths relative to where they ran; agents often use absolute ones. Use a
+    known path that ends with it, else the check's working directory, else a root under
+    which the agent's other paths share the first directory.
+    """
+    if path.startswith("/"):
+        return path
+    known = [k for k in known if k]
+    for candidate in known:
+        if candidate == path or candidate.endswith("/" + path):
+            return candidate
+    if cwd:
+        return f"{cwd.rstrip('/')}/{path}"
+    first = path.split("/", 1)[0]
+    for candidate in known:
+        marker = f"/{first}/"
+        if candidate.startswith("/") and marker in candidate:
+            return candidate[: candidate.index(marker)] + "/" + path
+    return path
+
+
+def _cwd(command: str) -> str:
+    match = _CD.match(command)
+    return match.group(1) if match else ""
+
+
+def _stuck_next_step(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, str | None]:
+    """(what to read and why, the exact call) for a stuck failure: the failing test, else the
+    failure's source line, whichever has not been read since the failure appeared."""
+    known = [*state.read_since_failure, *state.edited_since_failure]
+    cwd = _cwd(state.failing_command)
+    p = state.pointers
+    options: list[tuple[str, int | None, str]] = []
+    if p.test_file:
+        line = p.source_line if p.source_file == p.test_file else None
+        options.append((p.test_file, line, f"the failing test {p.test_id}" if p.test_id else "the failing test"))
+    if p.source_file and p.source_file != p.test_file:
+        options.append(
+            (
+                p.source_file,
+                p.source_line,
+                f"line {p.source_line} where it fails" if p.source_line else "where it fails",
+            )
+        )
+    if not options and p.source_file:
+        options.append((p.source_file, p.source_line, "where it fails"))
+    if not options:
+        return "the failing check's source and the code it exercises", None
+    unread = [o for o in options if resolve_path(o[0], known, cwd) not in state.read_since_failure]
+    path, line, why = (unread or options)[-1 if not unread else 0]
+    full = resolve_path(path, known, cwd)
+    call = vocabulary.read(full, line) if vocabulary is not None else None
+    return f"{why} in {full}", call.render() if call is not None else None
+
+
+def _failing_call(state: RepairState, vocabulary: Vocabulary | None = None) -> str:
+    """The call that failed, exactly as the agent made it."""
+    arguments, _raw = parse_arguments(state.failing_arguments)
+    if vocabulary is not None and state.failing_tool in vocabulary.tools and arguments is not None:
+        return Call(state.failing_tool, arguments).render()
+    if state.failing_command:
+        return f"`{state.failing_command}`"
+    return f"{state.failing_tool} with {state.failing_arguments}"
+
+
+def remedy_text(
+    trip: Trip, state: RepairState, counter: TokenCounter, budget: int, vocabulary: Vocabulary | None = None
+) -> str:
+    """The instruction for `trip`, given the failure model as the trip left it and the agent's
+    own tools, so the next step is an exact call it can make."""
     if trip.pattern == "stuck_same_diagnostic":
-        file, test = failing_targets(state.snippet)
-        target = f"the failing test {test} in {file}" if test and file else (file or "the failing check's source")
         changed = (
             f"your last {state.edits_on_failure} edit(s) did not change it"
             if state.edits_on_failure
             else "running it again without a change will not change it"
         )
-        head = (
-            f"{PREFIX} The same failure has come back {state.same_diagnostic_streak} times in a row; "
-            f"{changed}. Unchanged evidence:"
-        )
-        tail = (
-            f"Do not repeat that fix or edit the same lines again yet. Next action: read {target} "
-            f"and the code it exercises, state what is actually wrong, then change approach."
-        )
-        return _fit(counter, budget, head, state.snippet, tail)
+        head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}:"
+        what, call = _stuck_next_step(state, vocabulary)
+        edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
+        hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
+        step = f"Your next action: {call} (to read {what})." if call else f"Your next action: read {what}."
+        return _fit(counter, budget, head, state.snippet, f"{hold} {step} Then decide what is actually wrong.")
     if trip.pattern == "reverify_owed":
-        head = f"{PREFIX} You edited files after this check failed but have not re-run it:"
-        tail = f"Before anything else, run exactly {_failing_call(state)} again and read its result."
+        head = f"{PREFIX} You edited files after this check failed and have not re-run it:"
+        tail = f"Before anything else, re-run it exactly: {_failing_call(state, vocabulary)}"
         return _fit(counter, budget, head, state.snippet, tail)
     if trip.pattern == "repeated_error":
         head = f"{PREFIX} The same call failed the same way {trip.count} times in a row."

@@ -15,14 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxy.detectors.types import Trip, TurnFacts
-from proxy.observe import ObservedCall
 from proxy.policy import CallKind, Policy
 
-__all__ = ["EPISODIC", "INITIAL", "NAME", "State", "fold", "read_target"]
+__all__ = ["EPISODIC", "INITIAL", "NAME", "State", "fold"]
 
 NAME = "read_stagnation"
 EPISODIC = True
-_PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "dir_path", "directory")
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 
@@ -36,19 +34,6 @@ class State:
 
 
 INITIAL = State()
-
-
-def read_target(call: ObservedCall) -> str | None:
-    """The file a read call reads, when it names one."""
-    arguments = call.call.arguments or {}
-    for name in _PATH_ARGS:
-        value = arguments.get(name)
-        if isinstance(value, str) and value:
-            return value
-    if call.command:
-        words = [w for w in call.command.split() if not w.startswith("-") and ("/" in w or "." in w)]
-        return words[-1] if words else None
-    return None
 
 
 def _count(reads: tuple[tuple[str, int], ...], paths: list[str]) -> tuple[tuple[str, int], ...]:
@@ -69,7 +54,7 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
         return state, []
     keys = {c.key for c in reads}
     drifted = bool(keys & state.seen)
-    paths = [p for p in (read_target(c) for c in reads if c.kind is CallKind.READ) if p]
+    paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
     state = State(
         drift=state.drift + (1 if drifted else 0),
         seen=state.seen | keys,

@@ -91,7 +91,7 @@ async def test_nudge_reaches_upstream_with_the_snippet_and_stays_in_place(
     third, fourth = upstream.seen[-2].json()["messages"], upstream.seen[-1].json()["messages"]
     nudge = third[-1]
     assert nudge["role"] == "system"
-    assert "same failure has come back 3 times" in nudge["content"]
+    assert "same failure came back 3 times" in nudge["content"]
     assert "FAILED tests/test_parse.py::test_addition - AssertionError: assert 4 == 3" in nudge["content"]
     assert third[:-1] == chat.messages[: len(third) - 1]
     assert fourth[len(third) - 1] == nudge

@@ -1,0 +1,64 @@
+"""Evidence extraction: the failing test and location each runner states, and nothing invented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.evidence import Pointers
+from proxy.evidence import extract_pointers as pointers
+
+OUTPUTS = Path(__file__).resolve().parents[1] / "scenarios" / "outputs"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "pytest_addition_a",
+            Pointers("tests/test_parse.py::test_addition", "tests/test_parse.py", "tests/test_parse.py", 12),
+        ),
+        (
+            "unittest_a",
+            Pointers(
+                "tests.test_parse.TestParse.test_addition",
+                "/workspace/tests/test_parse.py",
+                "/workspace/tests/test_parse.py",
+                9,
+            ),
+        ),
+        ("jest_a", Pointers("sum › adds negatives", "src/__tests__/sum.test.ts", "src/__tests__/sum.test.ts", 11)),
+        ("vitest_a", Pointers("sum > adds negatives", "src/sum.test.ts", "src/sum.test.ts", 11)),
+        ("go_a", Pointers("TestParse", "parse_test.go", "parse_test.go", 14)),
+        ("cargo_a", Pointers("tests::parses_sum", None, "src/lib.rs", 42)),
+        ("tsc_a", Pointers(None, None, "src/parse.ts", 12)),
+        ("mypy_a", Pointers(None, None, "src/app/config.py", 18)),
+        ("ruff_a", Pointers(None, None, "src/app/cli.py", 3)),
+        ("python_traceback_a", Pointers(None, None, "/workspace/app/config.py", 18)),
+    ],
+)
+def test_runner_outputs_name_test_file_and_line(name: str, expected: Pointers) -> None:
+    """Each runner's real-looking output yields its failing test, file and line."""
+    assert pointers((OUTPUTS / f"{name}.txt").read_text()) == expected
+
+
+def test_pytest_failure_in_source_points_at_the_source_frame() -> None:
+    """When pytest shows a frame in the code under test, that is the source location."""
+    out = (
+        "    def test_addition():\n>       assert parse('1 + 2') == 3\n\nsrc/parse.py:3: in parse\n    raise ValueError\n"
+        "E   ValueError\n\ntests/test_parse.py:12: ValueError\nFAILED tests/test_parse.py::test_addition - ValueError\n"
+    )
+    assert pointers(out) == Pointers("tests/test_parse.py::test_addition", "tests/test_parse.py", "src/parse.py", 3)
+
+
+@pytest.mark.parametrize("name", ["build_no_location", "pytest_pass"])
+def test_outputs_without_pointers_invent_none(name: str) -> None:
+    """An output that names no test or location gives empty pointers."""
+    assert pointers((OUTPUTS / f"{name}.txt").read_text()).empty
+
+
+def test_library_frames_are_not_the_failure_location() -> None:
+    """site-packages and stdlib frames are skipped for the project's own frame."""
+    out = 'Traceback (most recent call last):\n  File "/w/app.py", line 5, in <module>\n  File "/usr/lib/python3.11/json/decoder.py", line 337, in decode\njson.decoder.JSONDecodeError: x\n'
+    assert pointers(out) == Pointers(None, None, "/w/app.py", 5)
