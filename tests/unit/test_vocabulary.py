@@ -1,0 +1,78 @@
+"""Rendering in the agent's own vocabulary: a tool the request offers, arguments its schema accepts."""
+
+from __future__ import annotations
+
+import jsonschema
+import orjson
+import pytest
+from vocabularies import SHELL_TOOL, VOCABULARIES
+
+from proxy.classify import Classifier
+from proxy.policy import default_policy
+from proxy.remedy import resolve_path
+from proxy.vocabulary import Call, learn_vocabulary
+
+CLASSIFIER = Classifier(default_policy().classify)
+EXPECTED_READER = {
+    "openhands": "str_replace_editor",
+    "claude_code": "Read",
+    "cline": "read_file",
+    "goose": "developer__text_editor",
+    "swe_agent": "bash",
+    "mini_swe_agent": "bash",
+    "codex": "shell",
+}
+
+
+def validate(call: Call, tools: list[dict[str, object]]) -> None:
+    schema = next(t["function"]["parameters"] for t in tools if t["function"]["name"] == call.name)  # type: ignore[index]
+    jsonschema.validate(dict(call.arguments), schema)
+
+
+@pytest.mark.parametrize("agent", sorted(VOCABULARIES))
+@pytest.mark.parametrize("line", [None, 42])
+def test_read_directive_names_an_offered_tool_with_valid_arguments(agent: str, line: int | None) -> None:
+    """Reading a file (at a line) renders a call to this agent's read tool, or its shell as a fallback."""
+    tools = VOCABULARIES[agent]
+    call = learn_vocabulary(tools, CLASSIFIER).read("/workspace/tests/test_parse.py", line)
+    assert call is not None
+    assert call.name == EXPECTED_READER[agent]
+    validate(call, tools)
+    assert "/workspace/tests/test_parse.py" in orjson.dumps(call.arguments).decode()
+
+
+@pytest.mark.parametrize("agent", sorted(VOCABULARIES))
+def test_run_directive_uses_the_shell_tool_in_its_own_shape(agent: str) -> None:
+    """Running a command renders the agent's shell tool; Codex's takes an argv array."""
+    tools = VOCABULARIES[agent]
+    call = learn_vocabulary(tools, CLASSIFIER).run("python -m pytest tests/test_parse.py")
+    assert call is not None and call.name == SHELL_TOOL[agent]
+    validate(call, tools)
+    if agent == "codex":
+        assert call.arguments["command"] == ["bash", "-lc", "python -m pytest tests/test_parse.py"]
+
+
+def test_no_tools_means_no_call() -> None:
+    """With nothing to call, no call is rendered (the remedy falls back to plain words)."""
+    vocabulary = learn_vocabulary([], CLASSIFIER)
+    assert vocabulary.read("/a.py") is None and vocabulary.run("ls") is None
+
+
+def test_render_is_copyable_json() -> None:
+    """A rendered call is the tool name and its arguments as JSON."""
+    assert Call("Read", {"file_path": "/a.py"}).render() == 'call Read with {"file_path":"/a.py"}'
+
+
+@pytest.mark.parametrize(
+    ("path", "known", "cwd", "expected"),
+    [
+        ("/abs/x.py", [], "", "/abs/x.py"),
+        ("tests/t.py", ["/w/tests/t.py"], "", "/w/tests/t.py"),
+        ("tests/t.py", [], "/repo", "/repo/tests/t.py"),
+        ("src/p.py", ["/workspace/src/other.py"], "", "/workspace/src/p.py"),
+        ("tests/t.py", ["/workspace/src/other.py"], "", "tests/t.py"),
+    ],
+)
+def test_evidence_paths_are_written_the_agents_way(path: str, known: list[str], cwd: str, expected: str) -> None:
+    """Relative paths from a runner become the agent's absolute paths when the transcript shows them."""
+    assert resolve_path(path, known, cwd) == expected
