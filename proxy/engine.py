@@ -29,7 +29,7 @@ from proxy.vocabulary import learn_vocabulary
 
 __all__ = ["Analysis", "Engine", "Gate"]
 
-_INJECTING = frozenset({Action.NUDGE, Action.FORCE})
+_INJECTING = frozenset({Action.NUDGE, Action.FORCE, Action.RESTRICT})
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,17 +156,45 @@ class Engine:
         placed = [i for i in state.injections if i.anchor in positions]
         rewritten_messages = apply_injections(messages, placed, positions) if placed else None
         tool_choice = self._tool_choice(tail_trips, state, _tool_names(data))
+        kept_tools = self._restricted(tail_trips, data.get("tools"))
         out = data
-        if rewritten_messages is not None or tool_choice is not None:
+        if rewritten_messages is not None or tool_choice is not None or kept_tools is not None:
             out = dict(data)
             if rewritten_messages is not None:
                 out["messages"] = rewritten_messages
             if tool_choice is not None:
                 out["tool_choice"] = tool_choice
+            if kept_tools is not None:
+                out["tools"] = kept_tools
+                choice = out.get("tool_choice")
+                names = {t["function"]["name"] for t in kept_tools if isinstance(t.get("function"), dict)}
+                if isinstance(choice, dict) and choice.get("function", {}).get("name") not in names:
+                    out.pop("tool_choice")
         gate = self._gate(out, state, _tool_names(data)) if state.repair.reverify_owed else None
         if out is data:
             return replace(analysis, gate=gate)
         return replace(analysis, body=orjson.dumps(out), rewritten=True, injected=tuple(placed), gate=gate)
+
+    def _restricted(self, tail_trips: Sequence[Trip], tools: Any) -> list[dict[str, Any]] | None:
+        """`restrict` takes the misused tool out of `tools` for this one request: the repeated
+        tool for a loop, the pure edit tools for a stuck failure. Never all of them: a request
+        left with no tools would change what the agent can do, not just steer it."""
+        restricting = [t for t in tail_trips if t.action is Action.RESTRICT]
+        if not restricting or not isinstance(tools, list):
+            return None
+        offered = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+        drop: set[str] = set()
+        for trip in restricting:
+            if trip.tool:
+                drop.add(trip.tool)
+            elif trip.pattern == "stuck_same_diagnostic":
+                drop |= {
+                    name
+                    for t in offered
+                    if (name := t["function"].get("name")) and self.classifier.rule_of(name)[0] is CallKind.EDIT
+                }
+        kept = [t for t in offered if t["function"].get("name") not in drop]
+        return kept if kept and len(kept) < len(offered) else None
 
     def _verify_tool(self, state: ConversationState, tools: set[str]) -> str | None:
         name = self.policy.repair.verify_tool or state.repair.failing_tool

@@ -103,6 +103,8 @@ class Action(StrEnum):
     """Inject an instruction."""
     FORCE = "force"
     """Inject and set `tool_choice`."""
+    RESTRICT = "restrict"
+    """Inject and take the tool being misused out of `tools` for one request."""
     HALT = "halt"
     """Answer the agent with an incomplete hand-back; no upstream call."""
 

@@ -42,6 +42,15 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
         if action is not None:
             detail = f"{call.call.name} polled {state.count} times in a row"
             trips.append(
-                Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, state.count, subject=describe(call))
+                Trip(
+                    NAME,
+                    action,
+                    detail,
+                    facts.turn.ordinal,
+                    facts.turn.anchor,
+                    state.count,
+                    subject=describe(call),
+                    tool=call.call.name,
+                )
             )
     return state, trips

@@ -56,6 +56,7 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
                     facts.turn.anchor,
                     state.count,
                     subject=describe(call),
+                    tool=call.call.name,
                     excerpt=excerpt(call.result),
                 )
             )

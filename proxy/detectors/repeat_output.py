@@ -58,6 +58,7 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
                     facts.turn.anchor,
                     len(run),
                     subject=call.call.name,
+                    tool=call.call.name,
                     excerpt=excerpt(call.result),
                 )
             )

@@ -29,6 +29,8 @@ class Trip:
     """What the pattern is about, as the agent would recognise it (a call, a tool, a file)."""
     excerpt: str = ""
     """A short quote of the evidence (a repeated output, a repeated reply)."""
+    tool: str = ""
+    """The one tool the pattern is about, when there is one (what `restrict` takes away)."""
 
 
 @dataclass(frozen=True, slots=True)

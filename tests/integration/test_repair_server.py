@@ -262,3 +262,31 @@ async def test_rewritten_request_has_a_true_content_length(proxy: TestServer, up
     seen = upstream.seen[-1]
     assert len(seen.body) > len(chat.bytes())
     assert int(seen.headers["Content-Length"]) == len(seen.body)
+
+
+async def test_restrict_removes_the_repeated_tool_for_one_request(
+    make_proxy, upstream: Upstream, tmp_path: Path
+) -> None:
+    """`restrict` on repeat_call takes that tool out of `tools` on the tripping request only."""
+    policy = policy_file(tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": []}})
+    proxy = await make_proxy(policy=policy)
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat()
+    for _ in range(4):
+        await post(proxy, chat.turn(view()).bytes())
+    offered = [[t["function"]["name"] for t in s.json()["tools"]] for s in upstream.seen]
+    assert offered == [["execute_bash", "str_replace_editor"]] * 2 + [["execute_bash"]] + [
+        ["execute_bash", "str_replace_editor"]
+    ]
+    assert "exact call 3 times" in upstream.seen[2].json()["messages"][-1]["content"]
+
+
+async def test_restrict_never_leaves_a_request_without_tools(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
+    """When the repeated tool is the only one offered, restrict falls back to the nudge alone."""
+    policy = policy_file(tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": []}})
+    proxy = await make_proxy(policy=policy)
+    only = [{"type": "function", "function": {"name": "str_replace_editor", "parameters": {"type": "object"}}}]
+    chat = Chat(tools=only)
+    for _ in range(3):
+        await post(proxy, chat.turn(view()).bytes())
+    assert upstream.seen[-1].json()["tools"] == only
