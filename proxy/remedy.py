@@ -116,11 +116,14 @@ def remedy_text(
         what, call = _stuck_next_step(state, vocabulary)
         edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
         hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
-        step = f"Your next action: {call} (to read {what})." if call else f"Your next action: read {what}."
-        return _fit(counter, budget, head, state.snippet, f"{hold} {step} Then decide what is actually wrong.")
+        # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
+        # changed the next action far more often than advice or a bare JSON object did.
+        step = f"Next, read {what}: {call}. Reply with that tool call only." if call else f"Next, read {what}."
+        return _fit(counter, budget, head, state.snippet, f"{hold} {step}")
     if trip.pattern == "reverify_owed":
         head = f"{PREFIX} You edited files after this check failed and have not re-run it:"
-        tail = f"Before anything else, re-run it exactly: {_failing_call(state, vocabulary)}"
+        call = _failing_call(state, vocabulary)
+        tail = f"Before anything else, re-run it exactly: {call}. Reply with that tool call only."
         return _fit(counter, budget, head, state.snippet, tail)
     if trip.pattern == "repeated_error":
         head = f"{PREFIX} The same call failed the same way {trip.count} times in a row."
