@@ -169,15 +169,32 @@ class RunningServer:
 
 
 @contextlib.contextmanager
-def serve(model: Path, port: int | None = None, context: int = 8192, template: Path | None = None) -> Iterator[RunningServer]:
+def serve(
+    model: Path, port: int | None = None, context: int = 8192, template: Path | None = None
+) -> Iterator[RunningServer]:
     """llama-server on 127.0.0.1 with `model`, tool-call templates on, stopped on exit."""
     binary = server_binary()
     if not binary.exists():
         raise Unavailable(f"no llama-server build at {binary}; run: python scripts/real_model.py build")
     port = port or free_port()
     command = [
-        str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", str(context),
-        "--threads", str(os.cpu_count() or 2), "--jinja", "--temp", "0", "--no-webui", "-np", "1",
+        str(binary),
+        "-m",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-c",
+        str(context),
+        "--threads",
+        str(os.cpu_count() or 2),
+        "--jinja",
+        "--temp",
+        "0",
+        "--no-webui",
+        "-np",
+        "1",
     ]
     if template is not None:
         command += ["--chat-template-file", str(template)]

@@ -15,13 +15,13 @@ def run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def test_ruff_lint_is_clean() -> None:
     """ruff finds nothing in the package, tests and benchmarks."""
-    result = run(sys.executable, "-m", "ruff", "check", "proxy", "tests", "bench")
+    result = run(sys.executable, "-m", "ruff", "check", "proxy", "tests", "bench", "scripts")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_applied() -> None:
     """Every file is as ruff format writes it."""
-    result = run(sys.executable, "-m", "ruff", "format", "--check", "proxy", "tests", "bench")
+    result = run(sys.executable, "-m", "ruff", "format", "--check", "proxy", "tests", "bench", "scripts")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-import real_model  # noqa: E402
+import real_model
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +22,9 @@ def llama_qwen() -> Iterator[str]:
     """Base URL (…/v1) of llama-server running Qwen2.5-Coder-1.5B-Instruct on 127.0.0.1."""
     model = real_model.cache_dir() / "models" / real_model.QWEN_FILE
     if not real_model.server_binary().exists():
-        pytest.skip(f"no cached llama-server build at {real_model.server_binary()} (run: python scripts/real_model.py build)")
+        pytest.skip(
+            f"no cached llama-server build at {real_model.server_binary()} (run: python scripts/real_model.py build)"
+        )
     if not model.exists():
         pytest.skip(f"no cached model at {model} (run: python scripts/real_model.py fetch qwen)")
     with real_model.serve(model, template=real_model.qwen_template()) as server:

@@ -14,7 +14,10 @@ pytestmark = pytest.mark.real_model
 
 
 async def post(proxy_url: str, body: bytes) -> tuple[int, dict[str, str], dict[str, object]]:
-    async with aiohttp.ClientSession() as client, client.post(proxy_url, data=body, headers={"Content-Type": "application/json"}) as resp:
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(proxy_url, data=body, headers={"Content-Type": "application/json"}) as resp,
+    ):
         return resp.status, dict(resp.headers), orjson.loads(await resp.read())
 
 
@@ -24,7 +27,9 @@ async def test_force_request_is_accepted_by_llama_cpp(make_proxy, llama_qwen: st
     policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 3, "action": "force", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy), upstream_url=llama_qwen)
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
-    status, headers, reply = await post(str(proxy.make_url("/v1/chat/completions")), chat.bytes(max_tokens=48, temperature=0))
+    status, headers, reply = await post(
+        str(proxy.make_url("/v1/chat/completions")), chat.bytes(max_tokens=48, temperature=0)
+    )
     assert status == 200, reply
     assert headers["X-Repair-Trips"] == "stuck_same_diagnostic"
     assert reply["choices"][0]["message"]["role"] == "assistant"  # type: ignore[index]
@@ -36,6 +41,8 @@ async def test_restrict_request_is_accepted_by_llama_cpp(make_proxy, llama_qwen:
     policy.write_text(policy_toml({"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy), upstream_url=llama_qwen)
     chat = Chat().turn(view()).turn(view()).turn(view())
-    status, headers, reply = await post(str(proxy.make_url("/v1/chat/completions")), chat.bytes(max_tokens=48, temperature=0))
+    status, headers, reply = await post(
+        str(proxy.make_url("/v1/chat/completions")), chat.bytes(max_tokens=48, temperature=0)
+    )
     assert status == 200, reply
     assert headers["X-Repair-Trips"] == "repeat_call"
