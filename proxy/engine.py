@@ -155,7 +155,8 @@ class Engine:
 
         placed = [i for i in state.injections if i.anchor in positions]
         rewritten_messages = apply_injections(messages, placed, positions) if placed else None
-        tool_choice = self._tool_choice(tail_trips, state, _tool_names(data))
+        offered = _tool_names(data)
+        tool_choice = self._tool_choice(tail_trips, state, offered)
         kept_tools = self._restricted(tail_trips, data.get("tools"))
         out = data
         if rewritten_messages is not None or tool_choice is not None or kept_tools is not None:
@@ -170,7 +171,7 @@ class Engine:
                 names = {t["function"]["name"] for t in kept_tools if isinstance(t.get("function"), dict)}
                 if isinstance(choice, dict) and choice.get("function", {}).get("name") not in names:
                     out.pop("tool_choice")
-        gate = self._gate(out, state, _tool_names(data)) if state.repair.reverify_owed else None
+        gate = self._gate(out, state, offered) if state.repair.reverify_owed else None
         if out is data:
             return replace(analysis, gate=gate)
         return replace(analysis, body=orjson.dumps(out), rewritten=True, injected=tuple(placed), gate=gate)

@@ -96,6 +96,19 @@ def _analyse(request: web.Request, body: bytes) -> Analysis | None:
         record.analysed = True
         record.conversation = analysis.conversation
         record.trips = tuple(t.pattern for t in analysis.new_trips)
+        signature = analysis.state.repair.last_diagnostic_signature
+        for trip in analysis.new_trips:
+            log.info(
+                "repair_trip",
+                pattern=trip.pattern,
+                action=trip.action.value,
+                team=analysis.team,
+                conversation=analysis.conversation,
+                turn=trip.turn,
+                count=trip.count,
+                streak=analysis.state.repair.same_diagnostic_streak,
+                signature=signature[:12] if signature else None,
+            )
     return analysis
 
 

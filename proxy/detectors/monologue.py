@@ -45,5 +45,5 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
     if action is None:
         return state, []
     detail = f"the same text-only reply {state.count} times in a row"
-    trip = Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, state.count, excerpt=excerpt(text))
+    trip = facts.trip(NAME, action, detail, state.count, excerpt=excerpt(text))
     return state, [trip]

@@ -52,5 +52,5 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
         if action is not None:
             subject = f"{state.last[0][2]} and {state.last[1][2]}"
             detail = f"two calls alternated {run} times with unchanged results"
-            trips.append(Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, run, subject=subject))
+            trips.append(facts.trip(NAME, action, detail, run, subject=subject))
     return state, trips

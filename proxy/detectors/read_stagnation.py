@@ -66,4 +66,4 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
     most = state.reads[0] if state.reads else None
     detail = f"{state.drift} turns re-reading and searching without a change"
     subject = most[0] if most else ""
-    return state, [Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, state.drift, subject=subject)]
+    return state, [facts.trip(NAME, action, detail, state.drift, subject=subject)]

@@ -48,12 +48,10 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
         if action is not None:
             detail = f"the same call succeeded {state.count} times in a row"
             trips.append(
-                Trip(
+                facts.trip(
                     NAME,
                     action,
                     detail,
-                    facts.turn.ordinal,
-                    facts.turn.anchor,
                     state.count,
                     subject=describe(call),
                     tool=call.call.name,

@@ -50,12 +50,10 @@ def fold(state: State, facts: TurnFacts, policy: Policy) -> tuple[State, list[Tr
         if action is not None and len(set(run)) > 1:
             detail = f"{call.call.name} returned the same output {len(run)} times in a row"
             trips.append(
-                Trip(
+                facts.trip(
                     NAME,
                     action,
                     detail,
-                    facts.turn.ordinal,
-                    facts.turn.anchor,
                     len(run),
                     subject=call.call.name,
                     tool=call.call.name,

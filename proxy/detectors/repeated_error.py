@@ -40,4 +40,4 @@ def fold(state: tuple[str, int], facts: TurnFacts, policy: Policy) -> tuple[tupl
     if action is None:
         return (key, count), []
     detail = f"the same failing call returned the same output {count} times"
-    return (key, count), [Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, count)]
+    return (key, count), [facts.trip(NAME, action, detail, count)]

@@ -32,4 +32,4 @@ def fold(state: int, facts: TurnFacts, policy: Policy) -> tuple[int, list[Trip]]
     if action is None:
         return count, []
     detail = f"{count} edit turn(s) on a live failure without re-running the failing check"
-    return count, [Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, count)]
+    return count, [facts.trip(NAME, action, detail, count)]

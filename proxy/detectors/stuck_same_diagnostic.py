@@ -32,4 +32,4 @@ def fold(state: None, facts: TurnFacts, policy: Policy) -> tuple[None, list[Trip
         f"the same failure came back {after} times in a row; "
         f"{facts.after.edits_on_failure} edit(s) since it appeared did not change it"
     )
-    return state, [Trip(NAME, action, detail, facts.turn.ordinal, facts.turn.anchor, after)]
+    return state, [facts.trip(NAME, action, detail, after)]

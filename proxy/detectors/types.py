@@ -42,3 +42,17 @@ class TurnFacts:
     after: RepairState
     failure_model: bool
     """The current-failure model is on (it owns repeated failures)."""
+
+    def trip(
+        self,
+        pattern: str,
+        action: Action,
+        detail: str,
+        count: int,
+        *,
+        subject: str = "",
+        excerpt: str = "",
+        tool: str = "",
+    ) -> Trip:
+        """A trip of `pattern` on this turn."""
+        return Trip(pattern, action, detail, self.turn.ordinal, self.turn.anchor, count, subject, excerpt, tool)
