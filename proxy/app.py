@@ -9,10 +9,9 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.config import Settings
-from proxy.engine import Engine
-from proxy.keys import ENGINE, REQUEST_LOG, SESSION, SETTINGS, RequestLog
+from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, RequestLog, RuntimeHolder
 from proxy.routes import add_routes
+from proxy.tenancy import Runtime
 
 __all__ = ["make_app"]
 
@@ -53,7 +52,7 @@ async def request_log_middleware(request: web.Request, handler: Handler) -> web.
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
-    settings = app[SETTINGS]
+    settings = app[RUNTIME].current.settings
     connector = aiohttp.TCPConnector(limit=settings.upstream.max_connections)
     async with aiohttp.ClientSession(
         connector=connector,
@@ -65,11 +64,11 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
-def make_app(settings: Settings, engine: Engine) -> web.Application:
+def make_app(runtime: Runtime) -> web.Application:
     """The proxy application; routes live in `proxy.routes`."""
+    settings = runtime.settings
     app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
-    app[SETTINGS] = settings
-    app[ENGINE] = engine
+    app[RUNTIME] = RuntimeHolder(runtime)
     app.cleanup_ctx.append(_client_session)
     add_routes(app)
     return app

@@ -19,18 +19,23 @@ from proxy.engine import Engine
 from proxy.errors import ConfigError
 from proxy.fold import ConversationState
 from proxy.logs import configure_logging
-from proxy.policy import load_policy
 from proxy.replay import ReplayInputError, read_requests, render_text, replay
 from proxy.statecache import StateCache
+from proxy.tenancy import DEFAULT_TEAM, Runtime, build_runtime
 from proxy.tokens import EncodingUnavailable, TokenCounter
 
-__all__ = ["build_engine", "main"]
+__all__ = ["build", "build_engine", "main"]
 
 
 def build_engine(settings: Settings, policy_path: str | None = None) -> Engine:
-    policy = load_policy(policy_path if policy_path is not None else settings.repair.policy)
+    """The default team's engine (replay, benchmarks)."""
+    return build(settings, policy_path).teams[DEFAULT_TEAM].engine
+
+
+def build(settings: Settings, policy_path: str | None = None) -> Runtime:
+    """Settings to a runtime: every team's policy loaded, one state cache and token counter shared."""
     cache: StateCache[ConversationState] = StateCache(settings.store.state_cache_size, settings.store.state_ttl_seconds)
-    return Engine(policy, cache, TokenCounter())
+    return build_runtime(settings, cache, TokenCounter(), policy_path)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,7 +68,7 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
         overrides.setdefault("repair", {})["enabled"] = False
     settings = load_settings(args.config, environ=environ, overrides=overrides)
     configure_logging(settings.logging.level)
-    app = make_app(settings, build_engine(settings))
+    app = make_app(build(settings))
     structlog.get_logger("repair_proxy").info(
         "listening",
         host=settings.server.host,
@@ -84,9 +89,9 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    settings = load_settings(args.file)
-    policy = load_policy(settings.repair.policy)
-    print(f"{args.file}: ok (upstream {settings.upstream.base_url}, policy {policy.source})")
+    runtime = build(load_settings(args.file))
+    teams = ", ".join(f"{t.name} -> {t.upstream} ({t.engine.policy.source})" for t in runtime.teams.values())
+    print(f"{args.file}: ok; teams: {teams}")
     return 0
 
 

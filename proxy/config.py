@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from proxy.errors import ConfigError, ConfigProblem
 
@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_UPSTREAM",
     "ENV_OVERRIDES",
     "Settings",
+    "TeamSettings",
     "load_settings",
 ]
 
@@ -53,6 +54,8 @@ class ServerSettings(_Frozen):
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
     drain_timeout: float = Field(default=30.0, ge=0)
     """Seconds in-flight requests get to finish on shutdown."""
+    key_header: str = "X-Repair-Key"
+    """A header that may carry the proxy key instead of Authorization (which then passes upstream)."""
 
 
 class UpstreamSettings(_Frozen):
@@ -89,6 +92,20 @@ class LoggingSettings(_Frozen):
     """Prompt text is never logged unless this is on."""
 
 
+class TeamSettings(_Frozen):
+    """One team: who it is (its proxy keys), what it runs (policy) and where (upstream)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    keys: tuple[str, ...] = Field(min_length=1)
+    """Proxy keys, sent by the agent as `Authorization: Bearer <key>` (or in `server.key_header`)."""
+    policy: str = ""
+    """Policy TOML, relative to this config file; empty: `repair.policy`."""
+    upstream: str = ""
+    """Upstream base URL; empty: `upstream.base_url`."""
+    upstream_key: str = ""
+    """When set, replaces the agent's Authorization upstream; empty: the agent's key passes through."""
+
+
 class Settings(_Frozen):
     server: ServerSettings = ServerSettings()
     upstream: UpstreamSettings = UpstreamSettings()
@@ -96,8 +113,20 @@ class Settings(_Frozen):
     repair: RepairSettings = RepairSettings()
     store: StoreSettings = StoreSettings()
     logging: LoggingSettings = LoggingSettings()
+    team: tuple[TeamSettings, ...] = ()
+    """`[[team]]` tables. None: one default team serves everyone."""
     source: str = "<defaults>"
     """Where these settings came from (for error messages); not a TOML key."""
+
+    @model_validator(mode="after")
+    def _unique_teams(self) -> Settings:
+        names = [t.name for t in self.team]
+        keys = [k for t in self.team for k in t.keys]
+        if len(set(names)) != len(names):
+            raise ValueError("team names must be unique")
+        if len(set(keys)) != len(keys):
+            raise ValueError("a proxy key may belong to one team only")
+        return self
 
 
 def _problems(exc: ValidationError, file: str) -> list[ConfigProblem]:
@@ -118,21 +147,24 @@ def load_settings(
     path: str | Path | None = None,
     *,
     environ: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Parse and validate settings; raise `ConfigError` naming every bad key."""
     raw: dict[str, Any] = _read_toml(Path(path)) if path else {}
     if "source" in raw:
         raise ConfigError([ConfigProblem(str(path), "source", "not a config key")])
     file = str(path) if path else "<defaults>"
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, Any] = {}
     for section, value in raw.items():
         merged[section] = dict(value) if isinstance(value, dict) else value
     for var, (section, key) in ENV_OVERRIDES.items():
         if environ is not None and var in environ:
             merged.setdefault(section, {})[key] = environ[var]
     for section, values in (overrides or {}).items():
-        merged.setdefault(section, {}).update(values)
+        if isinstance(values, Mapping) and isinstance(merged.get(section, {}), dict):
+            merged.setdefault(section, {}).update(values)
+        else:
+            merged[section] = values
     try:
         return Settings.model_validate({**merged, "source": file})
     except ValidationError as exc:

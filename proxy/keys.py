@@ -8,14 +8,20 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
-from proxy.config import Settings
-from proxy.engine import Engine
+from proxy.tenancy import Runtime
 
-__all__ = ["ENGINE", "REQUEST_LOG", "SESSION", "SETTINGS", "RequestLog"]
+__all__ = ["REQUEST_LOG", "RUNTIME", "SESSION", "RequestLog", "RuntimeHolder"]
 
-SETTINGS = web.AppKey("settings", Settings)
+
+@dataclass(slots=True)
+class RuntimeHolder:
+    """The runtime in force; a reload swaps `current`, requests in flight keep the one they began with."""
+
+    current: Runtime
+
+
+RUNTIME = web.AppKey("runtime", RuntimeHolder)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
-ENGINE = web.AppKey("engine", Engine)
 
 
 @dataclass(slots=True)

@@ -6,6 +6,7 @@ agent -> read body -> (chat + repair on?) -> analyse -> halt | done-gate | forwa
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import aiohttp
 import structlog
@@ -28,8 +29,9 @@ from proxy.forward import (
 )
 from proxy.handback import OUTCOME_HEADER, chat_completion, chat_completion_stream
 from proxy.identity import CONVERSATION_HEADER
-from proxy.keys import ENGINE, REQUEST_LOG, SESSION, SETTINGS
+from proxy.keys import REQUEST_LOG, RUNTIME, SESSION
 from proxy.sse import SSEScanner, chunk_has_tool_calls, reply_has_tool_calls
+from proxy.tenancy import Runtime, Team
 
 __all__ = ["add_routes"]
 
@@ -55,15 +57,25 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     return bytes(buffer)
 
 
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What this request runs under, fixed when it arrives (a reload does not change it)."""
+
+    runtime: Runtime
+    team: Team
+
+
+CONTEXT = web.RequestKey("context", Context)
+
+
 def _timeouts(request: web.Request) -> Timeouts:
-    upstream = request.app[SETTINGS].upstream
+    upstream = request[CONTEXT].runtime.settings.upstream
     return Timeouts(upstream.connect_timeout, upstream.first_byte_timeout, upstream.idle_timeout)
 
 
 async def _open(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
-    settings = request.app[SETTINGS]
     raw = request.rel_url
-    url = target_url(settings.upstream.base_url, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
+    url = target_url(request[CONTEXT].team.upstream, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
     upstream = await open_upstream(request.app[SESSION], request.method, url, headers, body, _timeouts(request))
     request[REQUEST_LOG].upstream_ms = (time.perf_counter() - started) * 1000
@@ -85,7 +97,8 @@ def _analyse(request: web.Request, body: bytes) -> Analysis | None:
     record = request[REQUEST_LOG]
     started = time.perf_counter()
     try:
-        analysis = request.app[ENGINE].analyse(body, request.headers)
+        team = request[CONTEXT].team
+        analysis = team.engine.analyse(body, request.headers, team=team.name)
     except Exception:
         log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
         record.end = "analysis_failed"
@@ -113,7 +126,20 @@ def _analyse(request: web.Request, body: bytes) -> Analysis | None:
 
 
 async def proxy_v1(request: web.Request) -> web.StreamResponse:
-    settings = request.app[SETTINGS]
+    runtime = request.app[RUNTIME].current
+    settings = runtime.settings
+    team = runtime.team_for(request.headers)
+    if team is None:
+        request[REQUEST_LOG].end = "unknown_key"
+        return openai_error(
+            401,
+            "no team of this proxy has that key: send it as 'Authorization: Bearer <key>' "
+            f"or in the {settings.server.key_header} header",
+            code="invalid_proxy_key",
+            kind="authentication_error",
+        )
+    request[CONTEXT] = Context(runtime, team)
+    request[REQUEST_LOG].team = team.name
     try:
         body = await read_body(request, settings.limits.max_body_bytes)
     except BodyTooLarge:
@@ -127,7 +153,8 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         )
         response.force_close()
         return response
-    headers = upstream_headers(request.headers, settings.upstream.api_key)
+    headers = upstream_headers(request.headers, team.upstream_key)
+    headers.popall(settings.server.key_header, None)
     analysis = None
     if settings.repair.enabled and request.method == "POST" and request.match_info["tail"].strip("/") in ANALYSED_PATHS:
         analysis = _analyse(request, body)
@@ -252,7 +279,7 @@ async def healthz(_request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     """Ready when the upstream answers at all (any HTTP status below 500)."""
-    settings = request.app[SETTINGS]
+    settings = request.app[RUNTIME].current.settings
     url = target_url(settings.upstream.base_url, "models", "")
     try:
         async with request.app[SESSION].get(

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestServer
 from multidict import CIMultiDictProxy
 
 from proxy.app import make_app
-from proxy.cli import build_engine
+from proxy.cli import build
 from proxy.config import Settings, load_settings
 
 Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]
@@ -156,11 +156,14 @@ async def start_upstream() -> Upstream:
 async def start_proxy(
     upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = ""
 ) -> TestServer:
-    merged: dict[str, dict[str, Any]] = {"upstream": {"base_url": upstream_url}, "repair": {"policy": policy}}
+    merged: dict[str, Any] = {"upstream": {"base_url": upstream_url}, "repair": {"policy": policy}}
     for section, values in (overrides or {}).items():
-        merged.setdefault(section, {}).update(values)
+        if isinstance(values, dict):
+            merged.setdefault(section, {}).update(values)
+        else:
+            merged[section] = values
     settings: Settings = load_settings(None, overrides=merged)
-    server = TestServer(make_app(settings, build_engine(settings)), host="127.0.0.1")
+    server = TestServer(make_app(build(settings)), host="127.0.0.1")
     await server.start_server()
     return server
 

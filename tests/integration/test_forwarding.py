@@ -13,6 +13,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from support import Upstream, completion, gzip_reply, json_reply, sse_chunks, sse_reply
 
+from proxy.keys import RUNTIME
+
 CHAT_WITH_TOOLS = (
     b'{"model": "qwen2.5-coder",  "messages": [{"role":"system","content":"You fix bugs."},'
     b'{"role":"user","content":"Fix the failing test \\u00e9"},'
@@ -288,12 +290,11 @@ async def test_analysis_exception_fails_open(
     proxy: TestServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bug in analysis forwards the original bytes and the request succeeds."""
-    from proxy.keys import ENGINE
 
     def boom(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("analysis bug")
 
-    monkeypatch.setattr(proxy.app[ENGINE], "analyse", boom)
+    monkeypatch.setattr(proxy.app[RUNTIME].current.teams["default"].engine, "analyse", boom)
     status, _headers, body = await post(proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
     assert status == 200
     assert upstream.seen[0].body == CHAT_WITH_TOOLS

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxy.cli import main
-from proxy.config import DEFAULT_HOST, DEFAULT_UPSTREAM, load_settings
+from proxy.config import DEFAULT_HOST, DEFAULT_UPSTREAM, TeamSettings, load_settings
 from proxy.errors import ConfigError
 from proxy.policy import STUCK_SAME_DIAGNOSTIC_AFTER, default_policy, load_policy
 
@@ -26,11 +26,14 @@ def test_example_config_is_valid_and_documents_every_key() -> None:
     settings = load_settings(ROOT / "config.example.toml")
     text = (ROOT / "config.example.toml").read_text()
     for section, model in settings:
-        if section == "source":
+        if section in ("source", "team"):
             continue
         assert f"[{section}]" in text
         for key in type(model).model_fields:
             assert f"\n{key} =" in text, f"{section}.{key} is not documented"
+    assert "# [[team]]" in text
+    for key in TeamSettings.model_fields:
+        assert f"\n# {key} =" in text, f"team.{key} is not documented"
 
 
 def test_unknown_and_invalid_keys_name_file_and_key(tmp_path: Path) -> None:

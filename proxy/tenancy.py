@@ -1,0 +1,104 @@
+"""Teams: which team a request belongs to, and each team's engine and upstream.
+
+A team is chosen by its proxy key, sent as `Authorization: Bearer <key>` or in the
+`server.key_header` header. With no `[[team]]` configured, one default team serves everyone.
+State, verdicts, logs and metrics are keyed by team, so they never cross teams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from proxy.config import Settings
+from proxy.engine import Engine
+from proxy.errors import ConfigError, ConfigProblem
+from proxy.fold import ConversationState
+from proxy.policy import Policy, load_policy
+from proxy.statecache import StateCache
+from proxy.tokens import TokenCounter
+
+__all__ = ["DEFAULT_TEAM", "Runtime", "Team", "build_runtime"]
+
+DEFAULT_TEAM = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    name: str
+    engine: Engine
+    upstream: str
+    upstream_key: str
+    """Replaces the agent's Authorization upstream when set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Everything a request needs that a reload may replace: settings and teams."""
+
+    settings: Settings
+    teams: Mapping[str, Team]
+    by_key: Mapping[str, str]
+
+    @property
+    def open(self) -> bool:
+        """No teams configured: everyone is the default team."""
+        return not self.by_key
+
+    def team_for(self, headers: Mapping[str, str]) -> Team | None:
+        """The request's team, or None when teams are configured and no known key was sent."""
+        if self.open:
+            return self.teams[DEFAULT_TEAM]
+        candidates = [headers.get(self.settings.server.key_header, "")]
+        authorization = headers.get("Authorization", "")
+        if authorization[:7].lower() == "bearer ":
+            candidates.append(authorization[7:].strip())
+        for key in candidates:
+            name = self.by_key.get(key) if key else None
+            if name is not None:
+                return self.teams[name]
+        return None
+
+
+def _policy_path(settings: Settings, path: str) -> str:
+    if not path or Path(path).is_absolute() or settings.source == "<defaults>":
+        return path
+    return str(Path(settings.source).parent / path)
+
+
+def build_runtime(
+    settings: Settings, cache: StateCache[ConversationState], tokens: TokenCounter, policy_path: str | None = None
+) -> Runtime:
+    """Load every team's policy; raise `ConfigError` naming the file and key of every problem."""
+    default_policy_path = policy_path if policy_path is not None else _policy_path(settings, settings.repair.policy)
+    loaded: dict[str, Policy] = {}
+
+    def policy(path: str) -> Policy:
+        if path not in loaded:
+            loaded[path] = load_policy(path)
+        return loaded[path]
+
+    if not settings.team:
+        engine = Engine(policy(default_policy_path), cache, tokens)
+        team = Team(DEFAULT_TEAM, engine, settings.upstream.base_url, settings.upstream.api_key)
+        return Runtime(settings, {DEFAULT_TEAM: team}, {})
+    teams: dict[str, Team] = {}
+    problems: list[ConfigProblem] = []
+    for entry in settings.team:
+        path = _policy_path(settings, entry.policy) if entry.policy else default_policy_path
+        try:
+            engine = Engine(policy(path), cache, tokens)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        teams[entry.name] = Team(
+            entry.name,
+            engine,
+            entry.upstream or settings.upstream.base_url,
+            entry.upstream_key or settings.upstream.api_key,
+        )
+    if problems:
+        raise ConfigError(problems)
+    by_key = {key: entry.name for entry in settings.team for key in entry.keys}
+    return Runtime(settings, teams, by_key)
