@@ -19,6 +19,7 @@ from proxy.engine import Engine
 from proxy.errors import ConfigError
 from proxy.fold import ConversationState
 from proxy.logs import configure_logging
+from proxy.policy import load_policy
 from proxy.replay import ReplayInputError, read_requests, render_text, replay
 from proxy.statecache import StateCache
 from proxy.tenancy import DEFAULT_TEAM, Runtime, build_runtime
@@ -47,8 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--upstream", help="upstream base URL, e.g. http://127.0.0.1:11434/v1")
     serve.add_argument("--no-repair", action="store_true", help="byte-transparent: analyse and change nothing")
-    check = sub.add_parser("check-config", help="validate a config file and the policy it names")
+    check = sub.add_parser("check-config", help="validate a config file and the policies it names")
     check.add_argument("file")
+    check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
+    check_policy.add_argument("file")
     rep = sub.add_parser("replay", help="fold chat request bodies offline and show what the proxy would do")
     rep.add_argument("file", help="one request body (JSON) or successive bodies (JSON Lines)")
     rep.add_argument("--policy", help="policy TOML (default: the embedded policy)")
@@ -95,6 +98,12 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_policy(args: argparse.Namespace) -> int:
+    policy = load_policy(args.file)
+    print(f"{args.file}: ok (policy {policy.name!r})")
+    return 0
+
+
 def _replay(args: argparse.Namespace) -> int:
     settings = Settings()
     engine = build_engine(settings, args.policy or "")
@@ -111,6 +120,8 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             return _serve(args, env)
         if args.command == "check-config":
             return _check_config(args)
+        if args.command == "check-policy":
+            return _check_policy(args)
         return _replay(args)
     except ConfigError as exc:
         for problem in exc.problems:

@@ -1,7 +1,7 @@
 """The repair policy: a TOML file parsed once into frozen typed objects.
 
 Every threshold has a named default here, exported for tests and documented in
-`proxy/defaults/policy.toml`, which is the embedded default policy.
+`proxy/defaults/default.toml`, which is the embedded default policy.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
     "Ladder",
     "Placement",
     "Policy",
+    "bundled_presets",
     "default_policy",
     "load_policy",
     "policy_from_mapping",
@@ -259,41 +260,81 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def parse_policy(raw: dict[str, Any], source: str, base: dict[str, Any] | None = None) -> Policy:
-    """Validate `raw` laid over `base`; errors name `source` and the key."""
-    if "source" in raw:
-        raise ConfigError([ConfigProblem(source, "source", "not a policy key")])
-    try:
-        return Policy.model_validate({**_merge(base or {}, raw), "source": source})
-    except ValidationError as exc:
-        raise ConfigError(_problems(exc, source)) from None
+BUNDLED_DEFAULT = "default"
+"""The embedded default policy; every policy extends it unless it names another parent."""
 
 
-def _embedded() -> dict[str, Any]:
-    text = resources.files("proxy").joinpath("defaults/policy.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+def bundled_presets() -> list[str]:
+    """Names `extends` accepts without a path: the default and the agent presets."""
+    folder = resources.files("proxy").joinpath("defaults")
+    return sorted(item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml"))
 
 
-def policy_from_mapping(raw: dict[str, Any], source: str) -> Policy:
-    """A policy given as a mapping (already parsed TOML), laid over the embedded default."""
-    return parse_policy(raw, source, base=_embedded())
-
-
-def default_policy() -> Policy:
-    """The embedded default policy (`proxy/defaults/policy.toml`)."""
-    return parse_policy(_embedded(), "<embedded>/policy.toml")
-
-
-def load_policy(path: str | Path | None) -> Policy:
-    """Read a policy file laid over the embedded default; `ConfigError` names file and key."""
-    if not path:
-        return default_policy()
-    file = Path(path)
+def _read_file(file: Path) -> dict[str, Any]:
     try:
         with file.open("rb") as fh:
-            raw = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError:
         raise ConfigError([ConfigProblem(str(file), "<file>", "no such file")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([ConfigProblem(str(file), "<syntax>", str(exc))]) from None
-    return parse_policy(raw, str(file), base=_embedded())
+
+
+def _read_bundled(name: str, source: str) -> tuple[dict[str, Any], str]:
+    if name not in bundled_presets():
+        known = ", ".join(bundled_presets())
+        raise ConfigError(
+            [ConfigProblem(source, "extends", f"no preset {name!r} (bundled: {known}); or give a .toml path")]
+        )
+    text = resources.files("proxy").joinpath(f"defaults/{name}.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text), f"<bundled>/{name}.toml"
+
+
+def _resolve(raw: dict[str, Any], source: str, seen: frozenset[str]) -> dict[str, Any]:
+    """`raw` laid over its parent chain (`extends`, a preset name or a path relative to it)."""
+    raw = dict(raw)
+    parent = raw.pop("extends", None if source == f"<bundled>/{BUNDLED_DEFAULT}.toml" else BUNDLED_DEFAULT)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str) or not parent:
+        raise ConfigError([ConfigProblem(source, "extends", "must be a preset name or a path to a .toml file")])
+    if parent.endswith(".toml") or "/" in parent:
+        base_dir = Path(source).parent if not source.startswith("<") else Path.cwd()
+        file = (base_dir / parent).resolve()
+        parent_raw, parent_source = _read_file(file), str(file)
+    else:
+        parent_raw, parent_source = _read_bundled(parent, source)
+    if parent_source in seen:
+        raise ConfigError([ConfigProblem(source, "extends", f"extends itself through {parent_source}")])
+    return _merge(_resolve(parent_raw, parent_source, seen | {parent_source}), raw)
+
+
+def parse_policy(raw: dict[str, Any], source: str) -> Policy:
+    """Validate `raw` laid over its parents; errors name `source` and the key."""
+    if "source" in raw:
+        raise ConfigError([ConfigProblem(source, "source", "not a policy key")])
+    resolved = _resolve(raw, source, frozenset({source}))
+    try:
+        return Policy.model_validate({**resolved, "source": source})
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc, source)) from None
+
+
+def policy_from_mapping(raw: dict[str, Any], source: str) -> Policy:
+    """A policy given as a mapping (already parsed TOML), laid over the embedded default."""
+    return parse_policy(raw, source)
+
+
+def default_policy() -> Policy:
+    """The embedded default policy (`proxy/defaults/default.toml`)."""
+    raw, source = _read_bundled(BUNDLED_DEFAULT, "<default>")
+    return parse_policy(raw, source)
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """Read a policy file laid over what it extends (the default unless it says otherwise);
+    `ConfigError` names the file and every bad key."""
+    if not path:
+        return default_policy()
+    file = Path(path)
+    return parse_policy(_read_file(file), str(file))
