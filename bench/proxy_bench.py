@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
 import statistics
 import subprocess
@@ -61,7 +62,8 @@ async def wait_ready(url: str, deadline: float = 20.0) -> None:
 
 @contextmanager
 def processes(commands: list[list[str]]) -> Iterator[None]:
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for cmd in commands]
+    env = {**os.environ, "REPAIR_PROXY_VERDICTS": ""}  # no durable memory: nothing written by a benchmark
+    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for cmd in commands]
     try:
         yield
     finally:

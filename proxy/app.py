@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -9,8 +10,9 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, RequestLog, RuntimeHolder
+from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
 from proxy.routes import add_routes
+from proxy.store import open_store
 from proxy.tenancy import Runtime
 
 __all__ = ["make_app"]
@@ -64,11 +66,24 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+async def _stores(app: web.Application) -> AsyncIterator[None]:
+    location = app[RUNTIME].current.settings.store.verdicts
+    verdicts = open_store(os.path.expanduser(location)) if location else None
+    app[STORES].verdicts = verdicts
+    try:
+        yield
+    finally:
+        if verdicts is not None:
+            await verdicts.close()
+
+
 def make_app(runtime: Runtime) -> web.Application:
     """The proxy application; routes live in `proxy.routes`."""
     settings = runtime.settings
     app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
     app[RUNTIME] = RuntimeHolder(runtime)
+    app[STORES] = Stores()
     app.cleanup_ctx.append(_client_session)
+    app.cleanup_ctx.append(_stores)
     add_routes(app)
     return app

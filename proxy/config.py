@@ -41,6 +41,7 @@ ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "REPAIR_PROXY_REPAIR": ("repair", "enabled"),
     "REPAIR_PROXY_POLICY": ("repair", "policy"),
     "REPAIR_PROXY_LOG_LEVEL": ("logging", "level"),
+    "REPAIR_PROXY_VERDICTS": ("store", "verdicts"),
 }
 """Environment variable -> (section, key) it overrides."""
 
@@ -81,9 +82,14 @@ class RepairSettings(_Frozen):
     """Path to a policy TOML; empty uses the embedded default policy."""
 
 
+DEFAULT_VERDICTS = "~/.local/state/repair-proxy/verdicts.sqlite3"
+
+
 class StoreSettings(_Frozen):
     state_cache_size: int = Field(default=10_000, ge=1)
     state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
+    verdicts: str = DEFAULT_VERDICTS
+    """Durable verdict store: a SQLite file path, a `redis://` URL, or empty for none."""
 
 
 class LoggingSettings(_Frozen):

@@ -17,17 +17,19 @@ import orjson
 
 from proxy.classify import Classifier
 from proxy.detectors import Trip
+from proxy.failure import DiagnosticClass
 from proxy.fold import ConversationState, Injection, fold_messages
 from proxy.handback import Handback
-from proxy.identity import conversation_id
+from proxy.identity import conversation_id, task_id
 from proxy.policy import Action, CallKind, Placement, Policy
-from proxy.remedy import PREFIX, handback_text, remedy_text
+from proxy.remedy import PREFIX, handback_text, memory_text, remedy_text
 from proxy.rewrite import anchor_positions, apply_injections
 from proxy.statecache import StateCache
+from proxy.store import Verdict
 from proxy.tokens import TokenCounter
 from proxy.vocabulary import learn_vocabulary
 
-__all__ = ["Analysis", "Engine", "Gate"]
+__all__ = ["Analysis", "Engine", "Gate", "Parsed"]
 
 _INJECTING = frozenset({Action.NUDGE, Action.FORCE, Action.RESTRICT})
 
@@ -41,9 +43,22 @@ class Gate:
 
 
 @dataclass(frozen=True, slots=True)
+class Parsed:
+    """The request as read once: its JSON, messages and identities."""
+
+    data: dict[str, Any]
+    messages: list[Any]
+    body: bytes
+    conversation: str
+    task: str
+    team: str
+
+
+@dataclass(frozen=True, slots=True)
 class Analysis:
     conversation: str
     team: str
+    task: str
     body: bytes
     """What goes upstream: the original bytes unless something was placed."""
     rewritten: bool
@@ -55,6 +70,34 @@ class Analysis:
     halt: Handback | None
     gate: Gate | None
     state: ConversationState
+    parsed: Parsed
+    memory_due: bool = False
+    """Ask the verdict store about this task, then `Engine.remember` the answer."""
+    record_verdict: bool = False
+    """This request stalled the run (stuck or halted): its verdict should be stored."""
+    clear_verdict: bool = False
+    """A check passed on this request: a stored verdict for the task is stale."""
+
+    def verdict(self, written_at: float) -> Verdict:
+        """What this run's stall leaves for the next run of its task."""
+        repair = self.state.repair
+        return Verdict(
+            team=self.team,
+            task=self.task,
+            conversation=self.conversation,
+            failing_class=repair.last_diagnostic_class.value if repair.last_diagnostic_class else "none",
+            signature=repair.last_diagnostic_signature or "",
+            snippet=repair.snippet if repair.live else "",
+            streak=repair.same_diagnostic_streak,
+            edits_unchanged=repair.edits_on_failure,
+            patterns=tuple(sorted({t.pattern for t in self.state.trips})),
+            written_at=written_at,
+        )
+
+
+def _first_user_anchor(messages: list[Any]) -> str | None:
+    index = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
+    return None if index is None else f"msg:{index}"
 
 
 def _tool_names(data: Mapping[str, Any]) -> set[str]:
@@ -90,13 +133,48 @@ class Engine:
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             return None
         messages: list[Any] = data["messages"]
-        conversation = conversation_id(messages, headers)
-        key = (team, conversation)
-        state = self.cache.get(key) or ConversationState()
-        state, trips = fold_messages(state, messages, self.classifier, self.policy)
+        parsed = Parsed(data, messages, body, conversation_id(messages, headers), task_id(messages, headers), team)
+        key = (team, parsed.conversation)
+        before = self.cache.get(key) or ConversationState()
+        state, trips = fold_messages(before, messages, self.classifier, self.policy)
         state = self._record_injections(state, trips, data)
-        self.cache.put(key, state)
-        return self._plan(data, messages, body, conversation, team, state, tuple(trips))
+        self._keep(key, state)
+        analysis = self._plan(parsed, state, tuple(trips))
+        passed = state.repair.last_diagnostic_class is DiagnosticClass.PASS and state.repair != before.repair
+        return replace(
+            analysis,
+            memory_due=self.policy.memory.enabled and not state.memory_checked,
+            record_verdict=any(t.pattern == "stuck_same_diagnostic" or t.action is Action.HALT for t in trips),
+            clear_verdict=passed,
+        )
+
+    def remember(self, analysis: Analysis, verdict: Verdict | None) -> Analysis:
+        """`analysis` with a prior attempt's verdict placed after the task (once per conversation,
+        re-placed in later requests like any injection); a run's own verdict is never its prior."""
+        parsed = analysis.parsed
+        key = (parsed.team, parsed.conversation)
+        state = replace(analysis.state, memory_checked=True)
+        anchor = _first_user_anchor(parsed.messages)
+        if verdict is not None and verdict.conversation != parsed.conversation and anchor is not None:
+            text = memory_text(verdict, self.tokens, self.policy.repair.max_injected_tokens)
+            placement = Placement.USER if self.policy.repair.placement is Placement.USER else Placement.SYSTEM
+            note = Injection(anchor, "memory", text, placement, 0)
+            state = replace(state, injections=(note, *state.injections))
+            self._keep(key, state)
+            planned = self._plan(parsed, state, analysis.new_trips)
+            return replace(
+                planned,
+                record_verdict=analysis.record_verdict,
+                clear_verdict=analysis.clear_verdict,
+            )
+        self._keep(key, state)
+        return replace(analysis, state=state, memory_due=False)
+
+    def _keep(self, key: tuple[str, str], state: ConversationState) -> None:
+        """Cache the state, unless nothing is folded yet: before the first reply every run of a
+        task has the same conversation id, and its state is empty and cheap to derive again."""
+        if state.turns:
+            self.cache.put(key, state)
 
     def _record_injections(
         self, state: ConversationState, trips: list[Trip], data: Mapping[str, Any]
@@ -114,16 +192,8 @@ class Engine:
                 added.append(Injection(trip.anchor, trip.pattern, text, self.policy.repair.placement, trip.turn))
         return replace(state, injections=state.injections + tuple(added)) if added else state
 
-    def _plan(
-        self,
-        data: dict[str, Any],
-        messages: list[Any],
-        body: bytes,
-        conversation: str,
-        team: str,
-        state: ConversationState,
-        new_trips: tuple[Trip, ...],
-    ) -> Analysis:
+    def _plan(self, parsed: Parsed, state: ConversationState, new_trips: tuple[Trip, ...]) -> Analysis:
+        data, messages, body = parsed.data, parsed.messages, parsed.body
         stream = data.get("stream") is True
         model = data.get("model") if isinstance(data.get("model"), str) else ""
         positions = anchor_positions(messages, {i.anchor for i in state.injections} | {state.last_anchor})
@@ -131,8 +201,9 @@ class Engine:
         tail_trips = [t for t in state.trips if t.anchor == state.last_anchor] if at_tail else []
         halt = next((t for t in tail_trips if t.action is Action.HALT), None)
         analysis = Analysis(
-            conversation=conversation,
-            team=team,
+            conversation=parsed.conversation,
+            team=parsed.team,
+            task=parsed.task,
             body=body,
             rewritten=False,
             stream=stream,
@@ -142,13 +213,14 @@ class Engine:
             halt=None,
             gate=None,
             state=state,
+            parsed=parsed,
         )
         if halt is not None:
             handback = Handback(
                 text=handback_text(halt, state.repair, state.turns, state.progress.describe()),
                 reason=halt.pattern,
                 current_failure=state.repair.current_failure(),
-                conversation=conversation,
+                conversation=parsed.conversation,
                 turn=halt.turn,
             )
             return replace(analysis, halt=handback)

@@ -63,6 +63,8 @@ class ConversationState:
     progress: Progress = field(default_factory=Progress)
     user_texts: frozenset[str] = frozenset()
     """Digests of the user messages seen: a text not among them is a person's new message."""
+    memory_checked: bool = False
+    """The verdict store was asked about this conversation's task (once per conversation)."""
 
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> tuple[ConversationState, list[Trip]]:

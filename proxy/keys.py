@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
+from proxy.store import VerdictStore
 from proxy.tenancy import Runtime
 
-__all__ = ["REQUEST_LOG", "RUNTIME", "SESSION", "RequestLog", "RuntimeHolder"]
+__all__ = ["REQUEST_LOG", "RUNTIME", "SESSION", "STORES", "RequestLog", "RuntimeHolder", "Stores"]
 
 
 @dataclass(slots=True)
@@ -20,7 +21,15 @@ class RuntimeHolder:
     current: Runtime
 
 
+@dataclass(slots=True)
+class Stores:
+    """Durable stores opened for the app's lifetime."""
+
+    verdicts: VerdictStore | None = None
+
+
 RUNTIME = web.AppKey("runtime", RuntimeHolder)
+STORES = web.AppKey("stores", Stores)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 

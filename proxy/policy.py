@@ -230,12 +230,18 @@ class Patterns(_Frozen):
     excessive_polling: Ladder = Ladder(after=POLL_AFTER, action=Action.NUDGE)
 
 
+class Memory(_Frozen):
+    enabled: bool = True
+    """Cross-run memory: a stalled run's verdict seeds the next run of the same task."""
+
+
 class Policy(_Frozen):
     name: str = "default"
     repair: Repair = Repair()
     patterns: Patterns = Patterns()
     classify: Classification = Classification()
     loops: Loops = Loops()
+    memory: Memory = Memory()
     source: str = "<embedded>"
 
     def ladder(self, pattern: str) -> Ladder:

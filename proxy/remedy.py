@@ -12,11 +12,12 @@ from collections.abc import Iterable
 
 from proxy.detectors import Trip
 from proxy.failure import RepairState
+from proxy.store import Verdict
 from proxy.tokens import TokenCounter
 from proxy.transcript import parse_arguments
 from proxy.vocabulary import Call, Vocabulary
 
-__all__ = ["PREFIX", "handback_text", "remedy_text", "resolve_path"]
+__all__ = ["PREFIX", "handback_text", "memory_text", "remedy_text", "resolve_path"]
 
 PREFIX = "[repair-proxy]"
 """Marks every text the proxy adds, so a reader of the transcript can tell it apart."""
@@ -184,6 +185,20 @@ def _loop_remedy(trip: Trip) -> tuple[str, str, str] | None:
             "(for a shell: `timeout 300 <command that waits>`, or the tool's own wait option), then check once.",
         )
     return None
+
+
+def memory_text(verdict: Verdict, counter: TokenCounter, budget: int) -> str:
+    """The note a new run of a task gets about the attempt that stalled before it."""
+    patterns = ", ".join(verdict.patterns) or "no progress"
+    if verdict.failing_class == "fail" and verdict.snippet:
+        head = (
+            f"{PREFIX} A previous attempt at this task stalled ({patterns}): the same failure came back "
+            f"{verdict.streak} times and {verdict.edits_unchanged} edit(s) did not change it:"
+        )
+        tail = "Do not repeat that attempt's fix. Find out why this failure persists before you edit."
+        return _fit(counter, budget, head, verdict.snippet, tail)
+    head = f"{PREFIX} A previous attempt at this task stalled ({patterns}) without making progress."
+    return _fit(counter, budget, head, "", "Take a different approach from the start.")
 
 
 def handback_text(trip: Trip, state: RepairState, turns: int, progress: str = "") -> str:

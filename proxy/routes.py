@@ -29,7 +29,7 @@ from proxy.forward import (
 )
 from proxy.handback import OUTCOME_HEADER, chat_completion, chat_completion_stream
 from proxy.identity import CONVERSATION_HEADER
-from proxy.keys import REQUEST_LOG, RUNTIME, SESSION
+from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, STORES
 from proxy.sse import SSEScanner, chunk_has_tool_calls, reply_has_tool_calls
 from proxy.tenancy import Runtime, Team
 
@@ -164,6 +164,7 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         extra = {CONVERSATION_HEADER: analysis.conversation}
         if analysis.new_trips:
             extra[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in analysis.new_trips))
+        analysis = await _memory(request, analysis)
         if analysis.halt is not None:
             return await _handback(request, analysis, extra)
         if analysis.gate is not None:
@@ -173,6 +174,26 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
     except UpstreamFailure as failure:
         request[REQUEST_LOG].end = failure.code
         return openai_error(failure.status, failure.message, code=failure.code, kind="upstream_error")
+
+
+async def _memory(request: web.Request, analysis: Analysis) -> Analysis:
+    """Cross-run memory around the analysis: look up a prior attempt's verdict on a run's first
+    requests, store this run's verdict when it stalls, clear it when a check passes. Store
+    trouble is logged and counted, never turned into an error for the agent."""
+    store = request.app[STORES].verdicts
+    if store is None:
+        return analysis
+    team = request[CONTEXT].team
+    try:
+        if analysis.memory_due:
+            analysis = team.engine.remember(analysis, await store.get(analysis.team, analysis.task))
+        if analysis.record_verdict:
+            await store.put(analysis.verdict(time.time()))
+        elif analysis.clear_verdict:
+            await store.clear(analysis.team, analysis.task)
+    except Exception:
+        log.exception("store_error", team=analysis.team, conversation=analysis.conversation)
+    return analysis
 
 
 async def _handback(request: web.Request, analysis: Analysis, extra: dict[str, str]) -> web.StreamResponse:

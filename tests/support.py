@@ -156,7 +156,11 @@ async def start_upstream() -> Upstream:
 async def start_proxy(
     upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = ""
 ) -> TestServer:
-    merged: dict[str, Any] = {"upstream": {"base_url": upstream_url}, "repair": {"policy": policy}}
+    merged: dict[str, Any] = {
+        "upstream": {"base_url": upstream_url},
+        "repair": {"policy": policy},
+        "store": {"verdicts": ""},
+    }
     for section, values in (overrides or {}).items():
         if isinstance(values, dict):
             merged.setdefault(section, {}).update(values)

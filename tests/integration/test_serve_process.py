@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+from pathlib import Path
 
 import aiohttp
 import orjson
@@ -32,12 +33,13 @@ async def wait_ready(port: int) -> None:
     raise AssertionError("the proxy did not start")
 
 
-async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstream) -> None:
+async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstream, tmp_path: Path) -> None:
     """SIGTERM mid-stream: the stream finishes, the process exits 0, each request logged once as JSON without secrets."""
     chunks = [b'data: {"n": %d}\n\n' % i for i in range(8)] + [b"data: [DONE]\n\n"]
     upstream.reply_with(sse_reply(chunks, gap=0.15))
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
+    env["REPAIR_PROXY_VERDICTS"] = str(tmp_path / "verdicts.sqlite3")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
