@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from proxy.errors import ConfigError
 from proxy.fold import ConversationState
 from proxy.logs import configure_logging
 from proxy.policy import load_policy
+from proxy.reload import Reloader
 from proxy.replay import ReplayInputError, read_requests, render_text, replay
 from proxy.statecache import StateCache
 from proxy.tenancy import DEFAULT_TEAM, Runtime, build_runtime
@@ -37,6 +38,12 @@ def build(settings: Settings, policy_path: str | None = None) -> Runtime:
     """Settings to a runtime: every team's policy loaded, one state cache and token counter shared."""
     cache: StateCache[ConversationState] = StateCache(settings.store.state_cache_size, settings.store.state_ttl_seconds)
     return build_runtime(settings, cache, TokenCounter(), policy_path)
+
+
+def _rebuilder(runtime: Runtime) -> Callable[[Settings], Runtime]:
+    """Build later runtimes on the first one's state cache and token counter."""
+    engine = next(iter(runtime.teams.values())).engine
+    return lambda settings: build_runtime(settings, engine.cache, engine.tokens)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,7 +78,10 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
         overrides.setdefault("repair", {})["enabled"] = False
     settings = load_settings(args.config, environ=environ, overrides=overrides)
     configure_logging(settings.logging.level)
-    app = make_app(build(settings))
+    runtime = build(settings)
+    app = make_app(runtime)
+    reloader = Reloader(args.config, environ, overrides, _rebuilder(runtime))
+    app.on_startup.append(reloader.install)
     structlog.get_logger("repair_proxy").info(
         "listening",
         host=settings.server.host,

@@ -1,0 +1,87 @@
+"""SIGHUP reloads config and policies without dropping requests; an invalid file keeps the old ones."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import orjson
+from chat import Chat, test_run
+from support import Upstream, completion, json_reply, policy_toml, sse_reply
+
+ACTING = completion(
+    "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
+)
+
+
+async def wait_for_line(stream: asyncio.StreamReader, event: str) -> dict[str, object]:
+    while True:
+        line = await asyncio.wait_for(stream.readline(), 15)
+        assert line, f"the proxy exited before logging {event}"
+        if line.startswith(b"{") and orjson.loads(line).get("event") == event:
+            return orjson.loads(line)  # type: ignore[no-any-return]
+
+
+async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(upstream: Upstream, tmp_path: Path) -> None:
+    """placement changes on SIGHUP; a broken policy is rejected (logged with file and key) and the last good one stays."""
+    policy = tmp_path / "team.toml"
+    policy.write_text(policy_toml({"repair": {"placement": "system"}}))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[repair]\npolicy = "{policy}"\n[store]\nverdicts = ""\n')
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "proxy",
+        "serve",
+        "--config",
+        str(config),
+        "--port",
+        str(port),
+        "--upstream",
+        upstream.base_url,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    base = f"http://127.0.0.1:{port}/v1/chat/completions"
+    try:
+        await wait_for_line(process.stdout, "listening")
+        await asyncio.sleep(0.3)
+
+        async def stuck_request(prefix: str) -> str:
+            upstream.reply_with(json_reply(ACTING))
+            chat = Chat(id_prefix=prefix).turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+            async with aiohttp.ClientSession() as client, client.post(base, data=chat.bytes()) as r:
+                await r.read()
+            return str(upstream.seen[-1].json()["messages"][-1]["role"])
+
+        assert await stuck_request("a") == "system"
+        # a slow stream in flight across the reload completes
+        chunks = [b'data: {"n": %d}\n\n' % i for i in range(6)] + [b"data: [DONE]\n\n"]
+        upstream.reply_with(sse_reply(chunks, gap=0.1))
+        async with aiohttp.ClientSession() as client, client.post(base, data=b'{"stream": true}') as r:
+            first = await r.content.readany()
+            policy.write_text(policy_toml({"repair": {"placement": "user"}}))
+            process.send_signal(signal.SIGHUP)
+            rest = await r.read()
+        assert first + rest == b"".join(chunks)
+        await wait_for_line(process.stdout, "reloaded")
+        assert await stuck_request("b") == "user"
+        policy.write_text('[repair]\nplacement = "sideways"\n')
+        process.send_signal(signal.SIGHUP)
+        rejected = await wait_for_line(process.stdout, "reload_rejected")
+        assert any(f"{policy}: repair.placement" in p for p in rejected["problems"])  # type: ignore[union-attr]
+        assert await stuck_request("c") == "user"
+    finally:
+        process.terminate()
+        await process.wait()
