@@ -17,6 +17,7 @@ import orjson
 
 from proxy.classify import Classifier
 from proxy.detectors import Trip
+from proxy.dialects import CHAT, Dialect, Edit, Translation
 from proxy.failure import DiagnosticClass
 from proxy.fold import ConversationState, Injection, fold_messages
 from proxy.handback import Handback
@@ -48,10 +49,13 @@ class Parsed:
 
     data: dict[str, Any]
     messages: list[Any]
+    """The transcript as chat-completions messages (translated from the request's dialect)."""
     body: bytes
     conversation: str
     task: str
     team: str
+    translation: Translation
+    dialect: Dialect
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +104,14 @@ def _first_user_anchor(messages: list[Any]) -> str | None:
     return None if index is None else f"msg:{index}"
 
 
-def _tool_names(data: Mapping[str, Any]) -> set[str]:
+def _tool_names(tools: list[Any] | None) -> set[str]:
     names: set[str] = set()
-    tools = data.get("tools")
     if isinstance(tools, list):
         for tool in tools:
             function = tool.get("function") if isinstance(tool, dict) else None
             if isinstance(function, dict) and isinstance(function.get("name"), str):
                 names.add(function["name"])
     return names
-
-
-def _forced(name: str) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name}}
 
 
 class Engine:
@@ -124,20 +123,32 @@ class Engine:
         self.tokens = tokens
         self.classifier = Classifier(policy.classify)
 
-    def analyse(self, body: bytes, headers: Mapping[str, str], team: str = "default") -> Analysis | None:
-        """Fold the request's new turns and plan it; None when it is not a chat transcript."""
+    def analyse(
+        self, body: bytes, headers: Mapping[str, str], team: str = "default", dialect: Dialect = CHAT
+    ) -> Analysis | None:
+        """Fold the request's new turns and plan it; None when it is not an analysable transcript."""
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        translation = dialect.read(data) if isinstance(data, dict) else None
+        if translation is None:
             return None
-        messages: list[Any] = data["messages"]
-        parsed = Parsed(data, messages, body, conversation_id(messages, headers), task_id(messages, headers), team)
+        messages = translation.messages
+        parsed = Parsed(
+            data,
+            messages,
+            body,
+            conversation_id(messages, headers),
+            task_id(messages, headers),
+            team,
+            translation,
+            dialect,
+        )
         key = (team, parsed.conversation)
         before = self.cache.get(key) or ConversationState()
         state, trips = fold_messages(before, messages, self.classifier, self.policy)
-        state = self._record_injections(state, trips, data)
+        state = self._record_injections(state, trips, translation.tools)
         self._keep(key, state)
         analysis = self._plan(parsed, state, tuple(trips))
         passed = state.repair.last_diagnostic_class is DiagnosticClass.PASS and state.repair != before.repair
@@ -177,12 +188,11 @@ class Engine:
             self.cache.put(key, state)
 
     def _record_injections(
-        self, state: ConversationState, trips: list[Trip], data: Mapping[str, Any]
+        self, state: ConversationState, trips: list[Trip], tools: list[Any] | None
     ) -> ConversationState:
         added: list[Injection] = []
         budget = self.policy.repair.max_injected_tokens
         injecting = [t for t in trips if t.action in _INJECTING]
-        tools = data.get("tools")
         vocabulary = (
             learn_vocabulary(tools if isinstance(tools, list) else None, self.classifier) if injecting else None
         )
@@ -194,8 +204,8 @@ class Engine:
 
     def _plan(self, parsed: Parsed, state: ConversationState, new_trips: tuple[Trip, ...]) -> Analysis:
         data, messages, body = parsed.data, parsed.messages, parsed.body
-        stream = data.get("stream") is True
-        model = data.get("model") if isinstance(data.get("model"), str) else ""
+        stream = parsed.translation.stream
+        model = parsed.translation.model
         positions = anchor_positions(messages, {i.anchor for i in state.injections} | {state.last_anchor})
         at_tail = positions.get(state.last_anchor) == len(messages) - 1
         tail_trips = [t for t in state.trips if t.anchor == state.last_anchor] if at_tail else []
@@ -226,56 +236,41 @@ class Engine:
             return replace(analysis, halt=handback)
 
         placed = [i for i in state.injections if i.anchor in positions]
-        rewritten_messages = apply_injections(messages, placed, positions) if placed else None
-        offered = _tool_names(data)
-        tool_choice = self._tool_choice(tail_trips, state, offered)
-        kept_tools = self._restricted(tail_trips, data.get("tools"))
-        out = data
-        if rewritten_messages is not None or tool_choice is not None or kept_tools is not None:
-            out = dict(data)
-            if rewritten_messages is not None:
-                out["messages"] = rewritten_messages
-            if tool_choice is not None:
-                out["tool_choice"] = tool_choice
-            if kept_tools is not None:
-                out["tools"] = kept_tools
-                choice = out.get("tool_choice")
-                names = {t["function"]["name"] for t in kept_tools if isinstance(t.get("function"), dict)}
-                if isinstance(choice, dict) and choice.get("function", {}).get("name") not in names:
-                    out.pop("tool_choice")
-        gate = self._gate(out, state, offered) if state.repair.reverify_owed else None
-        if out is data:
+        rewritten = apply_injections(messages, placed, positions) if placed else None
+        offered = _tool_names(parsed.translation.tools)
+        edit = Edit(
+            messages=rewritten,
+            tool_choice=self._tool_choice(tail_trips, state, offered),
+            tools=self._restricted(tail_trips, offered),
+        )
+        changed = edit != Edit()
+        gate = self._gate(parsed, rewritten or messages, state, offered) if state.repair.reverify_owed else None
+        if not changed:
             return replace(analysis, gate=gate)
+        out = parsed.dialect.write(data, parsed.translation, edit)
         return replace(analysis, body=orjson.dumps(out), rewritten=True, injected=tuple(placed), gate=gate)
 
-    def _restricted(self, tail_trips: Sequence[Trip], tools: Any) -> list[dict[str, Any]] | None:
+    def _restricted(self, tail_trips: Sequence[Trip], offered: set[str]) -> list[str] | None:
         """`restrict` takes the misused tool out of `tools` for this one request: the repeated
         tool for a loop, the pure edit tools for a stuck failure. Never all of them: a request
         left with no tools would change what the agent can do, not just steer it."""
         restricting = [t for t in tail_trips if t.action is Action.RESTRICT]
-        if not restricting or not isinstance(tools, list):
+        if not restricting or not offered:
             return None
-        offered = [t for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
         drop: set[str] = set()
         for trip in restricting:
             if trip.tool:
                 drop.add(trip.tool)
             elif trip.pattern == "stuck_same_diagnostic":
-                drop |= {
-                    name
-                    for t in offered
-                    if (name := t["function"].get("name")) and self.classifier.rule_of(name)[0] is CallKind.EDIT
-                }
-        kept = [t for t in offered if t["function"].get("name") not in drop]
+                drop |= {name for name in offered if self.classifier.rule_of(name)[0] is CallKind.EDIT}
+        kept = sorted(offered - drop)
         return kept if kept and len(kept) < len(offered) else None
 
     def _verify_tool(self, state: ConversationState, tools: set[str]) -> str | None:
         name = self.policy.repair.verify_tool or state.repair.failing_tool
         return name if name in tools else None
 
-    def _tool_choice(
-        self, tail_trips: Sequence[Trip], state: ConversationState, tools: set[str]
-    ) -> dict[str, Any] | None:
+    def _tool_choice(self, tail_trips: Sequence[Trip], state: ConversationState, tools: set[str]) -> str | None:
         """`force` pins the next call: a read for a stuck failure, the failing check for a
         re-verify, an edit for read drift. Loops have no one right tool: they get the nudge."""
         forced = [t for t in tail_trips if t.action is Action.FORCE]
@@ -290,9 +285,9 @@ class Engine:
             name = self.classifier.tool_of_kind(CallKind.EDIT, tools)
         else:
             name = None
-        return _forced(name) if name else None
+        return name
 
-    def _gate(self, data: Mapping[str, Any], state: ConversationState, tools: set[str]) -> Gate | None:
+    def _gate(self, parsed: Parsed, messages: list[Any], state: ConversationState, tools: set[str]) -> Gate | None:
         if not (self.policy.repair.done_gate and self.policy.repair.max_verify_attempts > 0):
             return None
         call = state.repair.failing_command or f"{state.repair.failing_tool} with {state.repair.failing_arguments}"
@@ -301,9 +296,6 @@ class Engine:
             f"Run it now, exactly as before: {call}"
         )
         role = "user" if self.policy.repair.placement is Placement.USER else "system"
-        retry = dict(data)
-        retry["messages"] = [*data["messages"], {"role": role, "content": text}]
-        name = self._verify_tool(state, tools)
-        if name:
-            retry["tool_choice"] = _forced(name)
+        edit = Edit(messages=[*messages, {"role": role, "content": text}], tool_choice=self._verify_tool(state, tools))
+        retry = parsed.dialect.write(parsed.data, parsed.translation, edit)
         return Gate(retry_body=orjson.dumps(retry), max_attempts=self.policy.repair.max_verify_attempts)

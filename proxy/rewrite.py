@@ -15,29 +15,35 @@ from proxy.policy import Placement
 
 __all__ = ["anchor_positions", "apply_injections"]
 
+_RESULTS = ("tool", "function")
+
+
+def _end_of_results(messages: Sequence[Any], index: int) -> int:
+    """The last index of the run of tool results right after `index`."""
+    end = index
+    while end + 1 < len(messages) and isinstance(messages[end + 1], dict) and messages[end + 1].get("role") in _RESULTS:
+        end += 1
+    return end
+
 
 def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, int]:
     """For each anchor found, the index of the last message of its turn (the end of the run
-    of tool results that follows the anchor's result)."""
+    of tool results that follows the anchor's result). Calls without ids (legacy
+    `function_call`, servers that send none) are anchored by their assistant message's index."""
     found: dict[str, int] = {}
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             continue
         call_id = message.get("tool_call_id")
         if isinstance(call_id, str) and call_id in anchors:
-            end = index
-            while (
-                end + 1 < len(messages)
-                and isinstance(messages[end + 1], dict)
-                and messages[end + 1].get("role") in ("tool", "function")
-            ):
-                end += 1
-            found[call_id] = end
+            found[call_id] = _end_of_results(messages, index)
     for anchor in anchors - found.keys():
-        if anchor.startswith(("msg:", "fn:")):
-            position = int(anchor.split(":", 1)[1]) if anchor.split(":", 1)[1].isdigit() else -1
-            if 0 <= position < len(messages):
-                found[anchor] = position
+        kind, _, rest = anchor.partition(":")
+        head = rest.split(":", 1)[0]
+        if kind not in ("msg", "fn", "pos") or not head.isdigit() or int(head) >= len(messages):
+            continue
+        position = int(head)
+        found[anchor] = position if kind == "msg" else _end_of_results(messages, position)
     return found
 
 

@@ -13,6 +13,7 @@ import structlog
 from aiohttp import web
 from multidict import CIMultiDict
 
+from proxy.dialects import CHAT, OLLAMA, RESPONSES, Dialect
 from proxy.engine import Analysis, Gate
 from proxy.errors import openai_error
 from proxy.forward import (
@@ -27,16 +28,16 @@ from proxy.forward import (
     target_url,
     upstream_headers,
 )
-from proxy.handback import OUTCOME_HEADER, chat_completion, chat_completion_stream
+from proxy.handback import OUTCOME_HEADER
 from proxy.identity import CONVERSATION_HEADER
 from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, STORES
-from proxy.sse import SSEScanner, chunk_has_tool_calls, reply_has_tool_calls
 from proxy.tenancy import Runtime, Team
 
 __all__ = ["add_routes"]
 
 TRIPS_HEADER = "X-Repair-Trips"
-ANALYSED_PATHS = frozenset({"chat/completions"})
+DIALECTS: dict[str, Dialect] = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/api/chat": OLLAMA}
+"""Analysed routes (POST) and the dialect each speaks; every other path is forwarded untouched."""
 
 log = structlog.get_logger("repair_proxy")
 
@@ -75,7 +76,11 @@ def _timeouts(request: web.Request) -> Timeouts:
 
 async def _open(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
     raw = request.rel_url
-    url = target_url(request[CONTEXT].team.upstream, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
+    base = request[CONTEXT].team.upstream
+    if raw.raw_path.startswith("/api/"):  # Ollama's native API lives at the server's root, beside /v1
+        url = target_url(base.rstrip("/").removesuffix("/v1"), raw.raw_path.lstrip("/"), raw.raw_query_string)
+    else:
+        url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
     upstream = await open_upstream(request.app[SESSION], request.method, url, headers, body, _timeouts(request))
     request[REQUEST_LOG].upstream_ms = (time.perf_counter() - started) * 1000
@@ -92,13 +97,13 @@ async def _forward(
     return response
 
 
-def _analyse(request: web.Request, body: bytes) -> Analysis | None:
+def _analyse(request: web.Request, body: bytes, dialect: Dialect) -> Analysis | None:
     """Fail-open: any exception in analysis means the original bytes go upstream untouched."""
     record = request[REQUEST_LOG]
     started = time.perf_counter()
     try:
         team = request[CONTEXT].team
-        analysis = team.engine.analyse(body, request.headers, team=team.name)
+        analysis = team.engine.analyse(body, request.headers, team=team.name, dialect=dialect)
     except Exception:
         log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
         record.end = "analysis_failed"
@@ -156,8 +161,12 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
     headers = upstream_headers(request.headers, team.upstream_key)
     headers.popall(settings.server.key_header, None)
     analysis = None
-    if settings.repair.enabled and request.method == "POST" and request.match_info["tail"].strip("/") in ANALYSED_PATHS:
-        analysis = _analyse(request, body)
+    dialect = DIALECTS.get(request.path.rstrip("/")) if request.method == "POST" else None
+    if settings.repair.enabled and dialect is not None:
+        analysis = _analyse(request, body, dialect)
+        if analysis is None and request[REQUEST_LOG].end != "analysis_failed":
+            # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
+            log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
     try:
         if analysis is None:
             return await _forward(request, body, headers)
@@ -207,23 +216,17 @@ async def _handback(request: web.Request, analysis: Analysis, extra: dict[str, s
         reason=handback.reason,
     )
     headers = {**extra, **handback.headers()}
+    body, content_type = analysis.parsed.dialect.handback(handback, analysis.model, analysis.stream)
     if analysis.stream:
         response = web.StreamResponse(
             status=200,
-            headers={
-                **headers,
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-            },
+            headers={**headers, "Content-Type": content_type, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
         await response.prepare(request)
-        await response.write(chat_completion_stream(handback, analysis.model))
+        await response.write(body)
         await response.write_eof()
         return response
-    return web.Response(
-        body=chat_completion(handback, analysis.model), headers=headers, content_type="application/json"
-    )
+    return web.Response(body=body, headers=headers, content_type=content_type)
 
 
 async def _gated(
@@ -247,7 +250,7 @@ async def _gated(
                 record.end = end.value
                 return response
             if is_streaming(upstream.headers):
-                held, acting = await _hold_until_acting(upstream, idle)
+                held, acting = await _hold_until_acting(upstream, idle, analysis.parsed.dialect)
                 if acting or last:
                     marks = {} if acting else {OUTCOME_HEADER: "complete_unverified"}
                     response, end = await relay(request, upstream, idle, {**extra, **marks}, held)
@@ -255,8 +258,9 @@ async def _gated(
                     return response
             else:
                 whole = await _read_all(upstream, idle)
-                if reply_has_tool_calls(whole) or last:
-                    marks = {} if reply_has_tool_calls(whole) else {OUTCOME_HEADER: "complete_unverified"}
+                acting = analysis.parsed.dialect.reply_acts(whole)
+                if acting or last:
+                    marks = {} if acting else {OUTCOME_HEADER: "complete_unverified"}
                     out = downstream_headers(upstream.headers)
                     out.popall("Content-Length", None)
                     out.update({**extra, **marks})
@@ -283,13 +287,15 @@ async def _read_all(upstream: aiohttp.ClientResponse, idle: float) -> bytes:
     return bytes(buffer)
 
 
-async def _hold_until_acting(upstream: aiohttp.ClientResponse, idle: float) -> tuple[list[bytes], bool]:
+async def _hold_until_acting(
+    upstream: aiohttp.ClientResponse, idle: float, dialect: Dialect
+) -> tuple[list[bytes], bool]:
     """Read a stream until it shows a tool call (acting) or ends (trying to stop)."""
-    scanner = SSEScanner()
+    acts = dialect.stream_watcher()
     held: list[bytes] = []
     while chunk := await _next_chunk(upstream, idle):
         held.append(chunk)
-        if any(chunk_has_tool_calls(event) for event in scanner.feed(chunk)):
+        if acts(chunk):
             return held, True
     return held, False
 
@@ -323,3 +329,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_route("*", "/v1/{tail:.*}", proxy_v1)
+    app.router.add_route("*", "/api/{tail:.*}", proxy_v1)

@@ -1,0 +1,99 @@
+"""Ollama's native `/api/chat`: chat-shaped messages (tool calls without ids, arguments as
+objects, results with `tool_name`), streaming by default as newline-delimited JSON."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from proxy.dialects.chat import keep_tools
+from proxy.dialects.types import Dialect, Edit, Translation
+from proxy.handback import Handback
+
+__all__ = ["OLLAMA"]
+
+
+def read(data: dict[str, Any]) -> Translation | None:
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return None
+    tools = data.get("tools")
+    return Translation(
+        messages,
+        tools if isinstance(tools, list) else None,
+        data.get("stream") is not False,
+        str(data.get("model") or ""),
+    )
+
+
+def _name(tool: Any) -> Any:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    return function.get("name") if isinstance(function, dict) else None
+
+
+def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[str, Any]:
+    """Ollama has no `tool_choice`: a forced tool is expressed by the instruction alone."""
+    out = dict(data)
+    if edit.messages is not None:
+        out["messages"] = edit.messages
+    if edit.tools is not None:
+        out["tools"] = keep_tools(data.get("tools"), edit.tools, _name)
+    return out
+
+
+def _acts(message: Any) -> bool:
+    return isinstance(message, dict) and bool(message.get("tool_calls"))
+
+
+def reply_acts(body: bytes) -> bool:
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(payload, dict) and _acts(payload.get("message"))
+
+
+def stream_watcher() -> Callable[[bytes], bool]:
+    pending = b""
+
+    def feed(chunk: bytes) -> bool:
+        nonlocal pending
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and _acts(event.get("message")):
+                return True
+        return False
+
+    return feed
+
+
+def handback(hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    final = {
+        "model": model,
+        "created_at": created,
+        "message": {"role": "assistant", "content": "" if stream else hand.text},
+        "done": True,
+        "done_reason": "stop",
+        "repair": {"outcome": "incomplete", "reason": hand.reason, "current_failure": hand.current_failure},
+    }
+    if not stream:
+        return orjson.dumps(final), "application/json"
+    first = {
+        "model": model,
+        "created_at": created,
+        "message": {"role": "assistant", "content": hand.text},
+        "done": False,
+    }
+    return orjson.dumps(first) + b"\n" + orjson.dumps(final) + b"\n", "application/x-ndjson"
+
+
+OLLAMA = Dialect("ollama", read, write, reply_acts, stream_watcher, handback)
