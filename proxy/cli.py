@@ -15,6 +15,7 @@ from aiohttp import web
 
 from proxy.app import make_app
 from proxy.config import Settings, load_settings
+from proxy.demo import run_demo
 from proxy.engine import Engine
 from proxy.errors import ConfigError
 from proxy.fold import ConversationState
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
     check_policy.add_argument("file")
+    sub.add_parser("demo", help="watch a stuck agent get unstuck: scripted model and agent, the real proxy, no setup")
     rep = sub.add_parser("replay", help="fold chat request bodies offline and show what the proxy would do")
     rep.add_argument("file", help="one request body (JSON) or successive bodies (JSON Lines)")
     rep.add_argument("--policy", help="policy TOML (default: the embedded policy)")
@@ -132,6 +134,10 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             return _check_config(args)
         if args.command == "check-policy":
             return _check_policy(args)
+        if args.command == "demo":
+            configure_logging("warning")
+            run_demo(build)
+            return 0
         return _replay(args)
     except ConfigError as exc:
         for problem in exc.problems:
