@@ -29,3 +29,17 @@ def llama_qwen() -> Iterator[str]:
         pytest.skip(f"no cached model at {model} (run: python scripts/real_model.py fetch qwen)")
     with real_model.serve(model, template=real_model.qwen_template()) as server:
         yield server.base_url
+
+
+@pytest.fixture(scope="session")
+def llama_smollm() -> Iterator[str]:
+    """Base URL (…/v1) of llama-server running SmolLM2-135M-Instruct with llama.cpp's Qwen2.5 template, temperature 0."""
+    model = real_model.cache_dir() / "models" / real_model.SMOLLM_FILE
+    if not real_model.server_binary().exists():
+        pytest.skip(
+            f"no cached llama-server build at {real_model.server_binary()} (run: python scripts/real_model.py build)"
+        )
+    if not model.exists():
+        pytest.skip(f"no cached model at {model} (run: python scripts/real_model.py fetch smollm)")
+    with real_model.serve(model, template=real_model.qwen_template(), context=4096) as server:
+        yield server.base_url
