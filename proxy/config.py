@@ -6,14 +6,13 @@ Precedence, lowest first: embedded defaults, the config file, environment variab
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from proxy.errors import ConfigError, ConfigProblem
+from proxy.errors import ConfigError, ConfigProblem, problems_of, read_toml
 
 __all__ = [
     "DEFAULT_HOST",
@@ -135,20 +134,6 @@ class Settings(_Frozen):
         return self
 
 
-def _problems(exc: ValidationError, file: str) -> list[ConfigProblem]:
-    return [ConfigProblem(file, ".".join(str(p) for p in err["loc"]) or "<root>", err["msg"]) for err in exc.errors()]
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError([ConfigProblem(str(path), "<file>", "no such file")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([ConfigProblem(str(path), "<syntax>", str(exc))]) from None
-
-
 def load_settings(
     path: str | Path | None = None,
     *,
@@ -156,7 +141,7 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Parse and validate settings; raise `ConfigError` naming every bad key."""
-    raw: dict[str, Any] = _read_toml(Path(path)) if path else {}
+    raw: dict[str, Any] = read_toml(Path(path)) if path else {}
     if "source" in raw:
         raise ConfigError([ConfigProblem(str(path), "source", "not a config key")])
     file = str(path) if path else "<defaults>"
@@ -174,4 +159,4 @@ def load_settings(
     try:
         return Settings.model_validate({**merged, "source": file})
     except ValidationError as exc:
-        raise ConfigError(_problems(exc, file)) from None
+        raise ConfigError(problems_of(exc, file)) from None

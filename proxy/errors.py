@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import orjson
 from aiohttp import web
+from pydantic import ValidationError
 
-__all__ = ["ConfigError", "ConfigProblem", "openai_error"]
+__all__ = ["ConfigError", "ConfigProblem", "openai_error", "problems_of", "read_toml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,22 @@ class ConfigError(Exception):
     def __init__(self, problems: list[ConfigProblem]) -> None:
         self.problems = tuple(problems)
         super().__init__("\n".join(str(p) for p in problems))
+
+
+def problems_of(exc: ValidationError, file: str) -> list[ConfigProblem]:
+    """pydantic's errors as problems naming `file` and the dotted key."""
+    return [ConfigProblem(file, ".".join(str(p) for p in err["loc"]) or "<root>", err["msg"]) for err in exc.errors()]
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's tables; a missing file or bad syntax is a `ConfigError` naming the file."""
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError([ConfigProblem(str(path), "<file>", "no such file")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([ConfigProblem(str(path), "<syntax>", str(exc))]) from None
 
 
 def openai_error(status: int, message: str, *, code: str, kind: str = "proxy_error") -> web.Response:

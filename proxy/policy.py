@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from proxy.canonical import DEFAULT_VOLATILE_KEYS
-from proxy.errors import ConfigError, ConfigProblem
+from proxy.errors import ConfigError, ConfigProblem, problems_of, read_toml
 
 __all__ = [
     "DEFAULT_POLL_TOOLS",
@@ -251,10 +251,6 @@ class Policy(_Frozen):
         return ladder
 
 
-def _problems(exc: ValidationError, file: str) -> list[ConfigProblem]:
-    return [ConfigProblem(file, ".".join(str(p) for p in err["loc"]) or "<root>", err["msg"]) for err in exc.errors()]
-
-
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """`over` laid on `base`: tables merge key by key, everything else replaces."""
     merged = dict(base)
@@ -274,16 +270,6 @@ def bundled_presets() -> list[str]:
     """Names `extends` accepts without a path: the default and the agent presets."""
     folder = resources.files("proxy").joinpath("defaults")
     return sorted(item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml"))
-
-
-def _read_file(file: Path) -> dict[str, Any]:
-    try:
-        with file.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError([ConfigProblem(str(file), "<file>", "no such file")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([ConfigProblem(str(file), "<syntax>", str(exc))]) from None
 
 
 def _read_bundled(name: str, source: str) -> tuple[dict[str, Any], str]:
@@ -307,7 +293,7 @@ def _resolve(raw: dict[str, Any], source: str, seen: frozenset[str]) -> dict[str
     if parent.endswith(".toml") or "/" in parent:
         base_dir = Path(source).parent if not source.startswith("<") else Path.cwd()
         file = (base_dir / parent).resolve()
-        parent_raw, parent_source = _read_file(file), str(file)
+        parent_raw, parent_source = read_toml(file), str(file)
     else:
         parent_raw, parent_source = _read_bundled(parent, source)
     if parent_source in seen:
@@ -323,7 +309,7 @@ def parse_policy(raw: dict[str, Any], source: str) -> Policy:
     try:
         return Policy.model_validate({**resolved, "source": source})
     except ValidationError as exc:
-        raise ConfigError(_problems(exc, source)) from None
+        raise ConfigError(problems_of(exc, source)) from None
 
 
 def policy_from_mapping(raw: dict[str, Any], source: str) -> Policy:
@@ -343,4 +329,4 @@ def load_policy(path: str | Path | None) -> Policy:
     if not path:
         return default_policy()
     file = Path(path)
-    return parse_policy(_read_file(file), str(file))
+    return parse_policy(read_toml(file), str(file))

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import os
+import socket
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -190,3 +194,44 @@ def policy_toml(raw: dict[str, dict[str, Any]]) -> str:
         lines.append(f"[{section}]")
         lines.extend(f"{k} = {toml_value(v)}" for k, v in values.items())
     return "\n".join(lines) + "\n"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def spawn_proxy(
+    *args: str, env: dict[str, str] | None = None, stdout: int = asyncio.subprocess.DEVNULL
+) -> tuple[asyncio.subprocess.Process, int]:
+    """`python -m proxy serve` as a real process on a free loopback port, with a clean environment."""
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "proxy",
+        "serve",
+        "--port",
+        str(port),
+        *args,
+        env={**clean, **(env or {})},
+        stdout=stdout,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    return process, port
+
+
+async def wait_healthy(port: int) -> None:
+    """Until /healthz answers (10 s at most)."""
+    async with aiohttp.ClientSession() as client:
+        for _ in range(100):
+            try:
+                async with client.get(f"http://127.0.0.1:{port}/healthz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"the proxy on port {port} did not start")

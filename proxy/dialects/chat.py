@@ -9,7 +9,7 @@ from proxy.dialects.types import Dialect, Edit, Translation
 from proxy.handback import Handback, chat_completion, chat_completion_stream
 from proxy.sse import SSEScanner, chunk_has_tool_calls, reply_has_tool_calls
 
-__all__ = ["CHAT", "forced_choice", "keep_tools"]
+__all__ = ["CHAT", "forced_choice", "keep_tools", "tool_name"]
 
 
 def forced_choice(name: str) -> dict[str, Any]:
@@ -20,7 +20,8 @@ def keep_tools(tools: Any, names: list[str], name_of: Callable[[Any], Any]) -> l
     return [t for t in tools if isinstance(t, dict) and name_of(t) in names] if isinstance(tools, list) else []
 
 
-def _chat_name(tool: Any) -> Any:
+def tool_name(tool: Any) -> Any:
+    """The function name of a chat-style tool or tool_choice (`{"function": {"name"}}`)."""
     function = tool.get("function") if isinstance(tool, dict) else None
     return function.get("name") if isinstance(function, dict) else None
 
@@ -41,9 +42,9 @@ def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[st
     if edit.messages is not None:
         out["messages"] = edit.messages
     if edit.tools is not None:
-        out["tools"] = keep_tools(data.get("tools"), edit.tools, _chat_name)
+        out["tools"] = keep_tools(data.get("tools"), edit.tools, tool_name)
         choice = out.get("tool_choice")
-        if isinstance(choice, dict) and _chat_name(choice) not in edit.tools:
+        if isinstance(choice, dict) and tool_name(choice) not in edit.tools:
             out.pop("tool_choice")
     if edit.tool_choice is not None:
         out["tool_choice"] = forced_choice(edit.tool_choice)

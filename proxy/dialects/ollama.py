@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.chat import keep_tools
+from proxy.dialects.chat import keep_tools, tool_name
 from proxy.dialects.types import Dialect, Edit, Translation
 from proxy.handback import Handback
 
@@ -29,18 +29,13 @@ def read(data: dict[str, Any]) -> Translation | None:
     )
 
 
-def _name(tool: Any) -> Any:
-    function = tool.get("function") if isinstance(tool, dict) else None
-    return function.get("name") if isinstance(function, dict) else None
-
-
 def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[str, Any]:
     """Ollama has no `tool_choice`: a forced tool is expressed by the instruction alone."""
     out = dict(data)
     if edit.messages is not None:
         out["messages"] = edit.messages
     if edit.tools is not None:
-        out["tools"] = keep_tools(data.get("tools"), edit.tools, _name)
+        out["tools"] = keep_tools(data.get("tools"), edit.tools, tool_name)
     return out
 
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +13,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run
-from support import Upstream, completion, json_reply
+from support import Upstream, completion, json_reply, spawn_proxy, wait_healthy
 
 from proxy.store import SQLiteVerdictStore, Verdict, VerdictStore, open_store
 
@@ -122,34 +120,9 @@ async def test_memory_survives_kill_9(
     two = Chat(user=one.messages[1]["content"], id_prefix=f"kill9-{backend}-2")
 
     async def serve() -> tuple[asyncio.subprocess.Process, str]:
-        with __import__("socket").socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
-        env["REPAIR_PROXY_VERDICTS"] = location
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "proxy",
-            "serve",
-            "--port",
-            str(port),
-            "--upstream",
-            upstream.base_url,
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        base = f"http://127.0.0.1:{port}"
-        async with aiohttp.ClientSession() as client:
-            for _ in range(100):
-                try:
-                    async with client.get(base + "/healthz") as r:
-                        if r.status == 200:
-                            return process, base
-                except aiohttp.ClientError:
-                    await asyncio.sleep(0.1)
-        raise AssertionError("the proxy did not start")
+        process, port = await spawn_proxy("--upstream", upstream.base_url, env={"REPAIR_PROXY_VERDICTS": location})
+        await wait_healthy(port)
+        return process, f"http://127.0.0.1:{port}"
 
     first, base = await serve()
     try:

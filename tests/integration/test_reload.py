@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import sys
 from pathlib import Path
 
 import aiohttp
 import orjson
 from chat import Chat, test_run
-from support import Upstream, completion, json_reply, policy_toml, sse_reply
+from support import Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -33,24 +30,8 @@ async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(upstre
     policy.write_text(policy_toml({"repair": {"placement": "system"}}))
     config = tmp_path / "config.toml"
     config.write_text(f'[repair]\npolicy = "{policy}"\n[store]\nverdicts = ""\n')
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "proxy",
-        "serve",
-        "--config",
-        str(config),
-        "--port",
-        str(port),
-        "--upstream",
-        upstream.base_url,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+    process, port = await spawn_proxy(
+        "--config", str(config), "--upstream", upstream.base_url, stdout=asyncio.subprocess.PIPE
     )
     assert process.stdout is not None
     base = f"http://127.0.0.1:{port}/v1/chat/completions"

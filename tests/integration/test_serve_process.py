@@ -3,58 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import sys
 from pathlib import Path
 
 import aiohttp
 import orjson
-from support import Upstream, sse_reply
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def wait_ready(port: int) -> None:
-    async with aiohttp.ClientSession() as client:
-        for _ in range(100):  # 10 s at most
-            try:
-                async with client.get(f"http://127.0.0.1:{port}/healthz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("the proxy did not start")
+from support import Upstream, spawn_proxy, sse_reply, wait_healthy
 
 
 async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstream, tmp_path: Path) -> None:
     """SIGTERM mid-stream: the stream finishes, the process exits 0, each request logged once as JSON without secrets."""
     chunks = [b'data: {"n": %d}\n\n' % i for i in range(8)] + [b"data: [DONE]\n\n"]
     upstream.reply_with(sse_reply(chunks, gap=0.15))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
-    env["REPAIR_PROXY_VERDICTS"] = str(tmp_path / "verdicts.sqlite3")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "proxy",
-        "serve",
-        "--port",
-        str(port),
+    process, port = await spawn_proxy(
         "--upstream",
         upstream.base_url,
-        env=env,
+        env={"REPAIR_PROXY_VERDICTS": str(tmp_path / "verdicts.sqlite3")},
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
     )
     try:
-        await wait_ready(port)
+        await wait_healthy(port)
         async with (
             aiohttp.ClientSession() as client,
             client.post(
