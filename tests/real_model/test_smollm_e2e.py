@@ -29,19 +29,13 @@ SYSTEM = "You are a helpful assistant. Use the tools to answer."
 
 
 def few_shot_items(city: str) -> list[Any]:
-    """The same examples as Responses input items, the form openai-agents takes as input."""
+    """The examples as Responses input items, the form openai-agents takes as input."""
     items: list[Any] = []
-    for i, (seen, answer) in enumerate(
-        [("Paris", "18C and sunny"), ("Rome", "24C and clear"), ("Tokyo", "15C and rain")]
-    ):
+    for i, (seen, answer) in enumerate(EXAMPLES):
+        arguments = json.dumps({"city": seen})
         items += [
-            {"role": "user", "content": f"What is the weather in {seen}?"},
-            {
-                "type": "function_call",
-                "call_id": f"ex{i}",
-                "name": "get_weather",
-                "arguments": json.dumps({"city": seen}),
-            },
+            {"type": "message", "role": "user", "content": f"What is the weather in {seen}?"},
+            {"type": "function_call", "call_id": f"ex{i}", "name": "get_weather", "arguments": arguments},
             {"type": "function_call_output", "call_id": f"ex{i}", "output": answer},
             {"type": "message", "role": "assistant", "content": f"It is {answer} in {seen}."},
         ]
@@ -50,29 +44,16 @@ def few_shot_items(city: str) -> list[Any]:
 
 def few_shot(city: str) -> list[dict[str, Any]]:
     """A few example tool turns first: a 135M model calls tools reliably when it has seen some."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a helpful assistant. Use the tools to answer."}
-    ]
-    examples = [
-        ("Paris", "18C and sunny"),
-        ("Rome", "24C and clear"),
-        ("Tokyo", "15C and rain"),
-        ("Cairo", "31C and dry"),
-    ]
-    for i, (seen, answer) in enumerate(examples):
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    for i, (seen, answer) in enumerate(EXAMPLES):
+        call = {
+            "id": f"ex{i}",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": json.dumps({"city": seen})},
+        }
         messages += [
             {"role": "user", "content": f"What is the weather in {seen}?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"ex{i}",
-                        "type": "function",
-                        "function": {"name": "get_weather", "arguments": json.dumps({"city": seen})},
-                    }
-                ],
-            },
+            {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"ex{i}", "content": answer},
             {"role": "assistant", "content": f"It is {answer} in {seen}."},
         ]
@@ -100,7 +81,7 @@ async def test_sdk_tool_call_through_the_proxy(proxied: TestServer) -> None:
 
 
 async def test_sdk_streaming_through_the_proxy(proxied: TestServer) -> None:
-    """Streaming: chunks arrive through the proxy and assemble into a tool call or text."""
+    """Streaming: chunks arrive through the proxy and assemble into the real model's tool call."""
     stream = await sdk(proxied).chat.completions.create(
         model="smollm", messages=few_shot("Lima"), tools=[WEATHER], temperature=0, max_tokens=64, stream=True
     )  # type: ignore[arg-type]
@@ -111,7 +92,7 @@ async def test_sdk_streaming_through_the_proxy(proxied: TestServer) -> None:
             text += choice.delta.content or ""
             names += [c.function.name for c in choice.delta.tool_calls or [] if c.function and c.function.name]
     assert chunks > 1
-    assert names == ["get_weather"] or text.strip()
+    assert names == ["get_weather"], text
 
 
 async def test_openai_agents_runs_a_tool_to_a_final_answer(proxied: TestServer) -> None:
@@ -121,7 +102,7 @@ async def test_openai_agents_runs_a_tool_to_a_final_answer(proxied: TestServer) 
     set_tracing_disabled(True)
     calls: list[str] = []
 
-    @function_tool
+    @function_tool(strict_mode=False)  # a plain schema, as the few-shot examples show it
     def get_weather(city: str) -> str:
         """Get the current weather for a city."""
         calls.append(city)
@@ -135,9 +116,8 @@ async def test_openai_agents_runs_a_tool_to_a_final_answer(proxied: TestServer) 
         model=model,
     )
     result = await Runner.run(agent, few_shot_items("Oslo"), max_turns=4)  # type: ignore[arg-type]
-    # The loop completes through the proxy. Whether SmolLM-135M calls the tool under the
-    # agents SDK's tool schema is the model's business; it often answers directly.
-    assert isinstance(result.final_output, str) and result.final_output.strip()
+    assert calls == ["Oslo"]
+    assert isinstance(result.final_output, str) and "Oslo" in result.final_output
     print("chat-completions mode: tool calls", calls, "final:", result.final_output)
 
 
@@ -148,18 +128,17 @@ async def test_openai_agents_responses_mode(proxied: TestServer) -> None:
     set_tracing_disabled(True)
     calls: list[str] = []
 
-    @function_tool
+    @function_tool(strict_mode=False)  # a plain schema, as the few-shot examples show it
     def get_weather(city: str) -> str:
         """Get the current weather for a city."""
         calls.append(city)
         return f"It is 20C and windy in {city}."
 
     model = OpenAIResponsesModel(model="smollm", openai_client=sdk(proxied))
-    agent = Agent(
-        name="weather", instructions="Use get_weather to answer weather questions.", tools=[get_weather], model=model
-    )
+    agent = Agent(name="weather", instructions=SYSTEM, tools=[get_weather], model=model)
     result = await Runner.run(agent, few_shot_items("Oslo"), max_turns=4)  # type: ignore[arg-type]
-    assert isinstance(result.final_output, str)
+    assert calls == ["Oslo"]
+    assert isinstance(result.final_output, str) and "Oslo" in result.final_output
     print("responses mode: tool calls", calls, "final:", result.final_output)
 
 
