@@ -10,7 +10,8 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
+from proxy.keys import METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
+from proxy.metrics import Metrics
 from proxy.routes import add_routes
 from proxy.store import open_store
 from proxy.tenancy import Runtime
@@ -36,7 +37,8 @@ async def request_log_middleware(request: web.Request, handler: Handler) -> web.
         status = exc.status
         raise
     finally:
-        if request.path not in ("/healthz", "/readyz"):
+        _count(request, record, status)
+        if request.path not in ("/healthz", "/readyz", "/metrics"):
             log.info(
                 "request",
                 method=request.method,
@@ -51,6 +53,20 @@ async def request_log_middleware(request: web.Request, handler: Handler) -> web.
                 trips=list(record.trips),
                 end=record.end,
             )
+
+
+_ROUTES = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/api/chat": "ollama_chat"}
+
+
+def _count(request: web.Request, record: RequestLog, status: int) -> None:
+    """Requests by route (a fixed set of names, never raw paths), status and team; latencies."""
+    metrics = request.app[METRICS]
+    route = _ROUTES.get(request.path.rstrip("/"), "other" if request.path.startswith(("/v1/", "/api/")) else "internal")
+    metrics.requests.labels(route, str(status), record.team).inc()
+    if record.upstream_ms is not None:
+        metrics.upstream_seconds.labels(record.team).observe(record.upstream_ms / 1000)
+    if record.analysed:
+        metrics.overhead_seconds.labels(record.team).observe(record.overhead_ms / 1000)
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
@@ -83,6 +99,7 @@ def make_app(runtime: Runtime) -> web.Application:
     app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
     app[RUNTIME] = RuntimeHolder(runtime)
     app[STORES] = Stores()
+    app[METRICS] = Metrics()
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)
     add_routes(app)

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
+from proxy.metrics import Metrics
 from proxy.store import VerdictStore
 from proxy.tenancy import Runtime
 
-__all__ = ["REQUEST_LOG", "RUNTIME", "SESSION", "STORES", "RequestLog", "RuntimeHolder", "Stores"]
+__all__ = ["METRICS", "REQUEST_LOG", "RUNTIME", "SESSION", "STORES", "RequestLog", "RuntimeHolder", "Stores"]
 
 
 @dataclass(slots=True)
@@ -30,6 +31,7 @@ class Stores:
 
 RUNTIME = web.AppKey("runtime", RuntimeHolder)
 STORES = web.AppKey("stores", Stores)
+METRICS = web.AppKey("metrics", Metrics)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 

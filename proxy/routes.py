@@ -30,7 +30,8 @@ from proxy.forward import (
 )
 from proxy.handback import OUTCOME_HEADER
 from proxy.identity import CONVERSATION_HEADER
-from proxy.keys import REQUEST_LOG, RUNTIME, SESSION, STORES
+from proxy.keys import METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES
+from proxy.metrics import CONTENT_TYPE_LATEST
 from proxy.tenancy import Runtime, Team
 
 __all__ = ["add_routes"]
@@ -106,6 +107,7 @@ def _analyse(request: web.Request, body: bytes, dialect: Dialect) -> Analysis | 
         analysis = team.engine.analyse(body, request.headers, team=team.name, dialect=dialect)
     except Exception:
         log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
+        request.app[METRICS].analysis_failed.labels(request[CONTEXT].team.name).inc()
         record.end = "analysis_failed"
         return None
     finally:
@@ -115,7 +117,13 @@ def _analyse(request: web.Request, body: bytes, dialect: Dialect) -> Analysis | 
         record.conversation = analysis.conversation
         record.trips = tuple(t.pattern for t in analysis.new_trips)
         signature = analysis.state.repair.last_diagnostic_signature
+        metrics = request.app[METRICS]
+        turns = {t.turn for t in analysis.new_trips}
+        new_text = [i.text for i in analysis.state.injections if i.turn in turns]
+        if new_text:
+            metrics.injected_tokens.labels(analysis.team).inc(sum(team.engine.tokens.count(t) for t in new_text))
         for trip in analysis.new_trips:
+            metrics.trips.labels(trip.pattern, trip.action.value, analysis.team).inc()
             log.info(
                 "repair_trip",
                 pattern=trip.pattern,
@@ -202,6 +210,7 @@ async def _memory(request: web.Request, analysis: Analysis) -> Analysis:
             await store.clear(analysis.team, analysis.task)
     except Exception:
         log.exception("store_error", team=analysis.team, conversation=analysis.conversation)
+        request.app[METRICS].store_errors.labels(analysis.team).inc()
     return analysis
 
 
@@ -209,6 +218,7 @@ async def _handback(request: web.Request, analysis: Analysis, extra: dict[str, s
     handback = analysis.halt
     assert handback is not None
     request[REQUEST_LOG].end = "handback"
+    request.app[METRICS].handbacks.labels(handback.reason, analysis.team).inc()
     log.info(
         "repair_handback",
         conversation=analysis.conversation,
@@ -267,6 +277,7 @@ async def _gated(
                     record.end = "complete_unverified" if marks else "complete"
                     return web.Response(status=upstream.status, body=whole, headers=out)
         log.info("repair_done_gate", conversation=analysis.conversation, attempt=attempt + 1)
+        request.app[METRICS].done_gate_retries.labels(analysis.team).inc()
         body = gate.retry_body
     raise AssertionError("unreachable: the last attempt always returns")
 
@@ -300,6 +311,11 @@ async def _hold_until_acting(
     return held, False
 
 
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus exposition of the app's own registry."""
+    return web.Response(body=request.app[METRICS].render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
 async def healthz(_request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
@@ -328,5 +344,6 @@ async def readyz(request: web.Request) -> web.Response:
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
     app.router.add_route("*", "/v1/{tail:.*}", proxy_v1)
     app.router.add_route("*", "/api/{tail:.*}", proxy_v1)

@@ -1,0 +1,54 @@
+"""Prometheus metrics, in a registry of the app's own (no process-global state)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    """Every counter and histogram the proxy exports, labelled by team where it applies."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "repair_proxy_requests", "Requests by route, status and team", ["route", "status", "team"], registry=r
+        )
+        self.upstream_seconds = Histogram(
+            "repair_proxy_upstream_seconds",
+            "Time until the upstream's response headers",
+            ["team"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.overhead_seconds = Histogram(
+            "repair_proxy_overhead_seconds",
+            "Time the proxy's own analysis added",
+            ["team"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.trips = Counter("repair_proxy_trips", "Patterns that fired", ["pattern", "action", "team"], registry=r)
+        self.injected_tokens = Counter(
+            "repair_proxy_injected_tokens", "Tokens of new instructions placed", ["team"], registry=r
+        )
+        self.done_gate_retries = Counter(
+            "repair_proxy_done_gate_retries", "Premature stops sent back", ["team"], registry=r
+        )
+        self.handbacks = Counter(
+            "repair_proxy_handbacks", "Runs handed back as incomplete", ["reason", "team"], registry=r
+        )
+        self.analysis_failed = Counter(
+            "repair_proxy_analysis_failed", "Analyses that raised (request forwarded untouched)", ["team"], registry=r
+        )
+        self.store_errors = Counter(
+            "repair_proxy_store_errors", "Verdict store operations that failed", ["team"], registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
