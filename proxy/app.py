@@ -10,6 +10,7 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from proxy.admin import add_admin_routes
 from proxy.keys import METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
 from proxy.metrics import Metrics
 from proxy.routes import add_routes
@@ -103,4 +104,5 @@ def make_app(runtime: Runtime) -> web.Application:
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)
     add_routes(app)
+    add_admin_routes(app)
     return app

@@ -97,6 +97,17 @@ class LoggingSettings(_Frozen):
     """Prompt text is never logged unless this is on."""
 
 
+class AdminToken(_Frozen):
+    token: str = Field(min_length=16)
+    teams: tuple[str, ...] = ("*",)
+    """Teams this token may see and reset; "*" is every team."""
+
+
+class AdminSettings(_Frozen):
+    tokens: tuple[AdminToken, ...] = ()
+    """No token, no admin API: it is never on by default."""
+
+
 class TeamSettings(_Frozen):
     """One team: who it is (its proxy keys), what it runs (policy) and where (upstream)."""
 
@@ -118,6 +129,7 @@ class Settings(_Frozen):
     repair: RepairSettings = RepairSettings()
     store: StoreSettings = StoreSettings()
     logging: LoggingSettings = LoggingSettings()
+    admin: AdminSettings = AdminSettings()
     team: tuple[TeamSettings, ...] = ()
     """`[[team]]` tables. None: one default team serves everyone."""
     source: str = "<defaults>"

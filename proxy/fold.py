@@ -25,7 +25,16 @@ from proxy.policy import Placement, Policy
 from proxy.progress import Progress, fold_progress
 from proxy.transcript import Turn, UserMessage, read_turns
 
-__all__ = ["ConversationState", "Cursor", "Injection", "fold_messages", "fold_turn", "fold_user"]
+__all__ = [
+    "TIMELINE_TURNS",
+    "ConversationState",
+    "Cursor",
+    "Injection",
+    "TimelineEntry",
+    "fold_messages",
+    "fold_turn",
+    "fold_user",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,26 @@ class Injection:
     text: str
     placement: Placement
     turn: int
+
+
+TIMELINE_TURNS = 200
+"""Turns of the timeline kept per conversation (the admin API and status page show them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One folded turn as an operator sees it."""
+
+    turn: int
+    calls: tuple[str, ...]
+    """Each call as `kind:tool`."""
+    outcome: str
+    """`fail`, `pass` (a check's verdict), or `neutral`."""
+    signature: str
+    """Prefix of the live failure's signature after the turn."""
+    streak: int
+    trips: tuple[str, ...]
+    """`pattern:action` of what fired on this turn."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +94,8 @@ class ConversationState:
     """Digests of the user messages seen: a text not among them is a person's new message."""
     memory_checked: bool = False
     """The verdict store was asked about this conversation's task (once per conversation)."""
+    timeline: tuple[TimelineEntry, ...] = ()
+    """The last `TIMELINE_TURNS` turns."""
 
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> tuple[ConversationState, list[Trip]]:
@@ -77,6 +108,16 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> t
     for name, detector in REGISTRY.items():
         detectors[name], found = detector.fold(detectors.get(name, detector.initial), facts, policy)
         trips.extend(found)
+    changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
+    outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
+    entry = TimelineEntry(
+        turn=turn.ordinal,
+        calls=tuple(f"{c.kind.value}:{c.call.name}" for c in turn.calls),
+        outcome=outcome if any(c.kind.value in ("verify", "other") for c in turn.calls) else "neutral",
+        signature=(after.last_diagnostic_signature or "")[:12],
+        streak=after.same_diagnostic_streak,
+        trips=tuple(f"{t.pattern}:{t.action.value}" for t in trips),
+    )
     return (
         replace(
             state,
@@ -87,6 +128,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> t
             trips=state.trips + tuple(trips),
             last_anchor=turn.anchor,
             progress=fold_progress(state.progress, turn),
+            timeline=(*state.timeline, entry)[-TIMELINE_TURNS:],
         ),
         trips,
     )
