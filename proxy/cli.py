@@ -23,6 +23,7 @@ from proxy.logs import configure_logging
 from proxy.policy import load_policy
 from proxy.reload import Reloader
 from proxy.replay import ReplayInputError, read_requests, render_text, replay
+from proxy.report import fetch, recovery_table
 from proxy.statecache import StateCache
 from proxy.tenancy import DEFAULT_TEAM, Runtime, build_runtime
 from proxy.tokens import EncodingUnavailable, TokenCounter
@@ -60,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
     check_policy.add_argument("file")
+    report = sub.add_parser("report", help="recovery rate of treated vs holdout conversations, from a proxy's /metrics")
+    report.add_argument("url", nargs="?", default="http://127.0.0.1:8400/metrics")
     sub.add_parser("demo", help="watch a stuck agent get unstuck: scripted model and agent, the real proxy, no setup")
     rep = sub.add_parser("replay", help="fold chat request bodies offline and show what the proxy would do")
     rep.add_argument("file", help="one request body (JSON) or successive bodies (JSON Lines)")
@@ -134,6 +137,9 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             return _check_config(args)
         if args.command == "check-policy":
             return _check_policy(args)
+        if args.command == "report":
+            print(recovery_table(fetch(args.url)))
+            return 0
         if args.command == "demo":
             configure_logging("warning")
             run_demo(build)

@@ -79,6 +79,8 @@ class RepairSettings(_Frozen):
     """Off: the proxy is byte-transparent in both directions."""
     policy: str = ""
     """Path to a policy TOML; empty uses the embedded default policy."""
+    holdout_percent: float = Field(default=0.0, ge=0, le=100)
+    """Share of conversations (chosen by conversation id) analysed and counted but never changed."""
 
 
 DEFAULT_VERDICTS = "~/.local/state/repair-proxy/verdicts.sqlite3"
@@ -120,6 +122,8 @@ class TeamSettings(_Frozen):
     """Upstream base URL; empty: `upstream.base_url`."""
     upstream_key: str = ""
     """When set, replaces the agent's Authorization upstream; empty: the agent's key passes through."""
+    holdout_percent: float | None = Field(default=None, ge=0, le=100)
+    """This team's holdout share; unset: `repair.holdout_percent`."""
 
 
 class Settings(_Frozen):

@@ -19,7 +19,7 @@ from proxy.classify import Classifier
 from proxy.detectors import Trip
 from proxy.dialects import CHAT, Dialect, Edit, Translation
 from proxy.failure import DiagnosticClass
-from proxy.fold import ConversationState, Injection, fold_messages
+from proxy.fold import ConversationState, Injection, TripOutcome, fold_messages
 from proxy.handback import Handback
 from proxy.identity import conversation_id, task_id
 from proxy.policy import Action, CallKind, Placement, Policy
@@ -81,6 +81,8 @@ class Analysis:
     """This request stalled the run (stuck or halted): its verdict should be stored."""
     clear_verdict: bool = False
     """A check passed on this request: a stored verdict for the task is stale."""
+    new_outcomes: tuple[TripOutcome, ...] = ()
+    """Aftermaths of earlier trips that this request settled."""
 
     def verdict(self, written_at: float) -> Verdict:
         """What this run's stall leaves for the next run of its task."""
@@ -157,6 +159,7 @@ class Engine:
             memory_due=self.policy.memory.enabled and not state.memory_checked,
             record_verdict=any(t.pattern == "stuck_same_diagnostic" or t.action is Action.HALT for t in trips),
             clear_verdict=passed,
+            new_outcomes=state.outcomes[len(before.outcomes) :],
         )
 
     def remember(self, analysis: Analysis, verdict: Verdict | None) -> Analysis:
@@ -177,6 +180,7 @@ class Engine:
                 planned,
                 record_verdict=analysis.record_verdict,
                 clear_verdict=analysis.clear_verdict,
+                new_outcomes=analysis.new_outcomes,
             )
         self._keep(key, state)
         return replace(analysis, state=state, memory_due=False)

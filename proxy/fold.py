@@ -19,9 +19,9 @@ import orjson
 
 from proxy.classify import Classifier
 from proxy.detectors import REGISTRY, Trip, TurnFacts
-from proxy.failure import RepairState, fold_failure
+from proxy.failure import DiagnosticClass, RepairState, fold_failure
 from proxy.observe import ObservedTurn, observe
-from proxy.policy import Placement, Policy
+from proxy.policy import Action, Placement, Policy
 from proxy.progress import Progress, fold_progress
 from proxy.transcript import Turn, UserMessage, read_turns
 
@@ -31,6 +31,8 @@ __all__ = [
     "Cursor",
     "Injection",
     "TimelineEntry",
+    "TripOutcome",
+    "Watch",
     "fold_messages",
     "fold_turn",
     "fold_user",
@@ -48,6 +50,10 @@ class Injection:
     turn: int
 
 
+WATCH_TURNS = 5
+"""Turns after a stuck trip within which a changed or cleared failure counts as recovery."""
+WATCHED = frozenset({"stuck_same_diagnostic"})
+"""Patterns whose aftermath is recorded (for the holdout comparison)."""
 TIMELINE_TURNS = 200
 """Turns of the timeline kept per conversation (the admin API and status page show them)."""
 
@@ -66,6 +72,24 @@ class TimelineEntry:
     streak: int
     trips: tuple[str, ...]
     """`pattern:action` of what fired on this turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """A trip whose aftermath is being watched."""
+
+    pattern: str
+    turn: int
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class TripOutcome:
+    """What happened after a watched trip: `cleared`, `changed`, `unchanged` or `handed_back`."""
+
+    pattern: str
+    turn: int
+    outcome: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +120,8 @@ class ConversationState:
     """The verdict store was asked about this conversation's task (once per conversation)."""
     timeline: tuple[TimelineEntry, ...] = ()
     """The last `TIMELINE_TURNS` turns."""
+    watches: tuple[Watch, ...] = ()
+    outcomes: tuple[TripOutcome, ...] = ()
 
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> tuple[ConversationState, list[Trip]]:
@@ -118,9 +144,12 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> t
         streak=after.same_diagnostic_streak,
         trips=tuple(f"{t.pattern}:{t.action.value}" for t in trips),
     )
+    watches, outcomes = _watch(state, after, turn.ordinal, trips)
     return (
         replace(
             state,
+            watches=watches,
+            outcomes=state.outcomes + outcomes,
             repair=after,
             detectors=detectors,
             turns=turn.ordinal,
@@ -132,6 +161,30 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, policy: Policy) -> t
         ),
         trips,
     )
+
+
+def _watch(
+    state: ConversationState, after: RepairState, ordinal: int, trips: list[Trip]
+) -> tuple[tuple[Watch, ...], tuple[TripOutcome, ...]]:
+    """Resolve the open watches with this turn's failure model; open new ones for new trips."""
+    halted = any(t.action is Action.HALT for t in trips)
+    still: list[Watch] = []
+    done: list[TripOutcome] = []
+    for w in state.watches:
+        if after.last_diagnostic_class is DiagnosticClass.PASS:
+            done.append(TripOutcome(w.pattern, w.turn, "cleared"))
+        elif after.live and after.last_diagnostic_signature != w.signature:
+            done.append(TripOutcome(w.pattern, w.turn, "changed"))
+        elif halted:
+            done.append(TripOutcome(w.pattern, w.turn, "handed_back"))
+        elif ordinal - w.turn >= WATCH_TURNS:
+            done.append(TripOutcome(w.pattern, w.turn, "unchanged"))
+        else:
+            still.append(w)
+    for trip in trips:
+        if trip.pattern in WATCHED and trip.action is not Action.HALT:
+            still.append(Watch(trip.pattern, trip.turn, after.last_diagnostic_signature or ""))
+    return tuple(still), tuple(done)
 
 
 def fold_user(state: ConversationState, message: UserMessage) -> ConversationState:

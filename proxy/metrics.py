@@ -46,6 +46,12 @@ class Metrics:
         self.analysis_failed = Counter(
             "repair_proxy_analysis_failed", "Analyses that raised (request forwarded untouched)", ["team"], registry=r
         )
+        self.trip_outcomes = Counter(
+            "repair_proxy_trip_outcomes",
+            "What followed a watched trip, by arm (treated: instructions placed; holdout: only observed)",
+            ["arm", "pattern", "outcome", "team"],
+            registry=r,
+        )
         self.store_errors = Counter(
             "repair_proxy_store_errors", "Verdict store operations that failed", ["team"], registry=r
         )

@@ -37,6 +37,7 @@ from proxy.tenancy import Runtime, Team
 __all__ = ["add_routes"]
 
 TRIPS_HEADER = "X-Repair-Trips"
+ARM_HEADER = "X-Repair-Arm"
 DIALECTS: dict[str, Dialect] = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/api/chat": OLLAMA}
 """Analysed routes (POST) and the dialect each speaks; every other path is forwarded untouched."""
 
@@ -182,6 +183,12 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         if analysis.new_trips:
             extra[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in analysis.new_trips))
         analysis = await _memory(request, analysis)
+        arm = "holdout" if team.holdout(analysis.conversation) else "treated"
+        extra[ARM_HEADER] = arm
+        for settled in analysis.new_outcomes:
+            request.app[METRICS].trip_outcomes.labels(arm, settled.pattern, settled.outcome, team.name).inc()
+        if arm == "holdout":  # analysed, logged and counted; the request goes up as the agent sent it
+            return await _forward(request, body, headers, extra)
         if analysis.halt is not None:
             return await _handback(request, analysis, extra)
         if analysis.gate is not None:

@@ -7,6 +7,7 @@ State, verdicts, logs and metrics are keyed by team, so they never cross teams.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,14 @@ class Team:
     upstream: str
     upstream_key: str
     """Replaces the agent's Authorization upstream when set."""
+    holdout_percent: float = 0.0
+
+    def holdout(self, conversation: str) -> bool:
+        """Whether this conversation is in the holdout arm (the same answer on every replica)."""
+        if self.holdout_percent <= 0:
+            return False
+        bucket = int(hashlib.sha256(conversation.encode()).hexdigest()[:8], 16) % 10_000
+        return bucket < self.holdout_percent * 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +90,9 @@ def build_runtime(
 
     if not settings.team:
         engine = Engine(policy(default_policy_path), cache, tokens)
-        team = Team(DEFAULT_TEAM, engine, settings.upstream.base_url, settings.upstream.api_key)
+        team = Team(
+            DEFAULT_TEAM, engine, settings.upstream.base_url, settings.upstream.api_key, settings.repair.holdout_percent
+        )
         return Runtime(settings, {DEFAULT_TEAM: team}, {})
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
@@ -97,6 +108,7 @@ def build_runtime(
             engine,
             entry.upstream or settings.upstream.base_url,
             entry.upstream_key or settings.upstream.api_key,
+            settings.repair.holdout_percent if entry.holdout_percent is None else entry.holdout_percent,
         )
     if problems:
         raise ConfigError(problems)
