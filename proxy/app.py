@@ -14,6 +14,7 @@ from proxy.admin import add_admin_routes
 from proxy.keys import METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
 from proxy.metrics import Metrics
 from proxy.routes import add_routes
+from proxy.status import add_status_route
 from proxy.store import open_store
 from proxy.tenancy import Runtime
 
@@ -105,4 +106,5 @@ def make_app(runtime: Runtime) -> web.Application:
     app.cleanup_ctx.append(_stores)
     add_routes(app)
     add_admin_routes(app)
+    add_status_route(app)
     return app
