@@ -9,7 +9,7 @@ from proxy.dialects.types import Dialect, Edit, Translation
 from proxy.handback import Handback, chat_completion, chat_completion_stream
 from proxy.sse import SSEScanner, chunk_has_tool_calls, reply_has_tool_calls
 
-__all__ = ["CHAT", "forced_choice", "keep_tools", "tool_name"]
+__all__ = ["CHAT", "forced_choice", "keep_tools", "read_messages", "tool_name"]
 
 
 def forced_choice(name: str) -> dict[str, Any]:
@@ -26,15 +26,18 @@ def tool_name(tool: Any) -> Any:
     return function.get("name") if isinstance(function, dict) else None
 
 
-def read(data: dict[str, Any]) -> Translation | None:
+def read_messages(data: dict[str, Any], streams_by_default: bool = False) -> Translation | None:
+    """A body whose transcript is a chat `messages` list (chat completions, Ollama)."""
     messages = data.get("messages")
     if not isinstance(messages, list):
         return None
     tools = data.get("tools")
-    model = data.get("model")
-    return Translation(
-        messages, tools if isinstance(tools, list) else None, data.get("stream") is True, str(model or "")
-    )
+    stream = data.get("stream") is not False if streams_by_default else data.get("stream") is True
+    return Translation(messages, tools if isinstance(tools, list) else None, stream, str(data.get("model") or ""))
+
+
+def read(data: dict[str, Any]) -> Translation | None:
+    return read_messages(data)
 
 
 def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.chat import keep_tools, tool_name
+from proxy.dialects.chat import keep_tools, read_messages, tool_name
 from proxy.dialects.types import Dialect, Edit, Translation
 from proxy.handback import Handback
 
@@ -17,16 +17,8 @@ __all__ = ["OLLAMA"]
 
 
 def read(data: dict[str, Any]) -> Translation | None:
-    messages = data.get("messages")
-    if not isinstance(messages, list):
-        return None
-    tools = data.get("tools")
-    return Translation(
-        messages,
-        tools if isinstance(tools, list) else None,
-        data.get("stream") is not False,
-        str(data.get("model") or ""),
-    )
+    """Ollama streams unless told `"stream": false`."""
+    return read_messages(data, streams_by_default=True)
 
 
 def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[str, Any]:

@@ -95,9 +95,19 @@ async def test_sdk_streaming_through_the_proxy(proxied: TestServer) -> None:
     assert names == ["get_weather"], text
 
 
-async def test_openai_agents_runs_a_tool_to_a_final_answer(proxied: TestServer) -> None:
-    """openai-agents in chat-completions mode, tracing off, runs through the proxy to a final output."""
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
+@pytest.mark.parametrize("mode", ["chat_completions", "responses"])
+async def test_openai_agents_runs_a_tool_to_a_final_answer(proxied: TestServer, mode: str) -> None:
+    """openai-agents (tracing off), in chat-completions mode and in Responses mode (llama.cpp serves
+    /v1/responses), calls the tool through the proxy and answers with its result."""
+    from agents import (
+        Agent,
+        ModelSettings,
+        OpenAIChatCompletionsModel,
+        OpenAIResponsesModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
 
     set_tracing_disabled(True)
     calls: list[str] = []
@@ -108,38 +118,18 @@ async def test_openai_agents_runs_a_tool_to_a_final_answer(proxied: TestServer) 
         calls.append(city)
         return f"It is 20C and windy in {city}."
 
-    model = OpenAIChatCompletionsModel(model="smollm", openai_client=sdk(proxied))
+    model_class = OpenAIChatCompletionsModel if mode == "chat_completions" else OpenAIResponsesModel
+    model = model_class(model="smollm", openai_client=sdk(proxied))
     agent = Agent(
         name="weather",
         instructions=SYSTEM,
         tools=[get_weather],
         model=model,
+        model_settings=ModelSettings(temperature=0),
     )
     result = await Runner.run(agent, few_shot_items("Oslo"), max_turns=4)  # type: ignore[arg-type]
     assert calls == ["Oslo"]
     assert isinstance(result.final_output, str) and "Oslo" in result.final_output
-    print("chat-completions mode: tool calls", calls, "final:", result.final_output)
-
-
-async def test_openai_agents_responses_mode(proxied: TestServer) -> None:
-    """openai-agents in Responses mode through the proxy's /v1/responses, against llama.cpp's Responses endpoint."""
-    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-
-    set_tracing_disabled(True)
-    calls: list[str] = []
-
-    @function_tool(strict_mode=False)  # a plain schema, as the few-shot examples show it
-    def get_weather(city: str) -> str:
-        """Get the current weather for a city."""
-        calls.append(city)
-        return f"It is 20C and windy in {city}."
-
-    model = OpenAIResponsesModel(model="smollm", openai_client=sdk(proxied))
-    agent = Agent(name="weather", instructions=SYSTEM, tools=[get_weather], model=model)
-    result = await Runner.run(agent, few_shot_items("Oslo"), max_turns=4)  # type: ignore[arg-type]
-    assert calls == ["Oslo"]
-    assert isinstance(result.final_output, str) and "Oslo" in result.final_output
-    print("responses mode: tool calls", calls, "final:", result.final_output)
 
 
 async def test_stuck_run_is_nudged_and_handed_back_by_the_real_server(
