@@ -197,13 +197,10 @@ class Engine:
         added: list[Injection] = []
         budget = self.policy.repair.max_injected_tokens
         injecting = [t for t in trips if t.action in _INJECTING]
-        vocabulary = (
-            learn_vocabulary(tools if isinstance(tools, list) else None, self.classifier) if injecting else None
-        )
+        vocabulary = learn_vocabulary(tools, self.classifier) if injecting else None
         for trip in injecting:
-            if trip.action in _INJECTING:
-                text = remedy_text(trip, state.repair, self.tokens, budget, vocabulary)
-                added.append(Injection(trip.anchor, trip.pattern, text, self.policy.repair.placement, trip.turn))
+            text = remedy_text(trip, state.repair, self.tokens, budget, vocabulary)
+            added.append(Injection(trip.anchor, trip.pattern, text, self.policy.repair.placement, trip.turn))
         return replace(state, injections=state.injections + tuple(added)) if added else state
 
     def _plan(self, parsed: Parsed, state: ConversationState, new_trips: tuple[Trip, ...]) -> Analysis:

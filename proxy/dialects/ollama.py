@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from proxy.dialects.chat import keep_tools, read_messages, tool_name
+from proxy.dialects import chat
+from proxy.dialects.chat import read_messages
 from proxy.dialects.types import Dialect, Edit, Translation
 from proxy.handback import Handback
 
@@ -22,13 +24,9 @@ def read(data: dict[str, Any]) -> Translation | None:
 
 
 def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[str, Any]:
-    """Ollama has no `tool_choice`: a forced tool is expressed by the instruction alone."""
-    out = dict(data)
-    if edit.messages is not None:
-        out["messages"] = edit.messages
-    if edit.tools is not None:
-        out["tools"] = keep_tools(data.get("tools"), edit.tools, tool_name)
-    return out
+    """As chat completions, except that Ollama has no `tool_choice`: a forced tool is
+    expressed by the instruction alone."""
+    return chat.write(data, translation, replace(edit, tool_choice=None))
 
 
 def _acts(message: Any) -> bool:
