@@ -19,19 +19,15 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import orjson
-
-sys.path.insert(0, str(Path(__file__).parent))
 from workload import request_body, transcript
 
-from proxy.cli import build_engine
-from proxy.config import Settings
-from proxy.engine import Analysis
-from proxy.fold import ConversationState
+from proxy.dialects import CHAT, Planned, plan_offline
+from proxy.engine.core import Engine
+from proxy.engine.state import ConversationState
+from proxy.settings.policy import default_policy
 
 
 def best_of(fn: object, repeats: int = 3) -> float:
@@ -49,7 +45,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=5, help="output size multiplier (5: about 5 MB at 500 turns)")
     args = parser.parse_args()
     messages = transcript(args.turns, scale=args.scale)
-    engine = build_engine(Settings())
+    engine = Engine.of(default_policy())
     headers = {"X-Repair-Conversation": "analysis-cost"}
     key = ("default", "analysis-cost")
     rows = []
@@ -66,15 +62,15 @@ def main() -> None:
                 engine.cache.pop(key)
             else:
                 engine.cache.put(key, before)
-            analyses.append(engine.analyse(body, headers))
+            analyses.append(plan_offline(engine, CHAT, body, headers))
 
         gc.collect()
         analyse_s = best_of(analyse)
         gc.collect()
         loads_s = best_of(lambda body=body: orjson.loads(body))
-        analysis = analyses[-1]
-        assert isinstance(analysis, Analysis)
-        rows.append((k, len(body), analyse_s, loads_s, analysis.rewritten, len(analysis.injected)))
+        planned = analyses[-1]
+        assert isinstance(planned, Planned)
+        rows.append((k, len(body), analyse_s, loads_s, planned.decision.edit is not None, len(planned.decision.placed)))
     print(f"{args.turns} turns, final body {rows[-1][1] / 1e6:.1f} MB")
     print(f"{'turn':>5} {'body MB':>8} {'analyse ms':>11} {'loads ms':>9} {'ratio':>6} {'rewritten':>9} {'placed':>6}")
     for k, size, analyse_s, loads_s, rewritten, placed in rows:
@@ -88,10 +84,10 @@ def main() -> None:
         f"ratio analyse/loads: median {statistics.median(ratios):.2f}, p90 {sorted(ratios)[int(0.9 * len(ratios))]:.2f}, "
         f"max {max(ratios):.2f}; second half median {statistics.median(late):.2f} (target <= 2.0)"
     )
-    cold = build_engine(Settings())
+    cold = Engine.of(default_policy())
     body = request_body(messages)
     start = time.perf_counter()
-    cold.analyse(body, headers)
+    plan_offline(cold, CHAT, body, headers)
     print(
         f"cold fold of the whole {args.turns}-turn transcript: {(time.perf_counter() - start) * 1e3:.1f} ms "
         f"(one orjson.loads: {best_of(lambda: orjson.loads(body)) * 1e3:.1f} ms)"

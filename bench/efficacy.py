@@ -37,14 +37,15 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import real_model  # noqa: E402
 
-from proxy.canonical import call_key  # noqa: E402
-from proxy.classify import Classifier  # noqa: E402
-from proxy.engine import Engine  # noqa: E402
-from proxy.fold import ConversationState  # noqa: E402
-from proxy.policy import CallKind, policy_from_mapping  # noqa: E402
-from proxy.statecache import StateCache  # noqa: E402
-from proxy.tokens import TokenCounter  # noqa: E402
-from proxy.transcript import parse_arguments  # noqa: E402
+from proxy.dialects import CHAT, plan_offline  # noqa: E402
+from proxy.engine.canonical import call_key  # noqa: E402
+from proxy.engine.classify import Classifier  # noqa: E402
+from proxy.engine.core import Engine  # noqa: E402
+from proxy.engine.statecache import StateCache  # noqa: E402
+from proxy.engine.tokens import TokenCounter  # noqa: E402
+from proxy.engine.transcript import parse_arguments  # noqa: E402
+from proxy.settings.kinds import CallKind  # noqa: E402
+from proxy.settings.policy import policy_from_mapping  # noqa: E402
 
 ARMS = ("none", "system", "user", "tool_suffix")
 CLASSES = ("same edit", "same failing command", "declared done", "empty reply", "different step", "unparseable")
@@ -196,15 +197,12 @@ def arm_body(body: dict[str, Any], arm: str, tokens: TokenCounter) -> tuple[byte
     raw = orjson.dumps(body)
     if arm == "none":
         return raw, []
-    engine = Engine(
-        policy_from_mapping({"repair": {"placement": arm}}, f"efficacy {arm}"),
-        StateCache[ConversationState](10, 60),
-        tokens,
-    )
-    analysis = engine.analyse(raw, {})
-    assert analysis is not None and analysis.rewritten, f"{arm}: the proxy did not inject"
-    assert [t.pattern for t in analysis.new_trips] == ["stuck_same_diagnostic"], analysis.new_trips
-    return analysis.body, [i.text for i in analysis.injected]
+    engine = Engine(policy_from_mapping({"repair": {"placement": arm}}, f"efficacy {arm}"), StateCache(10, 60), tokens)
+    planned = plan_offline(engine, CHAT, raw, {})
+    assert planned is not None and planned.decision.edit is not None, f"{arm}: the proxy did not inject"
+    trips = [t.pattern for t in planned.decision.new_trips]
+    assert trips == ["stuck_same_diagnostic"], trips
+    return planned.body, [i.text for i in planned.decision.placed]
 
 
 _FENCE = re.compile(r"```(?:json)?\s*|\s*```")

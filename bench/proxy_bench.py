@@ -13,7 +13,11 @@ Workload: a 50-message agent transcript (tool calls, multi-KB outputs), non-stre
 streaming. Prints added latency p50/p99 over direct, time to first byte, requests/s at a fixed
 concurrency, and the ratios the targets are stated in.
 
-Run: python bench/proxy_bench.py [--requests N] [--concurrency C]
+  repair_on@base  (with --baseline DIR) the same, run from another checkout of the project
+                (say, `git worktree add /tmp/base <commit>`): a change measured against its
+                baseline in one run, on the same machine at the same time
+
+Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -33,8 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-
-sys.path.insert(0, str(Path(__file__).parent))
 from workload import request_body, transcript
 
 HERE = Path(__file__).parent
@@ -61,9 +63,20 @@ async def wait_ready(url: str, deadline: float = 20.0) -> None:
 
 
 @contextmanager
-def processes(commands: list[list[str]]) -> Iterator[None]:
+def processes(commands: list[tuple[list[str], dict[str, str]]]) -> Iterator[None]:
+    """Each (argv, extra environment) as a process, stopped on exit; a PYTHONPATH in the extra
+    environment is also the process's working directory (`python -m` looks there first)."""
     env = {**os.environ, "REPAIR_PROXY_VERDICTS": ""}  # no durable memory: nothing written by a benchmark
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for cmd in commands]
+    procs = [
+        subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**env, **extra},
+            cwd=extra.get("PYTHONPATH"),
+        )
+        for cmd, extra in commands
+    ]
     try:
         yield
     finally:
@@ -151,22 +164,21 @@ async def throughput(url: str, work: Workload, count: int, concurrency: int, war
         return count / (time.perf_counter() - start)
 
 
-async def run(requests: int, concurrency: int) -> None:
-    ports = {name: free_port() for name in ("upstream", "minimal", "repair_off", "repair_on")}
+async def run(requests: int, concurrency: int, baseline: Path | None) -> None:
+    names = ["upstream", "minimal", "repair_off", "repair_on"] + (["repair_on@base"] if baseline else [])
+    ports = {name: free_port() for name in names}
     upstream = f"http://127.0.0.1:{ports['upstream']}/v1"
     py = sys.executable
+    serve = [py, "-m", "proxy", "serve", "--upstream", upstream, "--port"]
     commands = [
-        [py, str(HERE / "fast_upstream.py"), str(ports["upstream"])],
-        [py, str(HERE / "minimal_relay.py"), str(ports["minimal"]), upstream],
-        [py, "-m", "proxy", "serve", "--port", str(ports["repair_off"]), "--upstream", upstream, "--no-repair"],
-        [py, "-m", "proxy", "serve", "--port", str(ports["repair_on"]), "--upstream", upstream],
+        ([py, str(HERE / "fast_upstream.py"), str(ports["upstream"])], {}),
+        ([py, str(HERE / "minimal_relay.py"), str(ports["minimal"]), upstream], {}),
+        ([*serve, str(ports["repair_off"]), "--no-repair"], {}),
+        ([*serve, str(ports["repair_on"])], {}),
     ]
-    targets = {
-        "direct": upstream,
-        "minimal": f"http://127.0.0.1:{ports['minimal']}/v1",
-        "repair_off": f"http://127.0.0.1:{ports['repair_off']}/v1",
-        "repair_on": f"http://127.0.0.1:{ports['repair_on']}/v1",
-    }
+    if baseline is not None:  # the other checkout's package first on the path, run from there
+        commands.append(([*serve, str(ports["repair_on@base"])], {"PYTHONPATH": str(baseline.resolve())}))
+    targets = {"direct": upstream} | {name: f"http://127.0.0.1:{ports[name]}/v1" for name in names[1:]}
     messages = transcript(24, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
     bodies = {
         "non-streaming": Workload(request_body(messages), request_body(messages[:-2])),
@@ -185,7 +197,9 @@ async def run(requests: int, concurrency: int) -> None:
             samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in targets}
             for _round in range(5):
                 for name, url in targets.items():
-                    totals, firsts = await latency(url + "/chat/completions", body, requests // 5, name == "repair_on")
+                    totals, firsts = await latency(
+                        url + "/chat/completions", body, requests // 5, name.startswith("repair_on")
+                    )
                     samples[name][0].extend(totals)
                     samples[name][1].extend(firsts)
             for name, url in targets.items():
@@ -195,21 +209,21 @@ async def run(requests: int, concurrency: int) -> None:
                     "p99": percentile(totals, 0.99) * 1000,
                     "ttfb": statistics.median(firsts) * 1000,
                     "rps": await throughput(
-                        url + "/chat/completions", body, requests, concurrency, name == "repair_on"
+                        url + "/chat/completions", body, requests, concurrency, name.startswith("repair_on")
                     ),
                 }
             direct = stats["direct"]
             print(f"\n{mode}")
             print(
-                f"  {'target':<11} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'ttfb ms':>8} {'req/s':>8} {'vs direct':>10}"
+                f"  {'target':<15} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'ttfb ms':>8} {'req/s':>8} {'vs direct':>10}"
             )
             for name, s in stats.items():
                 print(
-                    f"  {name:<11} {s['p50']:8.2f} {s['p99']:8.2f} {s['p50'] - direct['p50']:10.2f} "
+                    f"  {name:<15} {s['p50']:8.2f} {s['p99']:8.2f} {s['p50'] - direct['p50']:10.2f} "
                     f"{s['p99'] - direct['p99']:10.2f} {s['ttfb']:8.2f} {s['rps']:8.0f} {s['rps'] / direct['rps']:9.0%}"
                 )
             floor = stats["minimal"]["p50"] - direct["p50"]
-            for name in ("repair_off", "repair_on"):
+            for name in [n for n in stats if n.startswith("repair_")]:
                 added = stats[name]["p50"] - direct["p50"]
                 print(
                     f"  {name}: added p50 = {added / floor:.2f}x the minimal relay's (target <= 1.25x for repair_on); "
@@ -221,8 +235,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--baseline", type=Path, help="another checkout of the project, measured beside this one")
     args = parser.parse_args()
-    asyncio.run(run(args.requests, args.concurrency))
+    asyncio.run(run(args.requests, args.concurrency, args.baseline))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""repair-proxy: a transparent OpenAI-compatible proxy that unsticks agents."""
+"""repair-proxy: a transparent OpenAI-compatible proxy that unsticks agents.
 
-from proxy.app import make_app
-from proxy.config import Settings, load_settings
-from proxy.engine import Engine
-from proxy.policy import Policy, load_policy
+The package is in layers, each a folder, imports going one way (a test enforces it):
 
-__all__ = ["Engine", "Policy", "Settings", "load_policy", "load_settings", "make_app"]
+    settings  ->  engine  ->  dialects, store  ->  http  ->  cli
+
+`settings` parses the config and policy files; `engine` is pure and synchronous (transcript,
+fold, detectors, plan); `dialects` translate chat, Responses and Ollama requests to the
+engine's terms and back; `store` keeps verdicts; `http` is the aiohttp server; `cli` the
+commands. Importing this package imports nothing else.
+"""

@@ -5,17 +5,12 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from support import Upstream, start_proxy, start_upstream
 
 StartProxy = Callable[..., Awaitable[TestServer]]

@@ -9,20 +9,19 @@ from typing import Any
 import orjson
 from chat import Chat, tool_schemas
 
-from proxy.engine import Engine
-from proxy.fold import ConversationState
-from proxy.policy import Policy, default_policy, policy_from_mapping
-from proxy.statecache import StateCache
-from proxy.tokens import TokenCounter
+from proxy.dialects import CHAT, Dialect, Planned, plan_offline
+from proxy.engine.core import Engine
+from proxy.settings.policy import Policy, default_policy, policy_from_mapping
 
 SCENARIOS = Path(__file__).parent / "scenarios"
-TOKENS = TokenCounter()
 
 
 @dataclass
 class Scenario:
     name: str
     behaviour: str
+    pattern: str
+    """The pattern this scenario is about: it must trip it, or (a near miss) must not."""
     turns: list[Any]
     """Each a tool turn (a list of calls), {"say": text} (a text-only reply) or {"user": text}."""
     expect: dict[str, Any]
@@ -62,10 +61,16 @@ class Scenario:
     def expected_for(self, turns: range) -> list[list[str]]:
         return [trip for turn in turns for trip in self.expected_trips(turn)]
 
+    @property
+    def trips_its_pattern(self) -> bool:
+        return any(t[0] == self.pattern for trips in self.expect.get("trips", {}).values() for t in trips)
+
 
 def load(name: str) -> Scenario:
     raw = orjson.loads((SCENARIOS / f"{name}.json").read_bytes())
-    return Scenario(name, raw["behaviour"], raw["turns"], raw["expect"], raw.get("policy", {}), raw.get("tools"))
+    return Scenario(
+        name, raw["behaviour"], raw["pattern"], raw["turns"], raw["expect"], raw.get("policy", {}), raw.get("tools")
+    )
 
 
 def names() -> list[str]:
@@ -73,5 +78,10 @@ def names() -> list[str]:
 
 
 def engine(policy: Policy | None = None) -> Engine:
-    cache: StateCache[ConversationState] = StateCache(1000, 3600)
-    return Engine(policy or default_policy(), cache, TOKENS)
+    """An engine of its own under `policy` (default: the embedded one)."""
+    return Engine.of(policy or default_policy())
+
+
+def analyse(eng: Engine, body: bytes, dialect: Dialect = CHAT, headers: dict[str, str] | None = None) -> Planned | None:
+    """One request body through the engine, offline: its decision and the bytes it would send."""
+    return plan_offline(eng, dialect, body, headers or {})

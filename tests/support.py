@@ -9,19 +9,41 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from multidict import CIMultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy
 
-from proxy.app import make_app
-from proxy.cli import build
-from proxy.config import Settings, load_settings
+from proxy.http.app import make_app
+from proxy.http.tenancy import build_runtime
+from proxy.settings.config import Settings, load_settings
 
 Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]
+
+
+class Reply(NamedTuple):
+    """A whole response as the agent got it (unpacks as `status, headers, body`)."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+async def post(target: TestServer | str, body: bytes, path: str = "/v1/chat/completions", **headers: str) -> Reply:
+    """The one test client: POST `body` to the proxy (a test server, or a base URL) and read the
+    whole reply. Bodies stay as sent (a gzip reply stays gzip); JSON is the default content type."""
+    url = str(target.make_url(path)) if isinstance(target, TestServer) else target.rstrip("/") + path
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as client,
+        client.post(url, data=body, headers={"Content-Type": "application/json", **headers}) as response,
+    ):
+        return Reply(response.status, CIMultiDictProxy(CIMultiDict(response.headers)), await response.read())
 
 
 @dataclass
@@ -171,7 +193,7 @@ async def start_proxy(
         else:
             merged[section] = values
     settings: Settings = load_settings(None, overrides=merged)
-    server = TestServer(make_app(build(settings)), host="127.0.0.1")
+    server = TestServer(make_app(build_runtime(settings)), host="127.0.0.1")
     await server.start_server()
     return server
 

@@ -1,10 +1,92 @@
-"""The API dialects the proxy analyses, each only a translation to and from chat turns."""
+"""The API dialects the proxy analyses, each a translation to and from the engine's chat terms.
+
+One module per dialect behind the `protocol.Dialect` interface; `ROUTES` says which path
+speaks which. `parse` reads a body once for the engine and keeps what is needed to write
+the edited request back in the dialect's own shape; `Planned` is a request with its
+decision written in that shape.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
 from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
+from proxy.dialects.protocol import Dialect, StreamWatcher
 from proxy.dialects.responses import RESPONSES
-from proxy.dialects.types import Dialect, Edit, Translation
+from proxy.engine.core import Engine
+from proxy.engine.exchange import Edit, Translation
+from proxy.engine.plan import Decision
 
-__all__ = ["CHAT", "OLLAMA", "RESPONSES", "Dialect", "Edit", "Translation"]
+__all__ = [
+    "CHAT",
+    "OLLAMA",
+    "RESPONSES",
+    "ROUTES",
+    "Dialect",
+    "Incoming",
+    "Planned",
+    "StreamWatcher",
+    "parse",
+    "plan_offline",
+]
+
+ROUTES: Mapping[str, Dialect] = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/api/chat": OLLAMA}
+"""Analysed routes (POST) and the dialect each speaks; every other path is forwarded untouched."""
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A request body read once: its bytes, its JSON and its translation."""
+
+    dialect: Dialect
+    body: bytes
+    data: dict[str, Any]
+    translation: Translation
+
+    def write(self, edit: Edit | None) -> bytes:
+        """The body to send: the original bytes when nothing is edited."""
+        if edit is None:
+            return self.body
+        return self.dialect.write(self.body, self.data, self.translation, edit)
+
+
+def parse(dialect: Dialect, body: bytes) -> Incoming | None:
+    """The body as `dialect` reads it; None when it is not JSON or not an analysable transcript."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    translation = dialect.read(data) if isinstance(data, dict) else None
+    return None if translation is None else Incoming(dialect, body, data, translation)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A request with the engine's decision applied, in the request's own dialect."""
+
+    incoming: Incoming
+    decision: Decision
+    body: bytes
+    """What goes upstream: the original bytes unless the decision edits the request."""
+    retry: bytes | None
+    """The done-gate's request, when a gate is owed."""
+
+    @classmethod
+    def of(cls, incoming: Incoming, decision: Decision) -> Planned:
+        retry = incoming.write(decision.gate.edit) if decision.gate is not None else None
+        return cls(incoming, decision, incoming.write(decision.edit), retry)
+
+
+def plan_offline(
+    engine: Engine, dialect: Dialect, body: bytes, headers: Mapping[str, str], team: str = "default"
+) -> Planned | None:
+    """Parse, fold and plan with no verdict store (replay, benchmarks, tests); None: not analysable."""
+    incoming = parse(dialect, body)
+    if incoming is None:
+        return None
+    return Planned.of(incoming, engine.decide(incoming.translation, headers, team))

@@ -11,17 +11,17 @@ upstream, out of the proxy's sight: it is not analysable and goes through untouc
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from proxy.dialects.types import Dialect, Edit, Translation
-from proxy.handback import Handback
-from proxy.sse import SSEScanner
-from proxy.transcript import content_text
+from proxy.dialects.lines import LineScanner, sse_payloads
+from proxy.dialects.protocol import StreamWatcher
+from proxy.engine.exchange import Edit, Translation
+from proxy.engine.handback import Handback
+from proxy.engine.transcript import content_text
 
-__all__ = ["RESPONSES"]
+__all__ = ["RESPONSES", "Responses"]
 
 SOURCE = "_src"
 """Key on translated messages: the `input` indices they came from (never sent upstream)."""
@@ -37,7 +37,7 @@ def _tools(tools: Any) -> list[Any] | None:
     ]
 
 
-def read(data: dict[str, Any]) -> Translation | None:
+def _read(data: dict[str, Any]) -> Translation | None:
     if data.get("previous_response_id"):
         return None
     items = data.get("input")
@@ -87,7 +87,7 @@ def _item(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[str, Any]:
+def _write(data: dict[str, Any], edit: Edit) -> dict[str, Any]:
     out = dict(data)
     if edit.messages is not None:
         items = data.get("input")
@@ -120,7 +120,7 @@ def write(data: dict[str, Any], translation: Translation, edit: Edit) -> dict[st
     return out
 
 
-def reply_acts(body: bytes) -> bool:
+def _reply_acts(body: bytes) -> bool:
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -129,19 +129,14 @@ def reply_acts(body: bytes) -> bool:
     return isinstance(output, list) and any(isinstance(i, dict) and i.get("type") == "function_call" for i in output)
 
 
-def stream_watcher() -> Callable[[bytes], bool]:
-    scanner = SSEScanner()
-
-    def acts(event: Any) -> bool:
-        if not isinstance(event, dict):
-            return False
-        kind = event.get("type", "")
-        item = event.get("item")
-        return kind.startswith("response.function_call_arguments") or (
-            isinstance(item, dict) and item.get("type") == "function_call"
-        )
-
-    return lambda chunk: any(acts(event) for event in scanner.feed(chunk))
+def _event_acts(event: Any) -> bool:
+    if not isinstance(event, dict):
+        return False
+    kind = event.get("type", "")
+    item = event.get("item")
+    return kind.startswith("response.function_call_arguments") or (
+        isinstance(item, dict) and item.get("type") == "function_call"
+    )
 
 
 def _response(hand: Handback, model: str, status: str, text: str) -> dict[str, Any]:
@@ -164,7 +159,7 @@ def _response(hand: Handback, model: str, status: str, text: str) -> dict[str, A
     }
 
 
-def handback(hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
+def _handback(hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
     if not stream:
         return orjson.dumps(_response(hand, model, "completed", hand.text)), "application/json"
     message_id = f"msg_{hand.completion_id}"
@@ -204,4 +199,28 @@ def handback(hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
     return body, "text/event-stream"
 
 
-RESPONSES = Dialect("responses", read, write, reply_acts, stream_watcher, handback)
+class Responses:
+    name = "responses"
+
+    def read(self, data: dict[str, Any]) -> Translation | None:
+        return _read(data)
+
+    def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
+        return orjson.dumps(_write(data, edit))
+
+    def reply_acts(self, body: bytes) -> bool:
+        return _reply_acts(body)
+
+    def stream_watcher(self) -> StreamWatcher:
+        scanner = LineScanner()
+
+        def acts(chunk: bytes) -> bool:
+            return any(_event_acts(event) for event in sse_payloads(scanner, chunk))
+
+        return acts
+
+    def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
+        return _handback(hand, model, stream)
+
+
+RESPONSES = Responses()

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from proxy.cli import build
-from proxy.demo import _demo
+from proxy.cli.demo import demo
 
 
 async def test_demo_timeline_trips_on_the_right_turns() -> None:
     """Nudge after the 3rd same failure (turn 5), force after the 5th (turn 9), hand-back after the 8th (turn 15)."""
     lines: list[str] = []
-    handed_back_after = await asyncio.wait_for(_demo(build, lines.append), 60)
+    handed_back_after = await asyncio.wait_for(demo(lines.append), 60)
     text = "\n".join(lines)
     assert handed_back_after == 15
 

@@ -10,7 +10,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run
 from dialects import ollama_body, responses_body
-from support import Upstream, json_reply, sse_reply
+from support import Upstream, json_reply, post, sse_reply
 
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "ollama": "/api/chat"}
 RESPONSE_CALL = orjson.dumps(
@@ -63,11 +63,6 @@ def body_for(dialect: str, chat: Chat, **extra: object) -> bytes:
     return chat.bytes(**extra)
 
 
-async def post(server: TestServer, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-    async with aiohttp.ClientSession() as client, client.post(str(server.make_url(path)), data=body) as resp:
-        return resp.status, dict(resp.headers), await resp.read()
-
-
 def injected(dialect: str, seen: object) -> list[str]:
     data = orjson.loads(seen.body)  # type: ignore[attr-defined]
     if dialect == "responses":
@@ -88,7 +83,7 @@ async def test_same_stuck_scenario_same_trips_in_every_dialect(
     chat = Chat()
     trips = []
     for step in (test_run(), edit(), test_run("@pytest_addition_b"), edit("a", "b"), test_run()):
-        _status, headers, _body = await post(proxy, PATHS[dialect], body_for(dialect, chat.turn(step)))
+        _status, headers, _body = await post(proxy, body_for(dialect, chat.turn(step)), path=PATHS[dialect])
         trips.append(headers.get("X-Repair-Trips"))
     assert trips == [None, None, None, None, "stuck_same_diagnostic"]
     assert upstream.seen[-1].path == PATHS[dialect]
@@ -130,7 +125,7 @@ async def test_streams_are_byte_identical_when_nothing_is_injected(
 
     upstream.reply_with(stream)
     body = body_for(dialect, Chat().turn(test_run()), stream=True)
-    status, headers, received = await post(proxy, PATHS[dialect], body)
+    status, headers, received = await post(proxy, body, path=PATHS[dialect])
     assert status == 200 and received == b"".join(chunks)
     assert upstream.seen[0].body == body
     assert headers["X-Accel-Buffering"] == "no"
@@ -143,7 +138,7 @@ async def test_previous_response_id_is_forwarded_untouched(proxy: TestServer, up
     for step in (test_run(), test_run("@pytest_addition_b"), test_run()):
         chat.turn(step)
     body = responses_body(chat, previous_response_id="resp_earlier")
-    _status, headers, _ = await post(proxy, PATHS["responses"], body)
+    _status, headers, _ = await post(proxy, body, path=PATHS["responses"])
     assert upstream.seen[0].body == body
     assert "X-Repair-Conversation" not in headers
 
@@ -160,7 +155,7 @@ async def test_handback_speaks_each_dialect(
     policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy))
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b"))
-    status, headers, body = await post(proxy, PATHS[dialect], body_for(dialect, chat, stream=stream))
+    status, headers, body = await post(proxy, body_for(dialect, chat, stream=stream), path=PATHS[dialect])
     assert status == 200 and headers["X-Repair-Outcome"] == "incomplete"
     assert upstream.seen == []
     if dialect == "responses" and not stream:
@@ -194,7 +189,7 @@ async def test_done_gate_speaks_each_dialect(proxy: TestServer, upstream: Upstre
     }[dialect]
     upstream.reply_with(json_reply(stop), json_reply(ACTING[dialect]))
     chat = Chat().turn(test_run()).turn(edit())
-    _status, _headers, body = await post(proxy, PATHS[dialect], body_for(dialect, chat))
+    _status, _headers, body = await post(proxy, body_for(dialect, chat), path=PATHS[dialect])
     assert len(upstream.seen) == 2 and body == ACTING[dialect]
     retry = orjson.loads(upstream.seen[1].body)
     if dialect == "responses":
@@ -277,6 +272,6 @@ async def test_streaming_done_gate_holds_only_until_a_call(proxy: TestServer, up
         ]
     upstream.reply_with(sse_reply(stop), sse_reply(acting))
     chat = Chat().turn(test_run()).turn(edit())
-    status, headers, body = await post(proxy, PATHS[dialect], body_for(dialect, chat, stream=True))
+    status, headers, body = await post(proxy, body_for(dialect, chat, stream=True), path=PATHS[dialect])
     assert status == 200 and body == b"".join(acting)
     assert len(upstream.seen) == 2 and "X-Repair-Outcome" not in headers

@@ -11,9 +11,9 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support import Upstream, completion, gzip_reply, json_reply, sse_chunks, sse_reply
+from support import Upstream, completion, gzip_reply, json_reply, post, sse_chunks, sse_reply
 
-from proxy.keys import RUNTIME
+from proxy.http.appkeys import RUNTIME
 
 CHAT_WITH_TOOLS = (
     b'{"model": "qwen2.5-coder",  "messages": [{"role":"system","content":"You fix bugs."},'
@@ -30,14 +30,6 @@ def url(server: TestServer, path: str) -> str:
     return str(server.make_url(path))
 
 
-async def post(server: TestServer, path: str, body: bytes, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    async with (
-        aiohttp.ClientSession(auto_decompress=False) as client,
-        client.post(url(server, path), data=body, headers={"Content-Type": "application/json", **headers}) as resp,
-    ):
-        return resp.status, dict(resp.headers), await resp.read()
-
-
 @pytest.mark.parametrize("repair", [False, True], ids=["repair_off", "repair_on_nothing_to_inject"])
 async def test_non_streaming_chat_is_byte_identical_both_ways(make_proxy, upstream: Upstream, repair: bool) -> None:
     """Without anything to inject the upstream gets the agent's bytes and the agent gets the upstream's."""
@@ -46,7 +38,7 @@ async def test_non_streaming_chat_is_byte_identical_both_ways(make_proxy, upstre
     )
     upstream.reply_with(json_reply(reply + b"  \n"))
     proxy = await make_proxy({"repair": {"enabled": repair}})
-    status, _headers, body = await post(proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
+    status, _headers, body = await post(proxy, CHAT_WITH_TOOLS)
     assert status == 200
     assert upstream.seen[0].body == CHAT_WITH_TOOLS
     assert body == reply + b"  \n"
@@ -60,7 +52,7 @@ async def test_streaming_chat_is_byte_identical(make_proxy, upstream: Upstream, 
     upstream.reply_with(sse_reply(chunks))
     proxy = await make_proxy({"repair": {"enabled": repair}})
     body = CHAT_WITH_TOOLS.replace(b'"temperature"', b'"stream": true, "temperature"')
-    status, headers, received = await post(proxy, "/v1/chat/completions", body)
+    status, headers, received = await post(proxy, body)
     assert status == 200
     assert received == b"".join(chunks)
     assert upstream.seen[0].body == body
@@ -94,7 +86,7 @@ async def test_gzip_response_is_relayed_compressed_and_consistent(plain_proxy: T
     """A compressed body is not decompressed: bytes, Content-Encoding and Content-Length stay true."""
     reply = completion("zipped")
     upstream.reply_with(gzip_reply(reply))
-    _status, headers, body = await post(plain_proxy, "/v1/chat/completions", b"{}", **{"Accept-Encoding": "gzip"})
+    _status, headers, body = await post(plain_proxy, b"{}", **{"Accept-Encoding": "gzip"})
     assert headers["Content-Encoding"] == "gzip"
     assert int(headers["Content-Length"]) == len(body)
     assert gzip.decompress(body) == reply
@@ -124,7 +116,6 @@ async def test_hop_by_hop_headers_are_stripped_and_host_is_the_upstreams(
     """Connection-scoped headers stay on their hop; Authorization and custom headers go through."""
     await post(
         plain_proxy,
-        "/v1/chat/completions",
         b"{}",
         Authorization="Bearer agent-key",
         Connection="keep-alive, X-Private",
@@ -141,7 +132,7 @@ async def test_hop_by_hop_headers_are_stripped_and_host_is_the_upstreams(
 async def test_upstream_api_key_replaces_the_agents(make_proxy, upstream: Upstream) -> None:
     """With upstream.api_key set, the upstream sees that key, not the agent's."""
     proxy = await make_proxy({"upstream": {"api_key": "team-key"}})
-    await post(proxy, "/v1/models", b"", Authorization="Bearer agent-key")
+    await post(proxy, b"", path="/v1/models", Authorization="Bearer agent-key")
     assert upstream.seen[0].headers["Authorization"] == "Bearer team-key"
 
 
@@ -152,7 +143,7 @@ async def test_upstream_errors_reach_the_agent_exactly(
     """Upstream 4xx/5xx: status, body and headers arrive as the upstream sent them."""
     error = b'{"error":{"message":"model \\"x\\" not found","type":"not_found"}}'
     upstream.reply_with(json_reply(error, status=status, headers={"Retry-After": "7"}))
-    got, headers, body = await post(plain_proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
+    got, headers, body = await post(plain_proxy, CHAT_WITH_TOOLS)
     assert (got, body, headers["Retry-After"]) == (status, error, "7")
 
 
@@ -165,7 +156,7 @@ def closed_port() -> int:
 async def test_unreachable_upstream_is_502_in_openai_shape(make_proxy) -> None:
     """Nothing listening upstream: 502 with an OpenAI error body naming the cause."""
     proxy = await make_proxy(upstream_url=f"http://127.0.0.1:{closed_port()}/v1")
-    status, _headers, body = await post(proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
+    status, _headers, body = await post(proxy, CHAT_WITH_TOOLS)
     error = orjson.loads(body)["error"]
     assert status == 502
     assert error["code"] == "upstream_unreachable"
@@ -181,7 +172,7 @@ async def test_slow_first_byte_is_504(make_proxy, upstream: Upstream) -> None:
 
     upstream.reply_with(slow)
     proxy = await make_proxy({"upstream": {"first_byte_timeout": 0.2}})
-    status, _headers, body = await post(proxy, "/v1/chat/completions", b"{}")
+    status, _headers, body = await post(proxy, b"{}")
     assert status == 504
     assert orjson.loads(body)["error"]["code"] == "upstream_timeout"
 
@@ -212,7 +203,7 @@ async def test_long_stream_that_keeps_producing_is_never_cut(make_proxy, upstrea
     chunks = [b'data: {"n": %d}\n\n' % i for i in range(12)] + [b"data: [DONE]\n\n"]
     upstream.reply_with(sse_reply(chunks, gap=0.1))
     proxy = await make_proxy({"upstream": {"idle_timeout": 0.4}})
-    status, _headers, body = await post(proxy, "/v1/chat/completions", b"{}")
+    status, _headers, body = await post(proxy, b"{}")
     assert status == 200
     assert body == b"".join(chunks)
 
@@ -220,7 +211,7 @@ async def test_long_stream_that_keeps_producing_is_never_cut(make_proxy, upstrea
 async def test_body_over_the_limit_is_413(make_proxy, upstream: Upstream) -> None:
     """A body over limits.max_body_bytes is refused in OpenAI's shape and never reaches the upstream."""
     proxy = await make_proxy({"limits": {"max_body_bytes": 1024}})
-    status, _headers, body = await post(proxy, "/v1/chat/completions", b"x" * 5000)
+    status, _headers, body = await post(proxy, b"x" * 5000)
     assert status == 413
     assert orjson.loads(body)["error"]["code"] == "request_too_large"
     assert upstream.seen == []
@@ -230,14 +221,16 @@ async def test_huge_body_within_the_limit_goes_through_intact(proxy: TestServer,
     """An 8 MB transcript is forwarded byte for byte (and analysed on the way)."""
     big = "x" * (8 * 1024 * 1024)
     body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": big}]})
-    status, _headers, _body = await post(proxy, "/v1/chat/completions", body)
+    status, _headers, _body = await post(proxy, body)
     assert status == 200
     assert upstream.seen[0].body == body
 
 
 async def test_client_disconnect_mid_stream_cancels_the_upstream(plain_proxy: TestServer, upstream: Upstream) -> None:
-    """When the agent goes away mid-stream, the upstream's response is torn down (it stops generating)."""
-    cancelled = asyncio.Event()
+    """When the agent goes away mid-stream, the upstream's response is torn down: it stops
+    generating long before its end, and writes nothing more after that."""
+    stopped = asyncio.Event()
+    written: list[int] = []
 
     async def endless(request: web.Request, _body: bytes) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -245,24 +238,30 @@ async def test_client_disconnect_mid_stream_cancels_the_upstream(plain_proxy: Te
         try:
             for i in range(200):  # bounded: 200 * 50 ms at most
                 await response.write(b'data: {"n": %d}\n\n' % i)
+                written.append(i)
                 await asyncio.sleep(0.05)
         except (asyncio.CancelledError, ConnectionResetError):
-            cancelled.set()
+            stopped.set()
             raise
         return response
 
     upstream.reply_with(endless)
     async with aiohttp.ClientSession() as client:
         resp = await client.post(url(plain_proxy, "/v1/chat/completions"), data=b"{}")
-        await resp.content.readany()
+        first = await resp.content.readany()
         resp.close()
-    await asyncio.wait_for(cancelled.wait(), 5)
+    assert first.startswith(b'data: {"n": 0}')
+    await asyncio.wait_for(stopped.wait(), 5)
+    at_stop = len(written)
+    assert at_stop < 50, "the upstream kept generating after the agent left"
+    await asyncio.sleep(0.3)
+    assert len(written) == at_stop, "the upstream wrote again after it was torn down"
 
 
 async def test_malformed_json_chat_is_forwarded_untouched(proxy: TestServer, upstream: Upstream) -> None:
     """Repair on, body not JSON: the upstream gets it as-is and its own error reaches the agent."""
     upstream.reply_with(json_reply(b'{"error":{"message":"bad json"}}', status=400))
-    status, _headers, body = await post(proxy, "/v1/chat/completions", b'{"messages": [')
+    status, _headers, body = await post(proxy, b'{"messages": [')
     assert status == 400
     assert upstream.seen[0].body == b'{"messages": ['
     assert body == b'{"error":{"message":"bad json"}}'
@@ -281,7 +280,7 @@ async def test_malformed_json_chat_is_forwarded_untouched(proxy: TestServer, ups
 )
 async def test_odd_message_shapes_are_forwarded_untouched(proxy: TestServer, upstream: Upstream, odd: bytes) -> None:
     """Odd shapes never break a request: analysed as well as possible, forwarded byte for byte."""
-    status, _headers, _body = await post(proxy, "/v1/chat/completions", odd)
+    status, _headers, _body = await post(proxy, odd)
     assert status == 200
     assert upstream.seen[0].body == odd
 
@@ -294,8 +293,8 @@ async def test_analysis_exception_fails_open(
     def boom(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("analysis bug")
 
-    monkeypatch.setattr(proxy.app[RUNTIME].current.teams["default"].engine, "analyse", boom)
-    status, _headers, body = await post(proxy, "/v1/chat/completions", CHAT_WITH_TOOLS)
+    monkeypatch.setattr(proxy.app[RUNTIME].current.teams["default"].engine, "fold", boom)
+    status, _headers, body = await post(proxy, CHAT_WITH_TOOLS)
     assert status == 200
     assert upstream.seen[0].body == CHAT_WITH_TOOLS
     assert body == completion()

@@ -7,22 +7,13 @@ from pathlib import Path
 import aiohttp
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run, view
-from support import Upstream, completion, json_reply, policy_toml
+from support import Upstream, completion, json_reply, policy_toml, post
 
-from proxy.report import recovery_table
+from proxy.cli.report import recovery_table
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
 )
-
-
-async def post(server: TestServer, body: bytes) -> dict[str, str]:
-    async with (
-        aiohttp.ClientSession() as client,
-        client.post(str(server.make_url("/v1/chat/completions")), data=body) as resp,
-    ):
-        await resp.read()
-        return dict(resp.headers)
 
 
 async def metrics_text(server: TestServer) -> str:
@@ -38,7 +29,7 @@ async def test_holdout_arm_gets_the_agents_bytes_while_trips_are_still_counted(m
     bodies = [
         chat.turn(test_run(out)).bytes() for out in ("@pytest_addition_a", "@pytest_addition_b", "@pytest_addition_a")
     ]
-    headers = [await post(proxy, body) for body in bodies]
+    headers = [(await post(proxy, body)).headers for body in bodies]
     assert [s.body for s in upstream.seen] == bodies
     assert headers[-1]["X-Repair-Trips"] == "stuck_same_diagnostic"
     assert {h["X-Repair-Arm"] for h in headers} == {"holdout"}

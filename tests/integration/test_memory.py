@@ -11,11 +11,12 @@ from pathlib import Path
 import aiohttp
 import orjson
 import pytest
-from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run
-from support import Upstream, completion, json_reply, spawn_proxy, wait_healthy
+from support import Upstream, completion, json_reply, post, spawn_proxy, wait_healthy
 
-from proxy.store import SQLiteVerdictStore, Verdict, VerdictStore, open_store
+from proxy.engine.verdict import Verdict
+from proxy.store import VerdictStore, open_store
+from proxy.store.sqlite_store import SQLiteVerdictStore
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -63,15 +64,6 @@ async def test_sqlite_store_survives_reopen(tmp_path: Path) -> None:
 
 def run_chat(prefix: str) -> Chat:
     return Chat(id_prefix=prefix)
-
-
-async def post(server: TestServer, body: bytes) -> dict[str, str]:
-    async with (
-        aiohttp.ClientSession() as client,
-        client.post(str(server.make_url("/v1/chat/completions")), data=body) as resp,
-    ):
-        await resp.read()
-        return dict(resp.headers)
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])

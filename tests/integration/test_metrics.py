@@ -9,21 +9,13 @@ import pytest
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run
 from prometheus_client.parser import text_string_to_metric_families
-from support import Upstream, completion, json_reply, policy_toml
+from support import Upstream, completion, json_reply, policy_toml, post
 
-from proxy.keys import RUNTIME
+from proxy.http.appkeys import RUNTIME
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
 )
-
-
-async def post(server: TestServer, body: bytes) -> None:
-    async with (
-        aiohttp.ClientSession() as client,
-        client.post(str(server.make_url("/v1/chat/completions")), data=body) as resp,
-    ):
-        await resp.read()
 
 
 async def scrape(server: TestServer) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -83,6 +75,6 @@ async def test_metrics_follow_a_stuck_conversation(
     def boom(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("analysis bug")
 
-    monkeypatch.setattr(proxy.app[RUNTIME].current.teams["default"].engine, "analyse", boom)
+    monkeypatch.setattr(proxy.app[RUNTIME].current.teams["default"].engine, "fold", boom)
     await post(proxy, chat.bytes())
     assert value(await scrape(proxy), "repair_proxy_analysis_failed_total", team="default") == 1

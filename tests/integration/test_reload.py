@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 from chat import Chat, test_run
-from support import Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply
+from support import Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply, wait_healthy
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -36,8 +36,7 @@ async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(upstre
     assert process.stdout is not None
     base = f"http://127.0.0.1:{port}/v1/chat/completions"
     try:
-        await wait_for_line(process.stdout, "listening")
-        await asyncio.sleep(0.3)
+        await wait_healthy(port)
 
         async def stuck_request(prefix: str) -> str:
             upstream.reply_with(json_reply(ACTING))

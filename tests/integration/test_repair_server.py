@@ -6,13 +6,12 @@ import json
 from itertools import pairwise
 from pathlib import Path
 
-import aiohttp
 import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run, view
 from scenario_loader import load, names
-from support import Upstream, completion, json_reply, policy_toml, sse_chunks, sse_reply
+from support import Upstream, completion, json_reply, policy_toml, post, sse_chunks, sse_reply
 
 ACTING = completion(
     "",
@@ -20,14 +19,6 @@ ACTING = completion(
         {"id": "call_next", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'}}
     ],
 )
-
-
-async def post(server: TestServer, body: bytes, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    async with (
-        aiohttp.ClientSession() as client,
-        client.post(str(server.make_url("/v1/chat/completions")), data=body, headers=headers) as resp,
-    ):
-        return resp.status, dict(resp.headers), await resp.read()
 
 
 def policy_file(tmp_path: Path, raw: dict[str, dict[str, object]]) -> str:

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiohttp
 import openai
 import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 from chat import Chat, test_run
-from support import Upstream, completion, json_reply, policy_toml, start_upstream
+from support import Upstream, completion, json_reply, policy_toml, post, start_upstream
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
 )
-
-
-async def post(server: TestServer, body: bytes, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    async with (
-        aiohttp.ClientSession() as client,
-        client.post(str(server.make_url("/v1/chat/completions")), data=body, headers=headers) as resp,
-    ):
-        return resp.status, dict(resp.headers), await resp.read()
 
 
 @pytest.fixture
@@ -105,7 +96,7 @@ async def test_without_teams_everyone_is_the_default_team(proxy: TestServer, ups
 
 def test_invalid_team_policy_is_a_startup_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """check-config names the bad policy file and key of a team; exit 2."""
-    from proxy.cli import main
+    from proxy.cli.main import main
 
     bad = tmp_path / "bad.toml"
     bad.write_text('[repair]\nplacement = "sideways"\n')
@@ -117,8 +108,8 @@ def test_invalid_team_policy_is_a_startup_error(tmp_path: Path, capsys: pytest.C
 
 def test_duplicate_keys_across_teams_are_refused(tmp_path: Path) -> None:
     """A key that opens two teams is a config error."""
-    from proxy.config import load_settings
-    from proxy.errors import ConfigError
+    from proxy.settings.config import load_settings
+    from proxy.settings.problems import ConfigError
 
     config = tmp_path / "config.toml"
     config.write_text('[[team]]\nname = "a"\nkeys = ["k"]\n[[team]]\nname = "b"\nkeys = ["k"]\n')

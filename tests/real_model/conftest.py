@@ -6,14 +6,9 @@ that once. Without them these tests are skipped and the reason is printed (pytes
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
 import real_model
 
 

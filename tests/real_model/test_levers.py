@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import aiohttp
 import orjson
 import pytest
 from chat import Chat, test_run, view
-from support import policy_toml
+from support import policy_toml, post
 
 pytestmark = pytest.mark.real_model
-
-
-async def post(proxy_url: str, body: bytes) -> tuple[int, dict[str, str], dict[str, object]]:
-    async with (
-        aiohttp.ClientSession() as client,
-        client.post(proxy_url, data=body, headers={"Content-Type": "application/json"}) as resp,
-    ):
-        return resp.status, dict(resp.headers), orjson.loads(await resp.read())
 
 
 async def test_force_request_is_accepted_by_llama_cpp(make_proxy, llama_qwen: str, tmp_path: Path) -> None:
@@ -27,10 +18,9 @@ async def test_force_request_is_accepted_by_llama_cpp(make_proxy, llama_qwen: st
     policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 3, "action": "force", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy), upstream_url=llama_qwen)
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
-    status, headers, reply = await post(
-        str(proxy.make_url("/v1/chat/completions")), chat.bytes(max_tokens=48, temperature=0)
-    )
-    assert status == 200, reply
+    status, headers, body = await post(proxy, chat.bytes(max_tokens=48, temperature=0))
+    assert status == 200, body
+    reply = orjson.loads(body)
     assert headers["X-Repair-Trips"] == "stuck_same_diagnostic"
     assert reply["choices"][0]["message"]["role"] == "assistant"  # type: ignore[index]
 
@@ -41,8 +31,8 @@ async def test_restrict_request_is_accepted_by_llama_cpp(make_proxy, llama_qwen:
     policy.write_text(policy_toml({"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy), upstream_url=llama_qwen)
     chat = Chat().turn(view()).turn(view()).turn(view())
-    status, headers, reply = await post(
-        str(proxy.make_url("/v1/chat/completions")), chat.bytes(max_tokens=48, temperature=0)
-    )
-    assert status == 200, reply
+    status, headers, body = await post(proxy, chat.bytes(max_tokens=48, temperature=0))
+    assert status == 200, body
+    reply = orjson.loads(body)
     assert headers["X-Repair-Trips"] == "repeat_call"
+    assert reply["choices"][0]["message"]["role"] == "assistant"

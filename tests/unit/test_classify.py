@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from proxy.classify import Classifier, Outcome, result_outcome
-from proxy.policy import CallKind, default_policy
+from proxy.engine.classify import Classifier, Outcome, result_outcome
+from proxy.settings.kinds import CallKind
+from proxy.settings.policy import default_policy
 
 OUTPUTS = Path(__file__).resolve().parents[1] / "scenarios" / "outputs"
 CLASSIFIER = Classifier(default_policy().classify)

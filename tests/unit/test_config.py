@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from proxy.cli import main
-from proxy.config import DEFAULT_HOST, DEFAULT_UPSTREAM, TeamSettings, load_settings
-from proxy.errors import ConfigError
-from proxy.policy import STUCK_SAME_DIAGNOSTIC_AFTER, default_policy, load_policy
+from proxy.cli.main import main
+from proxy.engine.detectors.stuck_same_diagnostic import AFTER as STUCK_SAME_DIAGNOSTIC_AFTER
+from proxy.settings.config import DEFAULT_HOST, DEFAULT_UPSTREAM, TeamSettings, load_settings
+from proxy.settings.policy import default_policy, load_policy
+from proxy.settings.problems import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,5 +108,5 @@ def test_policy_file_is_laid_over_the_default(tmp_path: Path) -> None:
     path.write_text('[repair]\nplacement = "user"\n')
     policy = load_policy(path)
     assert policy.repair.placement == "user"
-    assert policy.patterns.stuck_same_diagnostic.after == STUCK_SAME_DIAGNOSTIC_AFTER
+    assert policy.patterns["stuck_same_diagnostic"].after == STUCK_SAME_DIAGNOSTIC_AFTER
     assert policy.classify.tools == default_policy().classify.tools

@@ -5,11 +5,11 @@ from __future__ import annotations
 import orjson
 import pytest
 from chat import Chat, edit, test_run
-from scenario_loader import engine
+from scenario_loader import analyse, engine
 
-from proxy.identity import conversation_id, task_id
-from proxy.policy import policy_from_mapping
-from proxy.statecache import StateCache
+from proxy.engine.identity import conversation_id, task_id
+from proxy.engine.statecache import StateCache
+from proxy.settings.policy import policy_from_mapping
 
 
 def test_two_runs_of_one_task_are_two_conversations() -> None:
@@ -23,7 +23,7 @@ def test_two_runs_of_one_task_are_two_conversations() -> None:
 @pytest.mark.parametrize("body", [b"not json", b"[1]", b'{"model": "m"}', b'{"messages": {}}'])
 def test_non_transcripts_are_not_analysable(body: bytes) -> None:
     """Bodies that are not chat transcripts return None (forwarded untouched)."""
-    assert engine().analyse(body, {}) is None
+    assert analyse(engine(), body) is None
 
 
 def test_same_transcript_gives_same_injections_on_any_replica() -> None:
@@ -31,26 +31,26 @@ def test_same_transcript_gives_same_injections_on_any_replica() -> None:
     chat = (
         Chat().turn(test_run()).turn(edit()).turn(test_run("@pytest_addition_b")).turn(edit("a", "b")).turn(test_run())
     )
-    a = engine().analyse(chat.bytes(), {})
-    b = engine().analyse(chat.bytes(), {})
+    a = analyse(engine(), chat.bytes())
+    b = analyse(engine(), chat.bytes())
     assert a is not None and b is not None
-    assert a.rewritten and a.body == b.body
+    assert a.decision.edit is not None and a.body == b.body
 
 
 def test_nothing_to_inject_means_original_bytes() -> None:
     """With no injection the body object is the caller's bytes, not a re-serialisation."""
     raw = Chat().turn(test_run()).bytes().replace(b",", b", ")
-    analysis = engine().analyse(raw, {})
-    assert analysis is not None and analysis.body is raw and not analysis.rewritten
+    planned = analyse(engine(), raw)
+    assert planned is not None and planned.body is raw and planned.decision.edit is None
 
 
 def test_remedy_respects_the_token_budget() -> None:
     """A tiny max_injected_tokens trims the snippet, keeping the instruction."""
     tight = engine(policy_from_mapping({"repair": {"max_injected_tokens": 60}}, "test"))
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
-    analysis = tight.analyse(chat.bytes(), {})
-    assert analysis is not None
-    text = analysis.injected[0].text
+    planned = analyse(tight, chat.bytes())
+    assert planned is not None
+    text = planned.decision.placed[0].text
     assert tight.tokens.count(text) <= 60
     assert "[repair-proxy]" in text
 
@@ -72,13 +72,13 @@ def test_force_keeps_the_request_valid() -> None:
     """tool_choice only ever names a tool the request offers."""
     chat = Chat(tools=[{"type": "function", "function": {"name": "execute_bash", "parameters": {"type": "object"}}}])
     eng = engine()
-    analyses = [
-        eng.analyse(chat.turn(test_run(out)).bytes(), {}) for out in ["@pytest_addition_a", "@pytest_addition_b"] * 3
+    planned = [
+        analyse(eng, chat.turn(test_run(out)).bytes()) for out in ["@pytest_addition_a", "@pytest_addition_b"] * 3
     ]
-    at_force = analyses[4]
+    at_force = planned[4]
     assert at_force is not None
-    assert [t.action.value for t in at_force.new_trips] == ["force"]
-    assert at_force.rewritten
+    assert [t.action.value for t in at_force.decision.new_trips] == ["force"]
+    assert at_force.decision.edit is not None
     assert "tool_choice" not in orjson.loads(
         at_force.body
     )  # no read tool on offer: nudge only, never an invalid choice

@@ -6,16 +6,16 @@ from dataclasses import replace
 
 from chat import Chat, edit, test_run, view
 
-from proxy.classify import Classifier
-from proxy.fold import ConversationState, fold_messages
-from proxy.policy import default_policy
+from proxy.engine.fold import fold_messages
+from proxy.engine.rules import Rules
+from proxy.engine.state import ConversationState
+from proxy.settings.policy import default_policy
 
-POLICY = default_policy()
-CLASSIFIER = Classifier(POLICY.classify)
+RULES = Rules.of(default_policy())
 
 
 def fold(state: ConversationState, messages: list[dict[str, object]]) -> tuple[ConversationState, list[str]]:
-    state, trips = fold_messages(state, messages, CLASSIFIER, POLICY)
+    state, trips = fold_messages(state, messages, RULES)
     return state, [t.pattern for t in trips]
 
 
@@ -26,7 +26,7 @@ def thrash() -> Chat:
 
 
 def comparable(state: ConversationState) -> tuple[object, ...]:
-    return (state.repair, state.turns, state.folded, tuple(state.trips), dict(state.detectors))
+    return (state.repair, state.turns, state.folded, tuple(state.trips), state.detectors)
 
 
 def test_incremental_fold_equals_whole_fold() -> None:

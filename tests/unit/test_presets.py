@@ -9,12 +9,13 @@ from typing import Any
 import orjson
 import pytest
 from chat import output
-from scenario_loader import engine
+from scenario_loader import analyse, engine
 
-from proxy.classify import Classifier
-from proxy.cli import main
-from proxy.errors import ConfigError
-from proxy.policy import CallKind, bundled_presets, load_policy
+from proxy.cli.main import main
+from proxy.engine.classify import Classifier
+from proxy.settings.kinds import CallKind
+from proxy.settings.policy import bundled_presets, load_policy
+from proxy.settings.problems import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 Call = tuple[str, dict[str, Any]]
@@ -150,7 +151,7 @@ def test_preset_classifies_its_agents_calls(agent: str) -> None:
 def test_preset_trips_on_a_real_same_failure_loop(agent: str) -> None:
     """test, edit, test, edit, test with the same failure trips stuck_same_diagnostic on the last request only."""
     eng = engine(load_policy(ROOT / "policies" / f"{agent}.toml"))
-    trips = [[t.pattern for t in eng.analyse(body, {}).new_trips] for body in transcript(agent)]  # type: ignore[union-attr]
+    trips = [[t.pattern for t in analyse(eng, body).decision.new_trips] for body in transcript(agent)]  # type: ignore[union-attr]
     assert trips == [[], [], [], [], [], ["stuck_same_diagnostic"]]
 
 
@@ -159,7 +160,7 @@ def test_extends_chain_and_cycles(tmp_path: Path) -> None:
     (tmp_path / "base.toml").write_text('extends = "openhands"\n[repair]\nplacement = "user"\n')
     (tmp_path / "team.toml").write_text('extends = "base.toml"\n[patterns.stuck_same_diagnostic]\nafter = 4\n')
     policy = load_policy(tmp_path / "team.toml")
-    assert (policy.repair.placement, policy.repair.verify_tool, policy.patterns.stuck_same_diagnostic.after) == (
+    assert (policy.repair.placement, policy.repair.verify_tool, policy.patterns["stuck_same_diagnostic"].after) == (
         "user",
         "execute_bash",
         4,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from proxy.fold import Injection
-from proxy.policy import Placement
-from proxy.rewrite import apply_injections
-from proxy.tokens import ENCODING_NAME, TokenCounter
+from proxy.engine.rewrite import apply_injections
+from proxy.engine.state import Injection
+from proxy.engine.tokens import ENCODING_NAME, TokenCounter
+from proxy.settings.kinds import Placement
 
 MESSAGES: list[dict[str, object]] = [
     {"role": "system", "content": "s"},

@@ -9,7 +9,7 @@ import pytest
 from scenario_loader import load, names
 from support import policy_toml
 
-from proxy.cli import main
+from proxy.cli.main import main
 
 
 @pytest.fixture(params=names())

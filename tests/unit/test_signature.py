@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.signature import SNIPPET_CHARS, evidence, normalise
+from proxy.engine.evidence import SNIPPET_CHARS, evidence
+from proxy.engine.signature import normalise
 
 OUTPUTS = Path(__file__).resolve().parents[1] / "scenarios" / "outputs"
 RUNNERS = ["pytest_addition", "jest", "cargo", "go", "tsc", "python_traceback"]

@@ -7,10 +7,10 @@ import orjson
 import pytest
 from vocabularies import SHELL_TOOL, VOCABULARIES
 
-from proxy.classify import Classifier
-from proxy.policy import default_policy
-from proxy.remedy import resolve_path
-from proxy.vocabulary import Call, learn_vocabulary
+from proxy.engine.classify import Classifier
+from proxy.engine.remedy import resolve_path
+from proxy.engine.vocabulary import Call, learn_vocabulary
+from proxy.settings.policy import default_policy
 
 CLASSIFIER = Classifier(default_policy().classify)
 EXPECTED_READER = {

@@ -1,0 +1,42 @@
+"""Normalise before comparing: calls as canonical JSON with sorted keys and volatile ids
+dropped, outputs as short digests (empty payloads have none)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+__all__ = ["call_key", "output_digest"]
+
+
+def _drop(value: Any, volatile: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop(v, volatile) for k, v in value.items() if k not in volatile}
+    if isinstance(value, list):
+        return [_drop(v, volatile) for v in value]
+    return value
+
+
+def call_key(name: str, arguments: Mapping[str, Any] | None, raw: str, volatile: frozenset[str]) -> str:
+    """`name` plus its arguments as sorted-key JSON, volatile keys dropped at any depth.
+
+    Malformed arguments fall back to the raw text with whitespace collapsed, so reordered
+    keys never evade a comparison and odd payloads never raise.
+    """
+    if arguments is None:
+        return f"{name}\x00{' '.join(raw.split())}"
+    try:
+        encoded = orjson.dumps(_drop(dict(arguments), volatile), option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        encoded = " ".join(raw.split())
+    return f"{name}\x00{encoded}"
+
+
+def output_digest(text: str) -> str | None:
+    """A digest of a result's payload; None when there is no payload (empty or whitespace)."""
+    if not text.strip():
+        return None
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()

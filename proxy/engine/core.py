@@ -1,0 +1,130 @@
+"""The engine: one policy, and the conversation states it keeps, turning requests into decisions.
+
+    request -> fold (new turns only; remedies written for new trips) -> [prior verdict] -> plan
+
+`fold` and `plan` are synchronous and pure apart from the state cache, and split so that
+the caller may look up a prior attempt's verdict in between (the only await of an
+analysis); `decide` does both for callers without a store. They raise on a bug; the HTTP
+layer then forwards the original bytes (fail-open).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from proxy.engine.detectors import BY_NAME, RemedyContext, Trip
+from proxy.engine.exchange import Translation
+from proxy.engine.fold import fold_messages
+from proxy.engine.identity import conversation_id, task_id
+from proxy.engine.plan import Decision, Effects, Request, decide, passed
+from proxy.engine.remedy import fitter, memory_text
+from proxy.engine.rules import Rules
+from proxy.engine.state import ConversationState, Injection
+from proxy.engine.statecache import StateCache
+from proxy.engine.tokens import TokenCounter
+from proxy.engine.verdict import Verdict
+from proxy.engine.vocabulary import learn_vocabulary
+from proxy.settings.kinds import Action, Placement
+from proxy.settings.policy import Policy
+
+__all__ = ["Engine", "Folded"]
+
+_INJECTING = frozenset({Action.NUDGE, Action.FORCE, Action.RESTRICT})
+STANDALONE_CACHE_ENTRIES = 10_000
+"""State cache size of an engine of its own (`Engine.of`); a server's comes from its settings."""
+STANDALONE_CACHE_TTL = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """A request folded into its conversation, not yet planned."""
+
+    request: Request
+    before: ConversationState
+    state: ConversationState
+    new_trips: tuple[Trip, ...]
+    new_injections: tuple[Injection, ...]
+    memory_due: bool
+    """Memory is on and the verdict store has not been asked about this conversation's task yet."""
+
+
+def _first_user_anchor(messages: list[Any]) -> str | None:
+    index = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
+    return None if index is None else f"msg:{index}"
+
+
+class Engine:
+    """One policy compiled (`Rules`), with the state cache and token counter it shares."""
+
+    def __init__(self, policy: Policy, cache: StateCache[ConversationState], tokens: TokenCounter) -> None:
+        self.rules = Rules.of(policy)
+        self.cache = cache
+        self.tokens = tokens
+
+    @classmethod
+    def of(cls, policy: Policy) -> Engine:
+        """An engine of its own (replay, benchmarks, tests): a private state cache and token counter."""
+        return cls(policy, StateCache(STANDALONE_CACHE_ENTRIES, STANDALONE_CACHE_TTL), TokenCounter())
+
+    @property
+    def policy(self) -> Policy:
+        return self.rules.policy
+
+    def request(self, translation: Translation, headers: Mapping[str, str], team: str = "default") -> Request:
+        """Whose request this is: its conversation and task, from the transcript or the headers."""
+        messages = translation.messages
+        return Request(translation, conversation_id(messages, headers), task_id(messages, headers), team)
+
+    def fold(self, request: Request) -> Folded:
+        """The conversation's state with this request's new turns folded and new trips' remedies written."""
+        before = self.cache.get((request.team, request.conversation)) or ConversationState()
+        state, trips = fold_messages(before, request.translation.messages, self.rules)
+        injections = self._remedies(state, trips, request.translation.tools)
+        if injections:
+            state = replace(state, injections=state.injections + injections)
+        due = self.policy.memory.enabled and not state.memory_checked
+        return Folded(request, before, state, tuple(trips), injections, due)
+
+    def plan(self, folded: Folded, prior: Verdict | None = None, *, asked: bool = False) -> Decision:
+        """Decide the request. `asked`: the verdict store was asked about the task (`prior` is
+        its answer), so the conversation's memory is settled; a prior attempt's verdict is
+        placed after the task once, then re-placed like any injection."""
+        request, state = folded.request, folded.state
+        if folded.memory_due and asked:
+            state = replace(state, memory_checked=True)
+            anchor = _first_user_anchor(request.translation.messages)
+            if prior is not None and prior.conversation != request.conversation and anchor is not None:
+                text = memory_text(prior, self.tokens, self.policy.repair.max_injected_tokens)
+                placement = Placement.USER if self.policy.repair.placement is Placement.USER else Placement.SYSTEM
+                state = replace(state, injections=(Injection(anchor, "memory", text, placement, 0), *state.injections))
+        if state.turns:
+            # Before the first reply every run of a task has the same conversation id; its state
+            # is empty and cheap to derive again, so it is not cached.
+            self.cache.put((request.team, request.conversation), state)
+        effects = Effects(
+            record_verdict=any(BY_NAME[t.pattern].remembered or t.action is Action.HALT for t in folded.new_trips),
+            clear_verdict=passed(folded.before, state),
+            outcomes=state.outcomes[len(folded.before.outcomes) :],
+            injected_tokens=sum(self.tokens.count(i.text) for i in folded.new_injections),
+        )
+        return decide(self.rules, request, state, folded.new_trips, effects)
+
+    def decide(self, translation: Translation, headers: Mapping[str, str], team: str = "default") -> Decision:
+        """Fold and plan with no verdict store (replay, benchmarks)."""
+        return self.plan(self.fold(self.request(translation, headers, team)))
+
+    def _remedies(self, state: ConversationState, trips: list[Trip], tools: list[Any] | None) -> tuple[Injection, ...]:
+        injecting = [t for t in trips if t.action in _INJECTING]
+        if not injecting:
+            return ()
+        context = RemedyContext(
+            repair=state.repair,
+            vocabulary=learn_vocabulary(tools, self.rules.classifier),
+            fit=fitter(self.tokens, self.policy.repair.max_injected_tokens),
+        )
+        placement = self.policy.repair.placement
+        return tuple(
+            Injection(t.anchor, t.pattern, BY_NAME[t.pattern].remedy(t, context), placement, t.turn) for t in injecting
+        )

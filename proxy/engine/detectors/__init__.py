@@ -1,0 +1,48 @@
+"""The patterns: one file each, every one a `Detector` (see `base`), in planning order.
+
+Adding a pattern is one new file exporting `DETECTOR`, one line below, and its pair of
+scenarios (must trip, must not) in tests/scenarios/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from proxy.engine.detectors import (
+    excessive_polling,
+    monologue,
+    ping_pong,
+    read_stagnation,
+    repeat_call,
+    repeat_output,
+    repeated_error,
+    reverify_owed,
+    stuck_same_diagnostic,
+)
+from proxy.engine.detectors.base import Detector, DetectorStates, Levers, Pattern, RemedyContext, Trip, TurnFacts
+
+__all__ = [
+    "BY_NAME",
+    "REGISTRY",
+    "Detector",
+    "DetectorStates",
+    "Levers",
+    "Pattern",
+    "RemedyContext",
+    "Trip",
+    "TurnFacts",
+]
+
+REGISTRY: tuple[Pattern, ...] = (
+    stuck_same_diagnostic.DETECTOR,
+    reverify_owed.DETECTOR,
+    repeated_error.DETECTOR,
+    repeat_call.DETECTOR,
+    repeat_output.DETECTOR,
+    read_stagnation.DETECTOR,
+    ping_pong.DETECTOR,
+    monologue.DETECTOR,
+    excessive_polling.DETECTOR,
+)
+"""Every pattern, in the order their trips are planned."""
+BY_NAME: Mapping[str, Pattern] = {d.name: d for d in REGISTRY}

@@ -1,0 +1,189 @@
+"""What a pattern is: one typed detector per file, everything about it in that file.
+
+A `Detector` bundles a pattern's pure fold over its own frozen state, its episode rule, its
+default ladder, the instruction it injects, what `force` pins and what `restrict` takes
+away, and whether its aftermath is watched or remembered. The engine, the fold and the plan
+only look detectors up; a pattern's name is written in its own file and in policy files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from proxy.engine.classify import Classifier
+from proxy.engine.failure import RepairState
+from proxy.engine.observe import ObservedTurn
+from proxy.engine.vocabulary import Vocabulary
+from proxy.settings.kinds import Action
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "RemedyContext", "Trip", "TurnFacts"]
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """One pattern firing on one turn."""
+
+    pattern: str
+    action: Action
+    detail: str
+    """Why, in words generated from the state (never prompt text beyond the failure snippet)."""
+    turn: int
+    """1-based ordinal of the turn that tripped it."""
+    anchor: str
+    """Stable id of that turn's end, where its injection is placed in every later request."""
+    count: int
+    """The pattern's count when it fired (streak, repeats, turns)."""
+    subject: str = ""
+    """What the pattern is about, as the agent would recognise it (a call, a tool, a file)."""
+    excerpt: str = ""
+    """A short quote of the evidence (a repeated output, a repeated reply)."""
+    tool: str = ""
+    """The one tool the pattern is about, when there is one (what `restrict` takes away)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    """A folded turn as detectors see it: the turn, and the failure model before and after it."""
+
+    turn: ObservedTurn
+    before: RepairState
+    after: RepairState
+    failure_model: bool
+    """The current-failure model is on (it owns repeated failures)."""
+
+    def trip(
+        self,
+        pattern: str,
+        action: Action,
+        detail: str,
+        count: int,
+        *,
+        subject: str = "",
+        excerpt: str = "",
+        tool: str = "",
+    ) -> Trip:
+        """A trip of `pattern` on this turn."""
+        return Trip(pattern, action, detail, self.turn.ordinal, self.turn.anchor, count, subject, excerpt, tool)
+
+
+@dataclass(frozen=True, slots=True)
+class RemedyContext:
+    """What a remedy may quote: the failure model as the trip left it, the agent's own tools,
+    and `fit`, which keeps (head, quoted evidence, next step) within the token budget by
+    shortening the quote, never the instruction."""
+
+    repair: RepairState
+    vocabulary: Vocabulary | None
+    fit: Callable[[str, str, str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Levers:
+    """What `force` and `restrict` choose from: the tools this request offers."""
+
+    offered: frozenset[str]
+    classifier: Classifier
+    repair: RepairState
+    verify_tool: str
+    """The policy's tool for re-running a check; empty: the tool that ran the failing check."""
+
+    def rerun_tool(self) -> str | None:
+        """The tool that re-runs the failing check, when this request offers it."""
+        name = self.verify_tool or self.repair.failing_tool
+        return name if name in self.offered else None
+
+
+def no_force(_trip: Trip, _levers: Levers) -> str | None:
+    """Loops have no one right tool: `force` is the instruction alone."""
+    return None
+
+
+def the_tripped_tool(trip: Trip, _levers: Levers) -> frozenset[str]:
+    """`restrict` takes away the one tool the trip is about, when it names one."""
+    return frozenset({trip.tool}) if trip.tool else frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Detector(Generic[S]):
+    """One pattern, whole."""
+
+    name: str
+    initial: S
+    """The state before any turn (and after a new episode starts, when `episodic`)."""
+    fold: Callable[[S, TurnFacts, Ladder, Policy], tuple[S, list[Trip]]]
+    """Pure: the state after one turn, and the trips that turn causes (the ladder is the policy's)."""
+    ladder: Ladder
+    """The default ladder; `[patterns.<name>]` in a policy replaces it."""
+    remedy: Callable[[Trip, RemedyContext], str]
+    """The instruction a nudge, force or restrict injects."""
+    episodic: bool = True
+    """A person's new user message starts a new episode: the state goes back to `initial`."""
+    force: Callable[[Trip, Levers], str | None] = no_force
+    """The tool `force` pins (it must be offered); None: the instruction alone."""
+    restrict: Callable[[Trip, Levers], frozenset[str]] = the_tripped_tool
+    """The tools `restrict` takes out of `tools` for one request."""
+    watched: bool = False
+    """What follows a trip is recorded (cleared, changed, unchanged, handed back) for the holdout report."""
+    remembered: bool = False
+    """A trip means the run stalled: its verdict is stored for the next run of the task (a halt always is)."""
+
+    def step(
+        self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
+    ) -> tuple[DetectorStates, list[Trip]]:
+        """Fold this detector's own state in `states`."""
+        state, trips = self.fold(states.get(self), facts, ladder, policy)
+        return states.put(self, state), trips
+
+
+class Pattern(Protocol):
+    """A detector as the engine sees it, whatever its state type."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def ladder(self) -> Ladder: ...
+    @property
+    def remedy(self) -> Callable[[Trip, RemedyContext], str]: ...
+    @property
+    def episodic(self) -> bool: ...
+    @property
+    def force(self) -> Callable[[Trip, Levers], str | None]: ...
+    @property
+    def restrict(self) -> Callable[[Trip, Levers], frozenset[str]]: ...
+    @property
+    def watched(self) -> bool: ...
+    @property
+    def remembered(self) -> bool: ...
+
+    def step(
+        self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
+    ) -> tuple[DetectorStates, list[Trip]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorStates:
+    """Every detector's state, by detector; a detector with none stored is at its `initial`."""
+
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    def get(self, detector: Detector[S]) -> S:
+        value = self.values.get(detector.name, detector.initial)
+        if type(value) is not type(detector.initial):
+            raise TypeError(f"{detector.name}: stored state is a {type(value).__name__}")
+        return value
+
+    def put(self, detector: Detector[S], state: S) -> DetectorStates:
+        if self.values.get(detector.name) is state:
+            return self
+        return DetectorStates({**self.values, detector.name: state})
+
+    def reset(self, names: frozenset[str]) -> DetectorStates:
+        """These detectors back at their initial state (a new episode)."""
+        if not names & self.values.keys():
+            return self
+        return DetectorStates({k: v for k, v in self.values.items() if k not in names})

@@ -1,0 +1,78 @@
+"""`repeat_call`: the same call succeeds again and again.
+
+The call is compared canonically (tool name plus sorted-key arguments, volatile ids
+dropped), so reordered keys do not evade it. Counts successful calls in a row, parallel
+calls in one message included; fires when the count reaches a rung of the ladder (first
+`after`, default `AFTER`).
+
+Remedy: quote the result the agent already has and ask for a different next step;
+`restrict` takes the repeated tool away for one request.
+
+Must never fire on: read, write, read (any distinct call between resets the count); calls
+with varied arguments; failing calls (they belong to the failure model and neither count
+nor reset); polling tools (exempt, see `excessive_polling`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.engine.classify import Outcome
+from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.calls import excerpt, is_poll
+from proxy.engine.remedy import PREFIX
+from proxy.settings.kinds import Action
+from proxy.settings.policy import Ladder, Policy, Rung
+
+__all__ = ["AFTER", "DETECTOR", "HALT_AT", "NAME"]
+
+NAME = "repeat_call"
+AFTER = 3
+"""The same canonical call succeeding this many times in a row trips the pattern."""
+HALT_AT = 6
+"""Repeats at which the run is handed back."""
+LADDER = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),))
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    key: str = ""
+    count: int = 0
+
+
+def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        if is_poll(call, policy):
+            state = State(call.key, 0)
+            continue
+        if call.outcome is Outcome.FAIL:
+            continue
+        state = State(call.key, state.count + 1 if call.key == state.key else 1)
+        action = ladder.action_at(state.count)
+        if action is not None:
+            detail = f"the same call succeeded {state.count} times in a row"
+            trips.append(
+                facts.trip(
+                    NAME,
+                    action,
+                    detail,
+                    state.count,
+                    subject=call.describe(),
+                    tool=call.call.name,
+                    excerpt=excerpt(call.result),
+                )
+            )
+    return state, trips
+
+
+def remedy(trip: Trip, context: RemedyContext) -> str:
+    return context.fit(
+        f"{PREFIX} You have made this exact call {trip.count} times in a row: {trip.subject}. "
+        "Its result will not change. You already have it:",
+        trip.excerpt,
+        "Do not call it again. Use that result and take a different next step.",
+    )
+
+
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)

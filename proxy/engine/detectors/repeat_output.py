@@ -1,0 +1,77 @@
+"""`repeat_output`: one tool keeps returning the same output.
+
+A ring of the last `loops.repeat_output_ring` successful results, as (tool, output digest);
+fires when the trailing run of one tool with one digest reaches a rung of the ladder (first
+`after`, default `AFTER`) and the run came from more than one distinct call (identical
+calls are `repeat_call`'s, so the two never double-fire).
+
+Remedy: quote the output and say another call will return the same.
+
+Must never fire on: results with no payload (empty or whitespace: side-effect tools), which
+never enter the ring; an edit's confirmation ("the file has been edited"), the same every
+time by design; failing results; outputs that change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.engine.classify import Outcome
+from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.calls import excerpt
+from proxy.engine.remedy import PREFIX
+from proxy.settings.kinds import Action
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["AFTER", "DETECTOR", "NAME"]
+
+NAME = "repeat_output"
+AFTER = 3
+"""Consecutive results of one tool with the same output hash that trip the pattern."""
+LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    ring: tuple[tuple[str, str, str], ...] = ()
+    """(tool, output digest, call key), oldest first."""
+
+
+def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        if call.outcome is Outcome.FAIL or call.digest is None or call.mutates:
+            continue
+        entry = (call.call.name, call.digest, call.key)
+        state = State((*state.ring, entry)[-policy.loops.repeat_output_ring :])
+        run = []
+        for tool, digest, key in reversed(state.ring):
+            if (tool, digest) != entry[:2]:
+                break
+            run.append(key)
+        action = ladder.action_at(len(run))
+        if action is not None and len(set(run)) > 1:
+            detail = f"{call.call.name} returned the same output {len(run)} times in a row"
+            trips.append(
+                facts.trip(
+                    NAME,
+                    action,
+                    detail,
+                    len(run),
+                    subject=call.call.name,
+                    tool=call.call.name,
+                    excerpt=excerpt(call.result),
+                )
+            )
+    return state, trips
+
+
+def remedy(trip: Trip, context: RemedyContext) -> str:
+    return context.fit(
+        f"{PREFIX} {trip.subject} has returned the same output {trip.count} times in a row:",
+        trip.excerpt,
+        f"Calling {trip.subject} again will return the same. Use what you have and move to the next step.",
+    )
+
+
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)

@@ -1,0 +1,74 @@
+"""`reverify_owed`: successful edits landed on a live failure and the check was not re-run.
+
+Counts consecutive edit turns that leave a re-verify owed; fires when that count reaches
+a rung of the ladder (first `after`, default `AFTER`). Resets once the check is run again.
+
+Remedy: re-run the failing check exactly as it was made. `force` pins the policy's verify
+tool, else the tool that ran the failing check.
+
+Must never fire on: edits with no live failure; an edit followed by the re-run in the
+same turn; anything while `post_edit_reverify` is off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.engine.detectors.base import Detector, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.remedy import PREFIX, failing_call
+from proxy.settings.kinds import Action
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["AFTER", "DETECTOR", "NAME"]
+
+NAME = "reverify_owed"
+AFTER = 2
+"""Consecutive edit turns on a live failure without a re-run before the pattern trips.
+
+At 2, an agent that edits and then re-runs the check is never interrupted; one that stacks
+a second edit on an unverified one is told to re-run first (an agent that tries to stop
+right after one edit meets the done-gate instead). Every nudge stays in all later prompts,
+so 1 costs tokens on long runs."""
+LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    edit_turns: int = 0
+    """Edit turns in a row that left the re-verify owed."""
+
+
+def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    if not facts.failure_model or not facts.after.reverify_owed:
+        return State(), []
+    if not any(c.succeeded_mutation for c in facts.turn.calls):
+        return state, []
+    state = State(state.edit_turns + 1)
+    action = ladder.action_at(state.edit_turns)
+    if action is None:
+        return state, []
+    detail = f"{state.edit_turns} edit turn(s) on a live failure without re-running the failing check"
+    return state, [facts.trip(NAME, action, detail, state.edit_turns)]
+
+
+def remedy(_trip: Trip, context: RemedyContext) -> str:
+    head = f"{PREFIX} You edited files after this check failed and have not re-run it:"
+    call = failing_call(context.repair, context.vocabulary)
+    tail = f"Before anything else, re-run it exactly: {call}. Reply with that tool call only."
+    return context.fit(head, context.repair.snippet, tail)
+
+
+def force(_trip: Trip, levers: Levers) -> str | None:
+    """The tool that re-runs the check: the policy's `verify_tool`, else the one that failed."""
+    return levers.rerun_tool()
+
+
+DETECTOR = Detector(
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    ladder=LADDER,
+    remedy=remedy,
+    episodic=False,  # the current-failure model never resets on user messages
+    force=force,
+)

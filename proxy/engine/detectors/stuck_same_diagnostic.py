@@ -1,0 +1,125 @@
+"""`stuck_same_diagnostic`: the same failure keeps coming back, edits or not.
+
+Fires when the same-signature streak *advances* to a rung of the pattern's ladder (first
+`after`, default `AFTER`), so once per stuck episode and per rung, on the request that
+carries that failure.
+
+Remedy: the failure quoted, the files edited in vain named, and one exact next call in the
+agent's own tools: read the failing test, else the line where it fails, whichever has not
+been read since the failure appeared. `force` pins a read tool; `restrict` takes the pure
+edit tools away for one request. Watched (what follows is recorded per arm) and remembered
+(a verdict is stored for the next run of the task).
+
+Must never fire on: edit, different error, edit, different error (progress resets the
+streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.engine.detectors.base import Detector, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.failure import RepairState
+from proxy.engine.remedy import PREFIX, resolve_path, working_dir
+from proxy.engine.vocabulary import Vocabulary
+from proxy.settings.kinds import Action, CallKind
+from proxy.settings.policy import Ladder, Policy, Rung
+
+__all__ = ["AFTER", "DETECTOR", "FORCE_AT", "HALT_AT", "NAME"]
+
+NAME = "stuck_same_diagnostic"
+AFTER = 3
+"""Same-signature failures in a row before the pattern trips."""
+FORCE_AT = 5
+"""Streak at which the nudge escalates to `force`."""
+HALT_AT = 8
+"""Streak at which the run is handed back as incomplete."""
+LADDER = Ladder(
+    after=AFTER,
+    action=Action.NUDGE,
+    escalate=(Rung(at=FORCE_AT, action=Action.FORCE), Rung(at=HALT_AT, action=Action.HALT)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """Stateless: the failure model's streak before and after the turn is all it needs."""
+
+
+def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    before, after = facts.before.same_diagnostic_streak, facts.after.same_diagnostic_streak
+    if not facts.failure_model or after <= before:
+        return state, []
+    action = ladder.action_at(after)
+    if action is None:
+        return state, []
+    detail = (
+        f"the same failure came back {after} times in a row; "
+        f"{facts.after.edits_on_failure} edit(s) since it appeared did not change it"
+    )
+    return state, [facts.trip(NAME, action, detail, after)]
+
+
+def _next_step(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, str | None]:
+    """(what to read and why, the exact call): the failing test, else the failure's source
+    line, whichever has not been read since the failure appeared."""
+    known = [*state.read_since_failure, *state.edited_since_failure]
+    cwd = working_dir(state.failing_command)
+    p = state.pointers
+    options: list[tuple[str, int | None, str]] = []
+    if p.test_file:
+        line = p.source_line if p.source_file == p.test_file else None
+        options.append((p.test_file, line, f"the failing test {p.test_id}" if p.test_id else "the failing test"))
+    if p.source_file and p.source_file != p.test_file:
+        where = f"line {p.source_line} where it fails" if p.source_line else "where it fails"
+        options.append((p.source_file, p.source_line, where))
+    if not options and p.source_file:
+        options.append((p.source_file, p.source_line, "where it fails"))
+    if not options:
+        return "the failing check's source and the code it exercises", None
+    unread = [o for o in options if resolve_path(o[0], known, cwd) not in state.read_since_failure]
+    path, line, why = (unread or options)[-1 if not unread else 0]
+    full = resolve_path(path, known, cwd)
+    call = vocabulary.read(full, line) if vocabulary is not None else None
+    return f"{why} in {full}", call.render() if call is not None else None
+
+
+def remedy(_trip: Trip, context: RemedyContext) -> str:
+    state = context.repair
+    changed = (
+        f"your last {state.edits_on_failure} edit(s) did not change it"
+        if state.edits_on_failure
+        else "running it again without a change will not change it"
+    )
+    head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}:"
+    what, call = _next_step(state, context.vocabulary)
+    edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
+    hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
+    # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
+    # changed the next action far more often than advice or a bare JSON object did.
+    step = f"Next, read {what}: {call}. Reply with that tool call only." if call else f"Next, read {what}."
+    return context.fit(head, state.snippet, f"{hold} {step}")
+
+
+def force(_trip: Trip, levers: Levers) -> str | None:
+    """A read tool: the next step is reading the failing test."""
+    return levers.classifier.tool_of_kind(CallKind.READ, set(levers.offered))
+
+
+def restrict(_trip: Trip, levers: Levers) -> frozenset[str]:
+    """The pure edit tools: no further edit until the failure is understood."""
+    return frozenset(n for n in levers.offered if levers.classifier.rule_of(n)[0] is CallKind.EDIT)
+
+
+DETECTOR = Detector(
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    ladder=LADDER,
+    remedy=remedy,
+    episodic=False,  # the current-failure model never resets on user messages
+    force=force,
+    restrict=restrict,
+    watched=True,
+    remembered=True,
+)

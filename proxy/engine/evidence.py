@@ -1,0 +1,183 @@
+"""Evidence: what a failing output says, for the failure model and the remedies.
+
+`evidence` gives its signature (SHA-256 of the normalised failure lines; when it has none,
+of its normalised tail, so a summary count that moves because another test started passing
+does not make a new failure) and the snippet quoted back to the model. `extract_pointers`
+gives what a next step can name: for pytest, unittest, jest/vitest, go test, cargo test,
+tsc, mypy, ruff/flake8 and Python tracebacks, the failing test (id and file) and the source
+file and line of the failure.
+Nothing is invented: a field the output does not state stays None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from proxy.engine.signature import meaningful, normalise_line, strip_controls
+from proxy.engine.textscan import Marker, marked_lines
+
+__all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "Pointers", "evidence", "extract_pointers"]
+
+SNIPPET_CHARS = 600
+"""Longest failure snippet quoted back to the model."""
+_MAX_EVIDENCE_LINES = 40
+_TAIL_LINES = 60
+
+EVIDENCE_MARKERS = (
+    Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary
+    Marker.of("ERROR ", r"^ERROR \S+"),
+    Marker.of("E ", r"^E\s+\S"),  # pytest assertion detail
+    Marker.of(": ", r"^\S+:\d+: (?:in \S+|\w*(?:Error|Exception|Failure)\b)"),  # pytest location
+    Marker.of("Error", r"^\s*(?:\w+\.)*\w*Error(?::|$)"),  # Python exception line
+    Marker.of("Exception", r"^\s*(?:\w+\.)*\w*Exception(?::|$)"),
+    Marker.of("●", r"^\s*●\s+\S"),  # jest
+    Marker.of("✕", r"^\s*✕\s+\S"),
+    Marker.of("Expected", r"^\s*Expected(?: value)?:"),
+    Marker.of("Received", r"^\s*Received(?: value)?:"),
+    Marker.of("--- FAIL: "),  # go
+    Marker.of("FAIL", r"^FAIL\s"),
+    Marker.of("_test.go:", r"^\s*\S+_test\.go:\d+: "),
+    Marker.of("error", r"^error(?:\[E\d+\])?: "),  # rustc
+    Marker.of("-->", r"^\s*--> \S+"),
+    Marker.of("panicked at "),
+    Marker.of("left", r"^\s*left: "),
+    Marker.of("right", r"^\s*right: "),
+    Marker.of("---- ", r"^---- \S+ stdout ----"),  # cargo test
+    Marker.of("error TS", r"\berror TS\d+: "),  # tsc
+    Marker.of(": error: ", r"^\S+:\d+: error: "),  # mypy
+    Marker.of(": ", r"^\S+:\d+:\d+: [A-Z]+\d+ "),  # ruff / flake8
+    Marker.of("npm ERR! "),
+    Marker.of("AssertionError"),
+)
+"""Lines that name a failure; when an output has any, they alone are its evidence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A failure as the fold keeps it."""
+
+    signature: str
+    snippet: str
+
+
+_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |node_modules|/rustc/|/usr/lib/go)")
+
+
+@dataclass(frozen=True, slots=True)
+class Pointers:
+    test_id: str | None = None
+    """The failing test as its runner names it (pytest node id, jest title, Go/Rust test name)."""
+    test_file: str | None = None
+    source_file: str | None = None
+    """Where the failure is reported: the deepest project frame, or the compiler's location."""
+    source_line: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.test_id is None and self.test_file is None and self.source_file is None
+
+
+_PYTEST_ID = re.compile(r"^(?:FAILED|ERROR) (?P<file>[^\s:]+\.py)::(?P<test>\S+?)(?: - |$)", re.MULTILINE)
+_PYTEST_LOCATION = re.compile(
+    r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): (?:in \S+|\w*(?:Error|Exception)\b)", re.MULTILINE
+)
+_UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE)
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.MULTILINE)
+_JEST_FILE = re.compile(r"^\s*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs))", re.MULTILINE)
+_JEST_TITLE = re.compile(r"^\s*●\s+(?P<title>.+?)\s*$", re.MULTILINE)
+_JEST_AT = re.compile(r"\((?P<file>[^\s()]+\.(?:[jt]sx?|mjs|cjs)):(?P<line>\d+):\d+\)")
+_VITEST = re.compile(r"^\s*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs)) > (?P<title>.+?)\s*$", re.MULTILINE)
+_VITEST_AT = re.compile(r"^\s*❯ (?P<file>\S+\.(?:[jt]sx?|mjs|cjs)):(?P<line>\d+):\d+", re.MULTILINE)
+_GO_FAIL = re.compile(r"^\s*--- FAIL: (?P<test>\S+)", re.MULTILINE)
+_GO_AT = re.compile(r"^\s+(?P<file>\S+_test\.go):(?P<line>\d+): ", re.MULTILINE)
+_CARGO_TEST = re.compile(r"^---- (?P<test>\S+) stdout ----", re.MULTILINE)
+_RUST_PANIC = re.compile(r"panicked at (?P<file>[^\s:]+\.rs):(?P<line>\d+):\d+")
+_RUST_ERROR_AT = re.compile(r"^\s*--> (?P<file>[^\s:]+\.rs):(?P<line>\d+):\d+", re.MULTILINE)
+_TSC = re.compile(r"^(?P<file>[^\s(]+\.tsx?)\((?P<line>\d+),\d+\): error TS\d+", re.MULTILINE)
+_MYPY = re.compile(r"^(?P<file>[^\s:]+\.pyi?):(?P<line>\d+): error: ", re.MULTILINE)
+_RUFF = re.compile(r"^(?P<file>[^\s:]+\.\w+):(?P<line>\d+):\d+: [A-Z]+\d+ ", re.MULTILINE)
+
+
+def _project_frame(text: str) -> tuple[str, int] | None:
+    frames = [(m["file"], int(m["line"])) for m in _PY_FRAME.finditer(text) if not _LIBRARY.search(m["file"])]
+    return frames[-1] if frames else None
+
+
+def extract_pointers(output: str) -> Pointers:
+    """The failing test and failure location an output states, if it states them."""
+    text = output.replace("\r\n", "\n")
+    if m := _PYTEST_ID.search(text):
+        locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text)]
+        source = next((loc for loc in reversed(locations) if loc[0] != m["file"]), None)
+        frame = source or (locations[-1] if locations else None)
+        return Pointers(f"{m['file']}::{m['test']}", m["file"], *(frame or (None, None)))
+    if m := _UNITTEST.search(text):
+        frame = _project_frame(text)
+        test_file = frame[0] if frame and "test" in frame[0].rsplit("/", 1)[-1] else None
+        return Pointers(f"{m['where']}", test_file, *(frame or (None, None)))
+    if m := _VITEST.search(text):
+        at = _VITEST_AT.search(text)
+        return Pointers(m["title"], m["file"], at["file"] if at else None, int(at["line"]) if at else None)
+    if m := _JEST_TITLE.search(text):
+        at = _JEST_AT.search(text)
+        file = _JEST_FILE.search(text)
+        return Pointers(
+            m["title"],
+            file["file"] if file else (at["file"] if at else None),
+            at["file"] if at else None,
+            int(at["line"]) if at else None,
+        )
+    if m := _GO_FAIL.search(text):
+        at = _GO_AT.search(text)
+        return Pointers(
+            m["test"], at["file"] if at else None, at["file"] if at else None, int(at["line"]) if at else None
+        )
+    if m := _CARGO_TEST.search(text):
+        at = _RUST_PANIC.search(text)
+        return Pointers(m["test"], None, at["file"] if at else None, int(at["line"]) if at else None)
+    for pattern in (_TSC, _MYPY, _RUFF, _RUST_ERROR_AT):
+        if m := pattern.search(text):
+            return Pointers(None, None, m["file"], int(m["line"]))
+    if m := _RUST_PANIC.search(text):
+        return Pointers(None, None, m["file"], int(m["line"]))
+    frame = _project_frame(text)
+    if frame:
+        return Pointers(None, None, frame[0], frame[1])
+    return Pointers()
+
+
+def evidence(output: str) -> Evidence:
+    """The signature and snippet of one failing result.
+
+    The evidence is the output's failure lines (deduplicated by their normalised form, in
+    order); when it has none, its normalised tail. The snippet quotes the same lines as printed.
+    """
+    text = strip_controls(output) + "\n"
+    picked: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for start in marked_lines(EVIDENCE_MARKERS, text):
+        end = text.find("\n", start)
+        raw = text[start : end if end != -1 else len(text)].rstrip()
+        if not meaningful(raw):
+            continue
+        norm = normalise_line(raw)
+        if norm not in seen:
+            seen.add(norm)
+            picked.append((raw, norm))
+            if len(picked) >= _MAX_EVIDENCE_LINES:
+                break
+    if not picked:
+        tail = [line.rstrip() for line in text.split("\n")[-_TAIL_LINES:] if meaningful(line)]
+        picked = [(raw, normalise_line(raw)) for raw in tail]
+        basis = "\n".join(norm for _, norm in picked)[-4000:]
+        quoted = picked[-12:]
+    else:
+        basis = "\n".join(norm for _, norm in picked)
+        quoted = picked
+    digest = hashlib.sha256(basis.encode("utf-8", "replace")).hexdigest()
+    snippet = "\n".join(raw for raw, _ in quoted)
+    if len(snippet) > SNIPPET_CHARS:
+        snippet = snippet[: SNIPPET_CHARS - 3] + "..."
+    return Evidence(signature=digest, snippet=snippet)

@@ -1,0 +1,181 @@
+"""The conversation fold: new turns of a request folded into the conversation's state.
+
+`fold_turn` is pure: `(state, turn) -> (state, trips)`. `fold_messages` finds the turns a
+request carries that the state has not seen and folds only those, so the cost of a request
+grows with what is new in it, not with the length of the conversation. Folding is
+idempotent by `tool_call_id`: a result already folded is never folded again, so a cached
+state plus the new turns equals a fold of the whole history, and after an agent compacts
+its history the state still carries what the transcript no longer shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from proxy.engine.detectors import BY_NAME, REGISTRY, Trip, TurnFacts
+from proxy.engine.failure import DIAGNOSTIC_KINDS, DiagnosticClass, RepairState, fold_failure
+from proxy.engine.observe import ObservedTurn, observe
+from proxy.engine.progress import fold_progress
+from proxy.engine.rules import Rules
+from proxy.engine.state import (
+    TIMELINE_TURNS,
+    WATCH_TURNS,
+    ConversationState,
+    Cursor,
+    TimelineEntry,
+    TripOutcome,
+    Watch,
+)
+from proxy.engine.transcript import Turn, UserMessage, read_turns
+from proxy.settings.kinds import Action
+
+__all__ = ["fold_messages", "fold_turn", "fold_user"]
+
+EPISODIC = frozenset(d.name for d in REGISTRY if d.episodic)
+
+
+def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tuple[ConversationState, list[Trip]]:
+    """Fold one observed turn: the failure model first, then every detector on it."""
+    policy = rules.policy
+    model_on = policy.repair.failure_model
+    after = fold_failure(state.repair, turn, policy.repair.post_edit_reverify) if model_on else state.repair
+    facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on)
+    detectors = state.detectors
+    trips: list[Trip] = []
+    for detector in REGISTRY:
+        detectors, found = detector.step(detectors, facts, rules.ladders[detector.name], policy)
+        trips.extend(found)
+    changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
+    outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
+    entry = TimelineEntry(
+        turn=turn.ordinal,
+        calls=tuple(f"{c.kind.value}:{c.call.name}" for c in turn.calls),
+        outcome=outcome if any(c.kind in DIAGNOSTIC_KINDS for c in turn.calls) else "neutral",
+        signature=(after.last_diagnostic_signature or "")[:12],
+        streak=after.same_diagnostic_streak,
+        trips=tuple(f"{t.pattern}:{t.action.value}" for t in trips),
+    )
+    watches, outcomes = _watch(state, after, turn.ordinal, trips)
+    return (
+        replace(
+            state,
+            watches=watches,
+            outcomes=state.outcomes + outcomes,
+            repair=after,
+            detectors=detectors,
+            turns=turn.ordinal,
+            folded=state.folded | {c.call.id for c in turn.calls},
+            trips=state.trips + tuple(trips),
+            last_anchor=turn.anchor,
+            progress=fold_progress(state.progress, turn),
+            timeline=(*state.timeline, entry)[-TIMELINE_TURNS:],
+        ),
+        trips,
+    )
+
+
+def _watch(
+    state: ConversationState, after: RepairState, ordinal: int, trips: list[Trip]
+) -> tuple[tuple[Watch, ...], tuple[TripOutcome, ...]]:
+    """Resolve the open watches with this turn's failure model; open new ones for new trips."""
+    halted = any(t.action is Action.HALT for t in trips)
+    still: list[Watch] = []
+    done: list[TripOutcome] = []
+    for w in state.watches:
+        if after.last_diagnostic_class is DiagnosticClass.PASS:
+            done.append(TripOutcome(w.pattern, w.turn, "cleared"))
+        elif after.live and after.last_diagnostic_signature != w.signature:
+            done.append(TripOutcome(w.pattern, w.turn, "changed"))
+        elif halted:
+            done.append(TripOutcome(w.pattern, w.turn, "handed_back"))
+        elif ordinal - w.turn >= WATCH_TURNS:
+            done.append(TripOutcome(w.pattern, w.turn, "unchanged"))
+        else:
+            still.append(w)
+    for trip in trips:
+        if BY_NAME[trip.pattern].watched and trip.action is not Action.HALT:
+            still.append(Watch(trip.pattern, trip.turn, after.last_diagnostic_signature or ""))
+    return tuple(still), tuple(done)
+
+
+def fold_user(state: ConversationState, message: UserMessage) -> ConversationState:
+    """A person's new message (text not sent before) starts a new episode for the episodic
+    detectors; repeated boilerplate ("please continue") does not. The failure model is never
+    reset by user messages."""
+    text = " ".join(message.text.split())
+    digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+    if digest in state.user_texts:
+        return state
+    return replace(state, detectors=state.detectors.reset(EPISODIC), user_texts=state.user_texts | {digest})
+
+
+def _digest(message: Any) -> str:
+    try:
+        encoded = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        encoded = repr(message).encode()
+    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
+
+
+def _resume_at(state: ConversationState, messages: Sequence[Any]) -> int:
+    """Where reading resumes: after the cursor when the history still matches it; otherwise
+    after the last result already folded (compacted or rewritten history), else the start."""
+    cursor = state.cursor
+    if (
+        cursor is not None
+        and 0 < cursor.count <= len(messages)
+        and _digest(messages[cursor.count - 1]) == cursor.digest
+    ):
+        return cursor.count
+    if not state.folded:
+        return 0
+    last = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if isinstance(messages[i], dict) and messages[i].get("tool_call_id") in state.folded
+        ),
+        None,
+    )
+    if last is None:
+        return 0
+    # back to the assistant message that opened that turn, so pairing still works
+    opener = next(
+        (i for i in range(last, -1, -1) if isinstance(messages[i], dict) and messages[i].get("role") == "assistant"),
+        0,
+    )
+    return opener
+
+
+def _cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
+    """Read up to the end, except an unanswered last turn, which is read again next time."""
+    end = len(messages)
+    if turns and any(c.result is None for c in turns[-1].calls):
+        end = turns[-1].message_index
+    return Cursor(end, _digest(messages[end - 1])) if end > 0 else None
+
+
+def fold_messages(
+    state: ConversationState, messages: Sequence[Any], rules: Rules
+) -> tuple[ConversationState, list[Trip]]:
+    """Fold the turns of `messages` that `state` has not seen; return the new trips."""
+    turns, users = read_turns(messages, _resume_at(state, messages))
+    events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
+    volatile = frozenset(rules.policy.loops.volatile_keys)
+    trips: list[Trip] = []
+    for event in events:
+        if isinstance(event, UserMessage):
+            state = fold_user(state, event)
+            continue
+        observed = observe(event, state.turns + 1, rules.classifier, state.folded, volatile)
+        text_only = not event.calls and bool(event.text.strip())
+        if not observed.calls and not text_only:
+            continue
+        state, found = fold_turn(state, observed, rules)
+        trips.extend(found)
+    return replace(state, cursor=_cursor_after(turns, messages)), trips

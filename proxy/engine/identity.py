@@ -1,0 +1,62 @@
+"""Conversation and task identity, from the transcript alone (or the agent's headers).
+
+A task is its first system and first user message; a conversation is its task plus its
+first assistant reply (whose tool-call ids are random per run, so two runs of one task are
+two conversations). Both are the same on every replica and after a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from proxy.engine.transcript import content_text
+
+__all__ = ["CONVERSATION_HEADER", "TASK_HEADER", "conversation_id", "task_id"]
+
+CONVERSATION_HEADER = "X-Repair-Conversation"
+TASK_HEADER = "X-Repair-Task"
+_ID_CHARS = 24
+
+
+def _first(messages: Sequence[Any], role: str) -> Mapping[str, Any] | None:
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == role:
+            return message
+    return None
+
+
+def _hash(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.hexdigest()[:_ID_CHARS]
+
+
+def _text(message: Mapping[str, Any] | None) -> bytes:
+    return b"" if message is None else content_text(message.get("content")).encode("utf-8", "replace")
+
+
+def task_id(messages: Sequence[Any], headers: Mapping[str, str]) -> str:
+    given = headers.get(TASK_HEADER)
+    if given:
+        return given[:128]
+    return _hash(_text(_first(messages, "system")), _text(_first(messages, "user")))
+
+
+def conversation_id(messages: Sequence[Any], headers: Mapping[str, str]) -> str:
+    given = headers.get(CONVERSATION_HEADER)
+    if given:
+        return given[:128]
+    reply = _first(messages, "assistant")
+    calls: bytes = b""
+    if reply is not None:
+        try:
+            calls = orjson.dumps(reply.get("tool_calls") or reply.get("function_call"), option=orjson.OPT_SORT_KEYS)
+        except TypeError:
+            calls = repr(reply.get("tool_calls")).encode()
+    return _hash(task_id(messages, headers).encode(), _text(reply), calls)

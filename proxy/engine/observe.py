@@ -1,0 +1,105 @@
+"""Observation: a transcript turn with each answered call classified and judged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.engine.canonical import call_key, output_digest
+from proxy.engine.classify import Classifier, Outcome, result_outcome
+from proxy.engine.transcript import ToolCall, Turn
+from proxy.settings.kinds import CallKind
+from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
+
+__all__ = ["ObservedCall", "ObservedTurn", "observe"]
+
+_PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "dir_path")
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedCall:
+    call: ToolCall
+    kind: CallKind
+    mutates: bool
+    outcome: Outcome
+    command: str | None
+    """The shell command, for shell calls."""
+    key: str
+    """The canonical call: tool name and sorted-key arguments, volatile ids dropped."""
+    digest: str | None
+    """Digest of the result's payload; None when it has none."""
+
+    @property
+    def result(self) -> str:
+        return self.call.result or ""
+
+    @property
+    def target(self) -> str | None:
+        """The file the call reads or writes, when it names one (an argument, or a shell word)."""
+        arguments = self.call.arguments or {}
+        for name in _PATH_ARGS:
+            value = arguments.get(name)
+            if isinstance(value, str) and value:
+                return value
+        if self.command:
+            words = [w.strip("'\"") for w in self.command.split() if not w.startswith("-") and ("/" in w or "." in w)]
+            words = [w for w in words if not w.startswith(("'", "s/")) and w not in (".", "..")]
+            return words[-1] if words else None
+        return None
+
+    def describe(self) -> str:
+        """`tool {"arg": ...}` or the shell command, as the agent wrote it."""
+        if self.command:
+            return f"{self.call.name}: `{self.command}`"
+        return f"{self.call.name} {self.call.raw_arguments}".strip()
+
+    @property
+    def succeeded_mutation(self) -> bool:
+        """The call changed the workspace: an edit that did not fail, or a command that wrote
+        before it ran its check (its failure is the check's, not the write's)."""
+        if not self.mutates:
+            return False
+        return self.outcome is not Outcome.FAIL or self.kind is CallKind.VERIFY
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedTurn:
+    turn: Turn
+    calls: tuple[ObservedCall, ...]
+    """Answered calls only, in call order."""
+    ordinal: int
+    """1-based position of this turn among the turns folded in the conversation."""
+
+    @property
+    def anchor(self) -> str:
+        return self.turn.anchor
+
+    @property
+    def text(self) -> str:
+        return self.turn.text
+
+
+def observe(
+    turn: Turn,
+    ordinal: int,
+    classifier: Classifier,
+    skip: frozenset[str] = frozenset(),
+    volatile: frozenset[str] = DEFAULT_VOLATILE_KEYS,
+) -> ObservedTurn:
+    """Classify the turn's answered calls not in `skip` (already folded)."""
+    calls: list[ObservedCall] = []
+    for call in turn.calls:
+        if call.result is None or call.id in skip:
+            continue
+        cls = classifier.classify(call.name, call.arguments)
+        calls.append(
+            ObservedCall(
+                call=call,
+                kind=cls.kind,
+                mutates=cls.mutates,
+                outcome=result_outcome(cls.kind, call.result, call.is_error),
+                command=classifier.command(call.name, call.arguments),
+                key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
+                digest=output_digest(call.result),
+            )
+        )
+    return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal)

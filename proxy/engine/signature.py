@@ -1,0 +1,58 @@
+"""Normalisation: a failing output with run-to-run noise replaced, so its signature
+(SHA-256 of the normalised evidence, see `evidence`) is stable across noise and sensitive to
+real change.
+
+Normalisation removes what changes between two runs of the same failure (colours,
+timestamps, durations, memory addresses, temporary paths, PIDs, line numbers, the
+process-specific frames of a traceback) and keeps what names the failure (error type,
+message, failing test names).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["meaningful", "normalise", "normalise_line", "strip_controls"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_SUBS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<ts>"),
+    (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "<addr>"),
+    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s:'\")]*"), "<tmp>"),
+    (re.compile(r"\bpytest-of-[\w-]+/pytest-\d+\b"), "<tmp>"),
+    (re.compile(r"\b(?:pid|PID|process)[ =:]+\d+\b"), "pid <n>"),
+    (re.compile(r"\bin \d+(?:\.\d+)?\s*(?:s|ms|sec|seconds|µs|us|ns|m)\b"), "in <t>"),
+    (re.compile(r"\(\d+(?:\.\d+)?\s*(?:s|ms|sec|seconds)\)"), "(<t>)"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns)\b"), "<t>"),
+    (re.compile(r"\b\d+\.\d+s\b"), "<t>"),
+    (re.compile(r"\[\s*\d+%\]"), ""),
+    (re.compile(r"(?<=[:(,])\d+(?=[:),])|(?<=line )\d+"), "N"),
+    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+)
+_FRAME_NOISE = re.compile(
+    r'^\s*File "(?:[^"]*(?:site-packages|dist-packages|/lib/python\d[^"]*)|<frozen [^>]+>)[^"]*", line'
+)
+_BLANKISH = re.compile(r"^[\s=\-_.*~^]*$")
+
+
+def strip_controls(text: str) -> str:
+    """Without ANSI colour and OSC sequences, line endings as `\n`."""
+    return _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def normalise_line(line: str) -> str:
+    """One line with noise replaced by placeholders and whitespace collapsed."""
+    for pattern, placeholder in _SUBS:
+        line = pattern.sub(placeholder, line)
+    return " ".join(line.split())
+
+
+def meaningful(line: str) -> bool:
+    """Not a library frame of a traceback, not a rule or blank line."""
+    return not (_FRAME_NOISE.match(line) or _BLANKISH.match(line))
+
+
+def normalise(text: str) -> str:
+    """The text with run-to-run noise replaced by placeholders; one line per meaningful line."""
+    return "\n".join(normalise_line(line) for line in strip_controls(text).split("\n") if meaningful(line))

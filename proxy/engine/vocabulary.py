@@ -1,0 +1,139 @@
+"""The agent's own vocabulary: how this agent reads a file and runs a command, from the
+request's `tools` schema and the policy's classification, so a remedy can name an exact call
+the agent can copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.engine.classify import Classifier
+from proxy.settings.kinds import CallKind
+
+__all__ = ["Call", "Vocabulary", "learn_vocabulary"]
+
+_PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
+_READ_WORDS = ("read", "view", "open", "cat")
+_CONTEXT_LINES = 15
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """An exact call: a tool that exists in the request and arguments for it."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+    def render(self) -> str:
+        return f"call {self.name} with {orjson.dumps(self.arguments).decode()}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    name: str
+    path_arg: str
+    fixed: Mapping[str, str]
+    range_style: str | None
+    """"view_range" ([start, end]), "offset" (offset/limit), "lines" (start_line/end_line) or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Shell:
+    name: str
+    arg: str
+    array: bool
+
+
+def _properties(tool: Mapping[str, Any]) -> tuple[str, dict[str, Any], list[str]]:
+    function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    name = function.get("name") if isinstance(function, dict) else None
+    params = function.get("parameters") if isinstance(function, dict) else None
+    props = params.get("properties") if isinstance(params, dict) else None
+    required = params.get("required") if isinstance(params, dict) else None
+    return (
+        name if isinstance(name, str) else "",
+        props if isinstance(props, dict) else {},
+        [r for r in required if isinstance(r, str)] if isinstance(required, list) else [],
+    )
+
+
+def _path_arg(props: Mapping[str, Any]) -> str | None:
+    return next((p for p in _PATH_ARGS if p in props), None)
+
+
+def _range_style(props: Mapping[str, Any]) -> str | None:
+    if "view_range" in props:
+        return "view_range"
+    if "offset" in props and "limit" in props:
+        return "offset"
+    if "start_line" in props and "end_line" in props:
+        return "lines"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    reader: _Reader | None
+    shell: _Shell | None
+    tools: frozenset[str]
+
+    def read(self, path: str, line: int | None = None) -> Call | None:
+        """The call that shows `path` (around `line` when given): the read tool, else the shell."""
+        start = max(1, line - _CONTEXT_LINES) if line else None
+        end = line + _CONTEXT_LINES if line else None
+        if self.reader is not None:
+            args: dict[str, Any] = {**self.reader.fixed, self.reader.path_arg: path}
+            if start is not None and end is not None:
+                if self.reader.range_style == "view_range":
+                    args["view_range"] = [start, end]
+                elif self.reader.range_style == "offset":
+                    args.update(offset=start, limit=end - start + 1)
+                elif self.reader.range_style == "lines":
+                    args.update(start_line=start, end_line=end)
+            return Call(self.reader.name, args)
+        if start is not None:
+            return self.run(f"sed -n '{start},{end}p' {path}")
+        return self.run(f"cat {path}")
+
+    def run(self, command: str) -> Call | None:
+        """The call that runs a shell command, in the shell tool's own argument shape."""
+        if self.shell is None:
+            return None
+        value: Any = ["bash", "-lc", command] if self.shell.array else command
+        return Call(self.shell.name, {self.shell.arg: value})
+
+
+def learn_vocabulary(tools: Sequence[Any] | None, classifier: Classifier) -> Vocabulary:
+    """What the request's tools offer for reading and running, by the policy's classification."""
+    readers: list[tuple[int, _Reader]] = []
+    shell: _Shell | None = None
+    names: set[str] = set()
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        name, props, required = _properties(tool)
+        if not name:
+            continue
+        names.add(name)
+        fixed_kind, kind_arg, values, shell_arg = classifier.rule_of(name)
+        path = _path_arg(props)
+        if kind_arg and path:
+            view = next((v for v, k in values.items() if k is CallKind.READ), None)
+            if view is not None:
+                readers.append((0, _Reader(name, path, {kind_arg: view}, _range_style(props))))
+                continue
+        if fixed_kind is CallKind.READ and path:
+            preference = 1 if any(w in name.lower() for w in _READ_WORDS) else 2
+            readers.append((preference, _Reader(name, path, {}, _range_style(props))))
+            continue
+        arg = shell_arg if shell_arg in props else next((a for a in classifier.command_args if a in props), None)
+        if shell is None and arg is not None and (shell_arg or fixed_kind is None) and not set(required) - {arg}:
+            schema = props.get(arg)
+            array = isinstance(schema, dict) and schema.get("type") == "array"
+            shell = _Shell(name, arg, array)
+    readers.sort(key=lambda item: item[0])
+    return Vocabulary(readers[0][1] if readers else None, shell, frozenset(names))

@@ -1,0 +1,133 @@
+"""Analysis of one request, fail-open, with cross-run memory.
+
+    parse (dialect) -> engine.fold -> [verdict store: a prior attempt?] -> engine.plan -> write (dialect)
+
+Any exception in the engine or the dialect means the original bytes go upstream untouched:
+it is logged as `analysis_failed` and counted, never turned into an error for the agent.
+Store trouble is logged and counted too, and analysis goes on without memory. What the
+decision means beyond this request (a verdict to record or clear, trips to log and count)
+is carried out here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import structlog
+from aiohttp import web
+
+from proxy.dialects import Dialect, Planned, parse
+from proxy.engine.core import Folded
+from proxy.engine.identity import CONVERSATION_HEADER
+from proxy.engine.plan import Decision
+from proxy.engine.verdict import Verdict
+from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, STORES
+
+__all__ = ["analyse"]
+
+log = structlog.get_logger("repair_proxy")
+T = TypeVar("T")
+
+
+class _Failed(Exception):
+    pass
+
+
+def _guarded(request: web.Request, step: Callable[[], T]) -> T:
+    """Run one synchronous step of the analysis, timed; an exception in it is `analysis_failed`."""
+    record = request[REQUEST_LOG]
+    started = time.perf_counter()
+    try:
+        return step()
+    except Exception:
+        team = request[CONTEXT].team.name
+        log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
+        request.app[METRICS].analysis_failed.labels(team).inc()
+        record.end = "analysis_failed"
+        raise _Failed from None
+    finally:
+        record.overhead_ms += (time.perf_counter() - started) * 1000
+
+
+async def _prior(request: web.Request, folded: Folded) -> tuple[Verdict | None, bool]:
+    """A prior attempt's verdict for this task, and whether the store was asked at all."""
+    store = request.app[STORES].verdicts
+    if store is None or not folded.memory_due:
+        return None, False
+    try:
+        return await store.get(folded.request.team, folded.request.task), True
+    except Exception:
+        _store_error(request, folded.request.team, folded.request.conversation)
+        return None, False
+
+
+async def _settle(request: web.Request, decision: Decision) -> None:
+    """Store this run's verdict when it stalled; clear the task's verdict when a check passed."""
+    store = request.app[STORES].verdicts
+    effects = decision.effects
+    if store is None or not (effects.record_verdict or effects.clear_verdict):
+        return
+    try:
+        if effects.record_verdict:
+            await store.put(decision.verdict(time.time()))
+        else:
+            await store.clear(decision.request.team, decision.request.task)
+    except Exception:
+        _store_error(request, decision.request.team, decision.request.conversation)
+
+
+def _store_error(request: web.Request, team: str, conversation: str) -> None:
+    log.exception("store_error", team=team, conversation=conversation)
+    request.app[METRICS].store_errors.labels(team).inc()
+
+
+def _observe(request: web.Request, decision: Decision) -> None:
+    """The request log's fields, one `repair_trip` event per trip, and the counters."""
+    record = request[REQUEST_LOG]
+    record.analysed = True
+    record.conversation = decision.request.conversation
+    record.trips = tuple(t.pattern for t in decision.new_trips)
+    metrics = request.app[METRICS]
+    team = decision.request.team
+    if decision.effects.injected_tokens:
+        metrics.injected_tokens.labels(team).inc(decision.effects.injected_tokens)
+    repair = decision.state.repair
+    signature = repair.last_diagnostic_signature
+    for trip in decision.new_trips:
+        metrics.trips.labels(trip.pattern, trip.action.value, team).inc()
+        log.info(
+            "repair_trip",
+            pattern=trip.pattern,
+            action=trip.action.value,
+            team=team,
+            conversation=decision.request.conversation,
+            turn=trip.turn,
+            count=trip.count,
+            streak=repair.same_diagnostic_streak,
+            signature=signature[:12] if signature else None,
+        )
+
+
+async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planned | None:
+    """The decision for this request and the bytes to send; None: send the original bytes."""
+    team = request[CONTEXT].team
+    engine = team.engine
+    try:
+        incoming = _guarded(request, lambda: parse(dialect, body))
+        if incoming is None:
+            # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
+            log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
+            return None
+        folded = _guarded(
+            request, lambda: engine.fold(engine.request(incoming.translation, request.headers, team.name))
+        )
+        prior, asked = await _prior(request, folded)
+        decision = _guarded(request, lambda: engine.plan(folded, prior, asked=asked))
+        planned = _guarded(request, lambda: Planned.of(incoming, decision))
+    except _Failed:
+        return None
+    _observe(request, decision)
+    await _settle(request, decision)
+    return planned

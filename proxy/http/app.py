@@ -1,0 +1,112 @@
+"""The HTTP layer: the application, its typed keys, its one client session, its middleware."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from proxy.dialects import ROUTES
+from proxy.http.appkeys import METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
+from proxy.http.metrics import Metrics
+from proxy.http.reload import Reloader
+from proxy.http.routes import add_routes
+from proxy.http.tenancy import Runtime
+from proxy.store import open_store
+
+__all__ = ["make_app"]
+
+log = structlog.get_logger("repair_proxy")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def request_log_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """One structured line per request: method, path, status, timings, conversation, team."""
+    record = RequestLog()
+    request[REQUEST_LOG] = record
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        _count(request, record, status)
+        if request.path not in ("/healthz", "/readyz", "/metrics"):
+            log.info(
+                "request",
+                method=request.method,
+                path=request.path,
+                status=status,
+                upstream_ms=None if record.upstream_ms is None else round(record.upstream_ms, 2),
+                overhead_ms=round(record.overhead_ms, 3),
+                total_ms=round((time.perf_counter() - record.started) * 1000, 2),
+                conversation=record.conversation,
+                team=record.team,
+                analysed=record.analysed,
+                trips=list(record.trips),
+                end=record.end,
+            )
+
+
+_ROUTE_LABELS = {path: "ollama_chat" if dialect.name == "ollama" else dialect.name for path, dialect in ROUTES.items()}
+"""Metric labels of the analysed routes (a fixed set, never raw paths)."""
+
+
+def _count(request: web.Request, record: RequestLog, status: int) -> None:
+    """Requests by route (a fixed set of names, never raw paths), status and team; latencies."""
+    metrics = request.app[METRICS]
+    path = request.path.rstrip("/")
+    route = _ROUTE_LABELS.get(path, "other" if request.path.startswith(("/v1/", "/api/")) else "internal")
+    metrics.requests.labels(route, str(status), record.team).inc()
+    if record.upstream_ms is not None:
+        metrics.upstream_seconds.labels(record.team).observe(record.upstream_ms / 1000)
+    if record.analysed:
+        metrics.overhead_seconds.labels(record.team).observe(record.overhead_ms / 1000)
+
+
+async def _client_session(app: web.Application) -> AsyncIterator[None]:
+    settings = app[RUNTIME].current.settings
+    connector = aiohttp.TCPConnector(limit=settings.upstream.max_connections)
+    async with aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=False,
+        timeout=aiohttp.ClientTimeout(total=None),
+        raise_for_status=False,
+    ) as session:
+        app[SESSION] = session
+        yield
+
+
+async def _stores(app: web.Application) -> AsyncIterator[None]:
+    location = app[RUNTIME].current.settings.store.verdicts
+    verdicts = open_store(os.path.expanduser(location)) if location else None
+    app[STORES].verdicts = verdicts
+    try:
+        yield
+    finally:
+        if verdicts is not None:
+            await verdicts.close()
+
+
+def make_app(runtime: Runtime, reloader: Reloader | None = None) -> web.Application:
+    """The proxy application on `runtime`; with a `reloader`, SIGHUP reloads config and policies."""
+    settings = runtime.settings
+    app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
+    app[RUNTIME] = RuntimeHolder(runtime)
+    app[STORES] = Stores()
+    app[METRICS] = Metrics()
+    app.cleanup_ctx.append(_client_session)
+    app.cleanup_ctx.append(_stores)
+    if reloader is not None:
+        app.on_startup.append(reloader.install)
+    add_routes(app)
+    return app

@@ -1,0 +1,136 @@
+"""One request under `/v1/` or `/api/`, as its steps:
+
+    authenticate -> read -> analyse (with memory) -> choose: holdout | hand-back | gate | forward
+
+Only POSTs to the analysed routes (`dialects.ROUTES`) with repair on are analysed; every
+other request is forwarded as it came. Proxy-made errors use OpenAI's shape.
+"""
+
+from __future__ import annotations
+
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict
+
+from proxy.dialects import ROUTES, Planned
+from proxy.engine.identity import CONVERSATION_HEADER
+from proxy.http.analysis import analyse
+from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, RUNTIME, Context
+from proxy.http.forward import forward, upstream_headers
+from proxy.http.gate import gated
+from proxy.http.replies import ARM_HEADER, TRIPS_HEADER, handback_reply, openai_error
+from proxy.http.tenancy import Team
+from proxy.http.upstream import UpstreamFailure
+
+__all__ = ["proxy_v1"]
+
+log = structlog.get_logger("repair_proxy")
+
+
+class Refused(Exception):
+    """The request is answered by the proxy itself, with `response`."""
+
+    def __init__(self, response: web.Response) -> None:
+        self.response = response
+
+
+def _authenticate(request: web.Request) -> Team:
+    """The team whose key the request carries (everyone is `default` without teams)."""
+    runtime = request.app[RUNTIME].current
+    team = runtime.team_for(request.headers)
+    if team is None:
+        request[REQUEST_LOG].end = "unknown_key"
+        raise Refused(
+            openai_error(
+                401,
+                "no team of this proxy has that key: send it as 'Authorization: Bearer <key>' "
+                f"or in the {runtime.settings.server.key_header} header",
+                code="invalid_proxy_key",
+                kind="authentication_error",
+            )
+        )
+    request[CONTEXT] = Context(runtime, team)
+    request[REQUEST_LOG].team = team.name
+    return team
+
+
+async def _read(request: web.Request) -> bytes:
+    """The whole body, refusing (before reading it all) anything over `limits.max_body_bytes`."""
+    limit = request[CONTEXT].runtime.settings.limits.max_body_bytes
+    too_large = request.content_length is not None and request.content_length > limit
+    buffer = bytearray()
+    if not too_large:
+        async for chunk in request.content.iter_any():
+            buffer += chunk
+            if len(buffer) > limit:
+                too_large = True
+                break
+    if too_large:
+        request[REQUEST_LOG].end = "body_too_large"
+        response = openai_error(
+            413,
+            f"request body is larger than this proxy's limit of {limit} bytes (limits.max_body_bytes)",
+            code="request_too_large",
+            kind="invalid_request_error",
+        )
+        response.force_close()
+        raise Refused(response)
+    return bytes(buffer)
+
+
+async def _choose(
+    request: web.Request, body: bytes, headers: CIMultiDict[str], analysed: Planned | None
+) -> web.StreamResponse:
+    """Holdout (analysed, sent as it came), hand-back (no upstream call), done-gate, or forward."""
+    if analysed is None:
+        return await forward(request, body, headers)
+    decision = analysed.decision
+    team = request[CONTEXT].team
+    extra = {CONVERSATION_HEADER: decision.request.conversation}
+    if decision.new_trips:
+        extra[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in decision.new_trips))
+    arm = "holdout" if team.holdout(decision.request.conversation) else "treated"
+    extra[ARM_HEADER] = arm
+    for settled in decision.effects.outcomes:
+        request.app[METRICS].trip_outcomes.labels(arm, settled.pattern, settled.outcome, team.name).inc()
+    if arm == "holdout":
+        return await forward(request, body, headers, extra)
+    if decision.halt is not None:
+        return await _handback(request, analysed, extra)
+    if decision.gate is not None:
+        return await gated(request, analysed, headers, extra)
+    return await forward(request, analysed.body, headers, extra)
+
+
+async def _handback(request: web.Request, analysed: Planned, extra: dict[str, str]) -> web.StreamResponse:
+    decision = analysed.decision
+    hand = decision.halt
+    assert hand is not None
+    request[REQUEST_LOG].end = "handback"
+    request.app[METRICS].handbacks.labels(hand.reason, decision.request.team).inc()
+    log.info(
+        "repair_handback",
+        conversation=decision.request.conversation,
+        current_failure=hand.current_failure,
+        reason=hand.reason,
+    )
+    translation = analysed.incoming.translation
+    return await handback_reply(request, analysed.incoming.dialect, hand, translation.model, translation.stream, extra)
+
+
+async def proxy_v1(request: web.Request) -> web.StreamResponse:
+    try:
+        team = _authenticate(request)
+        body = await _read(request)
+    except Refused as refused:
+        return refused.response
+    settings = request[CONTEXT].runtime.settings
+    headers = upstream_headers(request.headers, team.upstream_key)
+    headers.popall(settings.server.key_header, None)
+    dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
+    analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None
+    try:
+        return await _choose(request, body, headers, analysed)
+    except UpstreamFailure as failure:
+        request[REQUEST_LOG].end = failure.code
+        return openai_error(failure.status, failure.message, code=failure.code, kind="upstream_error")

@@ -1,0 +1,68 @@
+"""Replies the proxy writes itself: errors in OpenAI's shape, and the incomplete hand-back.
+
+Errors use OpenAI's shape so SDKs raise their usual exceptions. The hand-back is an
+ordinary assistant reply in the request's dialect (streamed when the request streamed),
+marked `X-Repair-Outcome: incomplete`, with the `current_failure` block as JSON in
+`X-Repair-Current-Failure`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+from aiohttp import web
+
+from proxy.dialects import Dialect
+from proxy.engine.handback import Handback
+from proxy.engine.identity import CONVERSATION_HEADER
+
+__all__ = [
+    "ARM_HEADER",
+    "CONVERSATION_HEADER",
+    "CURRENT_FAILURE_HEADER",
+    "OUTCOME_HEADER",
+    "TRIPS_HEADER",
+    "handback_reply",
+    "openai_error",
+]
+
+OUTCOME_HEADER = "X-Repair-Outcome"
+"""`incomplete` (a hand-back), `complete_unverified` (passed on after the done-gate's last try)."""
+CURRENT_FAILURE_HEADER = "X-Repair-Current-Failure"
+TRIPS_HEADER = "X-Repair-Trips"
+"""The patterns that fired on this request, in planning order."""
+ARM_HEADER = "X-Repair-Arm"
+"""`treated` or `holdout`."""
+
+
+def openai_error(status: int, message: str, *, code: str, kind: str = "proxy_error") -> web.Response:
+    """A response in OpenAI's error shape, so SDKs raise their own exception types."""
+    body = {"error": {"message": message, "type": kind, "code": code, "param": None}}
+    return web.Response(status=status, body=orjson.dumps(body), content_type="application/json")
+
+
+def _headers(hand: Handback) -> dict[str, str]:
+    # Header values must be ASCII: json.dumps escapes everything else.
+    return {
+        OUTCOME_HEADER: "incomplete",
+        CURRENT_FAILURE_HEADER: json.dumps(hand.current_failure, ensure_ascii=True, separators=(",", ":")),
+    }
+
+
+async def handback_reply(
+    request: web.Request, dialect: Dialect, hand: Handback, model: str, stream: bool, extra: dict[str, str]
+) -> web.StreamResponse:
+    """The hand-back as the agent's reply, in its dialect, streamed if the request streamed."""
+    headers = {**extra, **_headers(hand)}
+    body, content_type = dialect.handback(hand, model, stream)
+    if not stream:
+        return web.Response(body=body, headers=headers, content_type=content_type)
+    response = web.StreamResponse(
+        status=200,
+        headers={**headers, "Content-Type": content_type, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+    await response.prepare(request)
+    await response.write(body)
+    await response.write_eof()
+    return response

@@ -1,0 +1,139 @@
+"""Teams: which team a request belongs to, and each team's engine and upstream.
+
+A team is chosen by its proxy key, sent as `Authorization: Bearer <key>` or in the
+`server.key_header` header. With no `[[team]]` configured, one default team serves everyone.
+State, verdicts, logs and metrics are keyed by team, so they never cross teams.
+
+The runtime owns what every team's engine shares (the state cache and the token counter);
+a reload builds the next runtime on the same ones, so conversation state carries over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from proxy.engine.core import Engine
+from proxy.engine.state import ConversationState
+from proxy.engine.statecache import StateCache
+from proxy.engine.tokens import TokenCounter
+from proxy.settings.config import Settings
+from proxy.settings.policy import load_policy
+from proxy.settings.problems import ConfigError, ConfigProblem
+
+__all__ = ["DEFAULT_TEAM", "Runtime", "Shared", "Team", "build_runtime"]
+
+DEFAULT_TEAM = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    name: str
+    engine: Engine
+    upstream: str
+    upstream_key: str
+    """Replaces the agent's Authorization upstream when set."""
+    holdout_percent: float = 0.0
+
+    def holdout(self, conversation: str) -> bool:
+        """Whether this conversation is in the holdout arm (the same answer on every replica)."""
+        if self.holdout_percent <= 0:
+            return False
+        bucket = int(hashlib.sha256(conversation.encode()).hexdigest()[:8], 16) % 10_000
+        return bucket < self.holdout_percent * 100
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What outlives a reload: conversation states and the token counter."""
+
+    cache: StateCache[ConversationState]
+    tokens: TokenCounter
+
+    @classmethod
+    def of(cls, settings: Settings) -> Shared:
+        return cls(StateCache(settings.store.state_cache_size, settings.store.state_ttl_seconds), TokenCounter())
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Everything a request needs that a reload may replace: settings and teams."""
+
+    settings: Settings
+    teams: Mapping[str, Team]
+    by_key: Mapping[str, str]
+    shared: Shared
+
+    @property
+    def open(self) -> bool:
+        """No teams configured: everyone is the default team."""
+        return not self.by_key
+
+    def team_for(self, headers: Mapping[str, str]) -> Team | None:
+        """The request's team, or None when teams are configured and no known key was sent."""
+        if self.open:
+            return self.teams[DEFAULT_TEAM]
+        candidates = [headers.get(self.settings.server.key_header, "")]
+        authorization = headers.get("Authorization", "")
+        if authorization[:7].lower() == "bearer ":
+            candidates.append(authorization[7:].strip())
+        for key in candidates:
+            name = self.by_key.get(key) if key else None
+            if name is not None:
+                return self.teams[name]
+        return None
+
+    def rebuild(self, settings: Settings) -> Runtime:
+        """The runtime for new settings, on this one's state cache and token counter."""
+        return build_runtime(settings, self.shared)
+
+
+def _policy_path(settings: Settings, path: str) -> str:
+    if not path or Path(path).is_absolute() or settings.source == "<defaults>":
+        return path
+    return str(Path(settings.source).parent / path)
+
+
+def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
+    """Load every team's policy; raise `ConfigError` naming the file and key of every problem."""
+    shared = shared or Shared.of(settings)
+    default_policy_path = _policy_path(settings, settings.repair.policy)
+    engines: dict[str, Engine] = {}
+
+    def engine(path: str) -> Engine:
+        """One engine per policy file; teams that share a policy share its compiled rules."""
+        if path not in engines:
+            engines[path] = Engine(load_policy(path), shared.cache, shared.tokens)
+        return engines[path]
+
+    if not settings.team:
+        team = Team(
+            DEFAULT_TEAM,
+            engine(default_policy_path),
+            settings.upstream.base_url,
+            settings.upstream.api_key,
+            settings.repair.holdout_percent,
+        )
+        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared)
+    teams: dict[str, Team] = {}
+    problems: list[ConfigProblem] = []
+    for entry in settings.team:
+        path = _policy_path(settings, entry.policy) if entry.policy else default_policy_path
+        try:
+            team_engine = engine(path)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        teams[entry.name] = Team(
+            entry.name,
+            team_engine,
+            entry.upstream or settings.upstream.base_url,
+            entry.upstream_key or settings.upstream.api_key,
+            settings.repair.holdout_percent if entry.holdout_percent is None else entry.holdout_percent,
+        )
+    if problems:
+        raise ConfigError(problems)
+    by_key = {key: entry.name for entry in settings.team for key in entry.keys}
+    return Runtime(settings, teams, by_key, shared)

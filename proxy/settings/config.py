@@ -1,0 +1,178 @@
+"""The proxy's settings: `config.toml` parsed once into frozen typed objects.
+
+Precedence, lowest first: embedded defaults, the config file, environment variables
+(`ENV_OVERRIDES`), command-line flags. The environment is read here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DEFAULT_UPSTREAM",
+    "ENV_OVERRIDES",
+    "Settings",
+    "TeamSettings",
+    "load_settings",
+]
+
+DEFAULT_UPSTREAM = "http://127.0.0.1:11434/v1"
+"""Ollama's OpenAI-compatible endpoint on the same machine."""
+DEFAULT_HOST = "127.0.0.1"
+"""Loopback: exposing the proxy is an explicit choice."""
+DEFAULT_PORT = 8400
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Request bodies above this get 413; agent transcripts of several MB are normal."""
+
+ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
+    "REPAIR_PROXY_UPSTREAM": ("upstream", "base_url"),
+    "REPAIR_PROXY_UPSTREAM_API_KEY": ("upstream", "api_key"),
+    "REPAIR_PROXY_HOST": ("server", "host"),
+    "REPAIR_PROXY_PORT": ("server", "port"),
+    "REPAIR_PROXY_REPAIR": ("repair", "enabled"),
+    "REPAIR_PROXY_POLICY": ("repair", "policy"),
+    "REPAIR_PROXY_LOG_LEVEL": ("logging", "level"),
+    "REPAIR_PROXY_VERDICTS": ("store", "verdicts"),
+}
+"""Environment variable -> (section, key) it overrides."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerSettings(_Frozen):
+    host: str = DEFAULT_HOST
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
+    drain_timeout: float = Field(default=30.0, ge=0)
+    """Seconds in-flight requests get to finish on shutdown."""
+    key_header: str = "X-Repair-Key"
+    """A header that may carry the proxy key instead of Authorization (which then passes upstream)."""
+
+
+class UpstreamSettings(_Frozen):
+    base_url: str = DEFAULT_UPSTREAM
+    api_key: str = ""
+    """When set, replaces the agent's `Authorization` with this key."""
+    connect_timeout: float = Field(default=10.0, gt=0)
+    first_byte_timeout: float = Field(default=600.0, gt=0)
+    """Seconds until the upstream's response headers arrive (non-streaming replies come whole)."""
+    idle_timeout: float = Field(default=300.0, gt=0)
+    """Longest gap between two chunks of a response body; a stream that keeps producing is never cut."""
+    max_connections: int = Field(default=100, ge=1)
+
+
+class LimitSettings(_Frozen):
+    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1)
+
+
+class RepairSettings(_Frozen):
+    enabled: bool = True
+    """Off: the proxy is byte-transparent in both directions."""
+    policy: str = ""
+    """Path to a policy TOML; empty uses the embedded default policy."""
+    holdout_percent: float = Field(default=0.0, ge=0, le=100)
+    """Share of conversations (chosen by conversation id) analysed and counted but never changed."""
+
+
+DEFAULT_VERDICTS = "~/.local/state/repair-proxy/verdicts.sqlite3"
+
+
+class StoreSettings(_Frozen):
+    state_cache_size: int = Field(default=10_000, ge=1)
+    state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
+    verdicts: str = DEFAULT_VERDICTS
+    """Durable verdict store: a SQLite file path, a `redis://` URL, or empty for none."""
+
+
+class LoggingSettings(_Frozen):
+    level: str = Field(default="info", pattern="^(debug|info|warning|error)$")
+    log_prompts: bool = False
+    """Prompt text is never logged unless this is on."""
+
+
+class AdminToken(_Frozen):
+    token: str = Field(min_length=16)
+    teams: tuple[str, ...] = ("*",)
+    """Teams this token may see and reset; "*" is every team."""
+
+
+class AdminSettings(_Frozen):
+    tokens: tuple[AdminToken, ...] = ()
+    """No token, no admin API: it is never on by default."""
+
+
+class TeamSettings(_Frozen):
+    """One team: who it is (its proxy keys), what it runs (policy) and where (upstream)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    keys: tuple[str, ...] = Field(min_length=1)
+    """Proxy keys, sent by the agent as `Authorization: Bearer <key>` (or in `server.key_header`)."""
+    policy: str = ""
+    """Policy TOML, relative to this config file; empty: `repair.policy`."""
+    upstream: str = ""
+    """Upstream base URL; empty: `upstream.base_url`."""
+    upstream_key: str = ""
+    """When set, replaces the agent's Authorization upstream; empty: the agent's key passes through."""
+    holdout_percent: float | None = Field(default=None, ge=0, le=100)
+    """This team's holdout share; unset: `repair.holdout_percent`."""
+
+
+class Settings(_Frozen):
+    server: ServerSettings = ServerSettings()
+    upstream: UpstreamSettings = UpstreamSettings()
+    limits: LimitSettings = LimitSettings()
+    repair: RepairSettings = RepairSettings()
+    store: StoreSettings = StoreSettings()
+    logging: LoggingSettings = LoggingSettings()
+    admin: AdminSettings = AdminSettings()
+    team: tuple[TeamSettings, ...] = ()
+    """`[[team]]` tables. None: one default team serves everyone."""
+    source: str = "<defaults>"
+    """Where these settings came from (for error messages); not a TOML key."""
+
+    @model_validator(mode="after")
+    def _unique_teams(self) -> Settings:
+        names = [t.name for t in self.team]
+        keys = [k for t in self.team for k in t.keys]
+        if len(set(names)) != len(names):
+            raise ValueError("team names must be unique")
+        if len(set(keys)) != len(keys):
+            raise ValueError("a proxy key may belong to one team only")
+        return self
+
+
+def load_settings(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Parse and validate settings; raise `ConfigError` naming every bad key."""
+    raw: dict[str, Any] = read_toml(Path(path)) if path else {}
+    if "source" in raw:
+        raise ConfigError([ConfigProblem(str(path), "source", "not a config key")])
+    file = str(path) if path else "<defaults>"
+    merged: dict[str, Any] = {}
+    for section, value in raw.items():
+        merged[section] = dict(value) if isinstance(value, dict) else value
+    for var, (section, key) in ENV_OVERRIDES.items():
+        if environ is not None and var in environ:
+            merged.setdefault(section, {})[key] = environ[var]
+    for section, values in (overrides or {}).items():
+        if isinstance(values, Mapping) and isinstance(merged.get(section, {}), dict):
+            merged.setdefault(section, {}).update(values)
+        else:
+            merged[section] = values
+    try:
+        return Settings.model_validate({**merged, "source": file})
+    except ValidationError as exc:
+        raise ConfigError(problems_of(exc, file)) from None

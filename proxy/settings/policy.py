@@ -1,0 +1,266 @@
+"""The repair policy: a TOML file parsed once into frozen typed objects.
+
+Knobs shared by several patterns have a named default here, exported for tests and
+documented in `proxy/defaults/default.toml`, the embedded default policy. Each pattern's own
+thresholds (its ladder) are a `[patterns.<name>]` table; the pattern's default ladder lives
+in its detector file, and the engine refuses a policy naming a pattern it does not have.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from proxy.settings.kinds import Action, CallKind, Placement
+from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
+
+__all__ = [
+    "DEFAULT_POLL_TOOLS",
+    "DEFAULT_VOLATILE_KEYS",
+    "MAX_INJECTED_TOKENS",
+    "MAX_VERIFY_ATTEMPTS",
+    "READ_SHARE",
+    "REPEAT_OUTPUT_RING",
+    "Classification",
+    "Ladder",
+    "Loops",
+    "Memory",
+    "NameHints",
+    "Policy",
+    "Repair",
+    "Rung",
+    "ShellPatterns",
+    "ToolRule",
+    "bundled_presets",
+    "default_policy",
+    "load_policy",
+    "policy_from_mapping",
+]
+
+REPEAT_OUTPUT_RING = 5
+"""How many recent successful results `repeat_output` remembers."""
+READ_SHARE = 0.75
+"""A turn is read-dominated when at least this share of its calls read or search."""
+DEFAULT_POLL_TOOLS = (
+    "wait",
+    "sleep",
+    "poll",
+    "check_status",
+    "get_status",
+    "job_status",
+    "status",
+    "BashOutput",
+    "get_job",
+)
+"""Polling tools by name; shell commands classified `poll` (sleep, watch, ps...) count too."""
+DEFAULT_VOLATILE_KEYS = frozenset({"id", "request_id", "nonce", "timestamp", "trace_id", "tool_call_id", "call_id"})
+"""Argument keys whose values change on every call without changing what the call does."""
+MAX_VERIFY_ATTEMPTS = 2
+"""Done-gate: how many times a premature stop is sent back before it passes as unverified."""
+MAX_INJECTED_TOKENS = 200
+"""Token budget (cl100k) of one injected instruction."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Rung(_Frozen):
+    at: int = Field(ge=1)
+    action: Action
+
+
+class Ladder(_Frozen):
+    """A pattern's threshold and what happens as its count climbs."""
+
+    after: int = Field(ge=1)
+    action: Action = Action.NUDGE
+    escalate: tuple[Rung, ...] = ()
+
+    @model_validator(mode="after")
+    def _rising(self) -> Ladder:
+        counts = [self.after, *(r.at for r in self.escalate)]
+        if counts != sorted(set(counts)):
+            raise ValueError("escalate counts must rise above `after`, each once")
+        return self
+
+    def action_at(self, count: int) -> Action | None:
+        """The action of the rung at exactly `count`; None between rungs."""
+        if count == self.after:
+            return self.action
+        for rung in self.escalate:
+            if rung.at == count:
+                return rung.action
+        return None
+
+
+class ToolRule(_Frozen):
+    """How to classify calls to the named tools."""
+
+    names: tuple[str, ...] = Field(min_length=1)
+    kind: CallKind | None = None
+    """A fixed kind for every call."""
+    arg: str | None = None
+    """An argument whose value picks the kind through `values`."""
+    values: dict[str, CallKind] = {}
+    command_arg: str | None = None
+    """This tool runs shell commands held in this argument: classify by `shell` patterns."""
+
+
+class ShellPatterns(_Frozen):
+    """Regular expressions over one shell command segment (split on && ; || |)."""
+
+    verify: tuple[str, ...] = ()
+    edit: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    search: tuple[str, ...] = ()
+    poll: tuple[str, ...] = ()
+
+
+class NameHints(_Frozen):
+    """Substrings of unknown tool names, lower-cased, that suggest a kind."""
+
+    verify: tuple[str, ...] = ()
+    edit: tuple[str, ...] = ()
+    read: tuple[str, ...] = ()
+    search: tuple[str, ...] = ()
+    poll: tuple[str, ...] = ()
+
+
+class Classification(_Frozen):
+    """How calls are told apart: edits, checks, reads, searches, polls."""
+
+    tools: tuple[ToolRule, ...] = ()
+    command_args: tuple[str, ...] = ("command", "cmd")
+    """Any unlisted tool with one of these string arguments is treated as a shell."""
+    shell: ShellPatterns = ShellPatterns()
+    name_hints: NameHints = NameHints()
+
+
+class Repair(_Frozen):
+    """The current-failure model, the done-gate and how instructions are placed."""
+
+    failure_model: bool = True
+    """The current-failure model; off, the legacy `repeated_error` trip runs instead."""
+    post_edit_reverify: bool = True
+    done_gate: bool = True
+    max_verify_attempts: int = Field(default=MAX_VERIFY_ATTEMPTS, ge=0)
+    placement: Placement = Placement.SYSTEM
+    max_injected_tokens: int = Field(default=MAX_INJECTED_TOKENS, ge=16)
+    verify_tool: str = ""
+    """Tool to force for a re-verify; empty: the tool that ran the failing check."""
+
+
+class Loops(_Frozen):
+    """Knobs of the loop and stagnation guards (thresholds live in `patterns`)."""
+
+    poll_tools: tuple[str, ...] = DEFAULT_POLL_TOOLS
+    volatile_keys: tuple[str, ...] = tuple(sorted(DEFAULT_VOLATILE_KEYS))
+    repeat_output_ring: int = Field(default=REPEAT_OUTPUT_RING, ge=2)
+    read_share: float = Field(default=READ_SHARE, gt=0, le=1)
+    """A turn is read-dominated when at least this share of its calls read or search."""
+
+
+class Memory(_Frozen):
+    """Cross-run memory."""
+
+    enabled: bool = True
+    """Cross-run memory: a stalled run's verdict seeds the next run of the same task."""
+
+
+class Policy(_Frozen):
+    """One policy file laid over what it extends."""
+
+    name: str = "default"
+    repair: Repair = Repair()
+    patterns: dict[str, Ladder] = {}
+    """Each pattern's ladder by name (`[patterns.<name>]`); a pattern left out keeps its default."""
+    classify: Classification = Classification()
+    loops: Loops = Loops()
+    memory: Memory = Memory()
+    source: str = "<embedded>"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`: tables merge key by key, everything else replaces."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+BUNDLED_DEFAULT = "default"
+"""The embedded default policy; every policy extends it unless it names another parent."""
+
+
+def bundled_presets() -> list[str]:
+    """Names `extends` accepts without a path: the default and the agent presets."""
+    folder = resources.files("proxy").joinpath("defaults")
+    return sorted(item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml"))
+
+
+def _read_bundled(name: str, source: str) -> tuple[dict[str, Any], str]:
+    if name not in bundled_presets():
+        known = ", ".join(bundled_presets())
+        raise ConfigError(
+            [ConfigProblem(source, "extends", f"no preset {name!r} (bundled: {known}); or give a .toml path")]
+        )
+    text = resources.files("proxy").joinpath(f"defaults/{name}.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text), f"<bundled>/{name}.toml"
+
+
+def _resolve(raw: dict[str, Any], source: str, seen: frozenset[str]) -> dict[str, Any]:
+    """`raw` laid over its parent chain (`extends`, a preset name or a path relative to it)."""
+    raw = dict(raw)
+    parent = raw.pop("extends", None if source == f"<bundled>/{BUNDLED_DEFAULT}.toml" else BUNDLED_DEFAULT)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str) or not parent:
+        raise ConfigError([ConfigProblem(source, "extends", "must be a preset name or a path to a .toml file")])
+    if parent.endswith(".toml") or "/" in parent:
+        base_dir = Path(source).parent if not source.startswith("<") else Path.cwd()
+        file = (base_dir / parent).resolve()
+        parent_raw, parent_source = read_toml(file), str(file)
+    else:
+        parent_raw, parent_source = _read_bundled(parent, source)
+    if parent_source in seen:
+        raise ConfigError([ConfigProblem(source, "extends", f"extends itself through {parent_source}")])
+    return _merge(_resolve(parent_raw, parent_source, seen | {parent_source}), raw)
+
+
+def parse_policy(raw: dict[str, Any], source: str) -> Policy:
+    """Validate `raw` laid over its parents; errors name `source` and the key."""
+    if "source" in raw:
+        raise ConfigError([ConfigProblem(source, "source", "not a policy key")])
+    resolved = _resolve(raw, source, frozenset({source}))
+    try:
+        return Policy.model_validate({**resolved, "source": source})
+    except ValidationError as exc:
+        raise ConfigError(problems_of(exc, source)) from None
+
+
+def policy_from_mapping(raw: dict[str, Any], source: str) -> Policy:
+    """A policy given as a mapping (already parsed TOML), laid over the embedded default."""
+    return parse_policy(raw, source)
+
+
+def default_policy() -> Policy:
+    """The embedded default policy (`proxy/defaults/default.toml`)."""
+    raw, source = _read_bundled(BUNDLED_DEFAULT, "<default>")
+    return parse_policy(raw, source)
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """Read a policy file laid over what it extends (the default unless it says otherwise);
+    `ConfigError` names the file and every bad key."""
+    if not path:
+        return default_policy()
+    file = Path(path)
+    return parse_policy(read_toml(file), str(file))

@@ -1,0 +1,128 @@
+"""The package's shape, checked: layers import one way, a pattern's name lives in its own file,
+no module grows past the size a reader takes in at once."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from proxy.engine.detectors import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "proxy"
+
+LAYERS = {"settings": 0, "engine": 1, "dialects": 2, "store": 2, "http": 3, "cli": 4}
+"""Each folder's layer: a module may import its own layer and the ones below, never above.
+`dialects` and `store` sit side by side and do not import each other."""
+FORBIDDEN = {
+    "settings": {"aiohttp", "redis", "multidict", "yarl", "prometheus_client", "structlog", "sqlite3"},
+    "engine": {"aiohttp", "redis", "multidict", "yarl", "prometheus_client", "structlog", "sqlite3", "asyncio"},
+    "dialects": {"aiohttp", "redis", "multidict", "yarl", "prometheus_client", "structlog", "sqlite3", "asyncio"},
+    "store": {"aiohttp", "multidict", "yarl", "prometheus_client"},
+}
+"""Third-party and standard modules a layer must not import: the engine is pure and
+synchronous, settings and dialects likewise; stores know nothing of HTTP."""
+MAX_LINES = 300
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def layer_of(path: Path) -> str | None:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def imports(path: Path) -> list[str]:
+    """Every module name `path` imports, at any depth (function-level imports included)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+    return found
+
+
+def test_every_module_is_in_a_layer() -> None:
+    """Only the package's entry points sit outside a layer folder."""
+    loose = [p.name for p in modules() if layer_of(p) is None]
+    assert sorted(loose) == ["__init__.py", "__main__.py"]
+    assert {layer_of(p) for p in modules()} - {None} == set(LAYERS)
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_go_one_way(path: Path) -> None:
+    """No module imports a layer above its own (or the sibling layer beside it)."""
+    layer = layer_of(path)
+    if layer is None:
+        return
+    bad = []
+    for name in imports(path):
+        parts = name.split(".")
+        if parts[0] == "proxy" and len(parts) > 1 and parts[1] in LAYERS:
+            target = parts[1]
+            if target != layer and LAYERS[target] >= LAYERS[layer]:
+                bad.append(name)
+        elif parts[0] in FORBIDDEN.get(layer, set()):
+            bad.append(name)
+    assert bad == [], f"{path.relative_to(ROOT)} ({layer}) imports {bad}"
+
+
+def test_the_import_check_catches_an_upward_import(tmp_path: Path) -> None:
+    """The check itself: an engine module importing the HTTP layer or aiohttp is seen."""
+    fake = tmp_path / "bad.py"
+    fake.write_text("import aiohttp\nfrom proxy.http.app import make_app\nfrom proxy.settings.kinds import Action\n")
+    assert imports(fake) == ["aiohttp", "proxy.http.app", "proxy.settings.kinds"]
+
+
+def test_offline_commands_load_no_network_code() -> None:
+    """`repair-proxy replay` runs the engine alone: importing it loads no aiohttp, Redis or store."""
+    code = (
+        "import sys, proxy.cli.replay, proxy.engine.core;"
+        "bad = [m for m in ('aiohttp', 'redis', 'proxy.http', 'proxy.store', 'prometheus_client') if m in sys.modules];"
+        "print(bad)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_is_over_the_size_limit(path: Path) -> None:
+    """A module is read in one sitting: at most about 300 lines."""
+    assert len(path.read_text().splitlines()) <= MAX_LINES
+
+
+def _string_literals(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    }
+
+
+def test_a_pattern_name_is_written_only_in_its_own_file() -> None:
+    """Outside its detector file (and the policy TOML, and tests), no code names a pattern:
+    everything else looks the detector up."""
+    names = {d.name for d in REGISTRY}
+    offenders = []
+    for path in modules():
+        own = path.stem if path.parent.name == "detectors" else None
+        for literal in _string_literals(path) & names:
+            if literal != own:
+                offenders.append(f"{path.relative_to(ROOT)}: {literal!r}")
+    assert offenders == []
