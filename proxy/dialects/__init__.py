@@ -16,11 +16,12 @@ import orjson
 
 from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
-from proxy.dialects.protocol import Dialect, StreamWatcher
+from proxy.dialects.protocol import Dialect, ReplyWatcher
 from proxy.dialects.responses import RESPONSES
 from proxy.engine.core import Engine
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.plan import Decision
+from proxy.engine.reply import Gate
 
 __all__ = [
     "CHAT",
@@ -30,7 +31,7 @@ __all__ = [
     "Dialect",
     "Incoming",
     "Planned",
-    "StreamWatcher",
+    "ReplyWatcher",
     "parse",
     "plan_offline",
 ]
@@ -73,13 +74,14 @@ class Planned:
     decision: Decision
     body: bytes
     """What goes upstream: the original bytes unless the decision edits the request."""
-    retry: bytes | None
-    """The done-gate's request, when a gate is owed."""
 
     @classmethod
     def of(cls, incoming: Incoming, decision: Decision) -> Planned:
-        retry = incoming.write(decision.gate.edit) if decision.gate is not None else None
-        return cls(incoming, decision, incoming.write(decision.edit), retry)
+        return cls(incoming, decision, incoming.write(decision.edit))
+
+    def retry(self, gate: Gate) -> bytes:
+        """The request a gate sends instead when it holds the reply (written when needed)."""
+        return self.incoming.write(self.decision.reply.gates[gate].edit)
 
 
 def plan_offline(

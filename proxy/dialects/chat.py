@@ -1,23 +1,26 @@
 """OpenAI chat completions (`/v1/chat/completions`): the engine's own terms.
 
 Request side: `messages` and `tools` are the translation as they are; an edit replaces
-`messages`, narrows `tools` and pins `tool_choice`. Reply side: a reply acts when a message
-or a streamed delta carries `tool_calls` (or legacy `function_call`); the hand-back is a
-`chat.completion`, or its chunks ending in `data: [DONE]` when the request streamed.
+`messages`, narrows `tools` and sets `tool_choice`. Reply side: the first choice's text and
+calls (`tool_calls`, or legacy `function_call`), whole or streamed; salvaged calls written as
+`tool_calls` with `finish_reason: "tool_calls"`; the hand-back is a `chat.completion`, or its
+chunks ending in `data: [DONE]` when the request streamed.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from proxy.dialects.lines import LineScanner, sse_payloads
-from proxy.dialects.protocol import StreamWatcher
+from proxy.dialects.protocol import ReplyWatcher
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
+from proxy.engine.reply import ReplyView
+from proxy.engine.salvage import SalvagedCall
 
 __all__ = ["CHAT", "Chat", "read_messages", "tool_name", "write_messages"]
 
@@ -35,7 +38,15 @@ def read_messages(data: dict[str, Any], streams_by_default: bool = False) -> Tra
         return None
     tools = data.get("tools")
     stream = data.get("stream") is not False if streams_by_default else data.get("stream") is True
-    return Translation(messages, tools if isinstance(tools, list) else None, stream, str(data.get("model") or ""))
+    choice = data.get("tool_choice")
+    named = tool_name(choice)
+    return Translation(
+        messages,
+        tools if isinstance(tools, list) else None,
+        stream,
+        str(data.get("model") or ""),
+        choice if isinstance(choice, str) else named if isinstance(named, str) else None,
+    )
 
 
 def write_messages(data: dict[str, Any], edit: Edit, *, tool_choice: bool = True) -> dict[str, Any]:
@@ -54,17 +65,91 @@ def write_messages(data: dict[str, Any], edit: Edit, *, tool_choice: bool = True
             out.pop("tool_choice")
     if tool_choice and edit.tool_choice is not None:
         out["tool_choice"] = {"type": "function", "function": {"name": edit.tool_choice}}
+    elif tool_choice and edit.require_call:
+        out["tool_choice"] = "required"
     return out
 
 
-def _has_calls(part: Any) -> bool:
-    return isinstance(part, dict) and bool(part.get("tool_calls") or part.get("function_call"))
+def _calls_of(part: Any) -> tuple[str | None, ...]:
+    """The names of the calls in a message or delta (None while a streamed call has no name yet)."""
+    if not isinstance(part, dict):
+        return ()
+    names: list[str | None] = []
+    for call in part.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        names.append(name if isinstance(name, str) and name else None)
+    legacy = part.get("function_call")
+    if isinstance(legacy, dict):
+        names.append(legacy.get("name") if isinstance(legacy.get("name"), str) else None)
+    return tuple(names)
 
 
-def _chunk_acts(payload: Any) -> bool:
-    """A streamed chunk that starts or continues a tool call."""
+def _first_choice(payload: Any) -> dict[str, Any] | None:
     choices = payload.get("choices") if isinstance(payload, dict) else None
-    return isinstance(choices, list) and any(isinstance(c, dict) and _has_calls(c.get("delta")) for c in choices)
+    if not isinstance(choices, list):
+        return None
+    return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
+
+
+class _Watcher:
+    """A streamed chat reply so far: the first choice's text and calls."""
+
+    def __init__(self) -> None:
+        self._scanner = LineScanner()
+        self._text: list[str] = []
+        self._calls: dict[int, str | None] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        for payload in sse_payloads(self._scanner, chunk):
+            delta = (_first_choice(payload) or {}).get("delta")
+            if not isinstance(delta, dict):
+                continue
+            if isinstance(delta.get("content"), str):
+                self._text.append(delta["content"])
+            for position, call in enumerate(delta.get("tool_calls") or ()):
+                index = call.get("index", position) if isinstance(call, dict) else position
+                name = _calls_of({"tool_calls": [call]})[0]
+                if self._calls.get(index) is None:
+                    self._calls[index] = name
+            if isinstance(delta.get("function_call"), dict) and self._calls.get(0) is None:
+                self._calls[0] = _calls_of(delta)[0]
+
+    @property
+    def view(self) -> ReplyView:
+        return ReplyView("".join(self._text), tuple(self._calls[i] for i in sorted(self._calls)))
+
+
+def _tool_calls(calls: Sequence[SalvagedCall], ids: Sequence[str]) -> list[dict[str, Any]]:
+    return [
+        {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
+        for call, call_id in zip(calls, ids, strict=True)
+    ]
+
+
+def _salvaged_stream(held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+    """The held stream again: its first chunk's identity, the calls, its finish, its usage, [DONE]."""
+    scanner = LineScanner()
+    payloads = [p for chunk in held for p in sse_payloads(scanner, chunk) if isinstance(p, dict)]
+    first = payloads[0] if payloads else {}
+    base = {k: first[k] for k in ("id", "object", "created", "model", "system_fingerprint") if k in first}
+    base.setdefault("object", "chat.completion.chunk")
+
+    def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+        body = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+    deltas = [{**call, "index": i} for i, call in enumerate(_tool_calls(calls, ids))]
+    usage = [b"data: " + orjson.dumps(p) + b"\n\n" for p in payloads if not p.get("choices") and "usage" in p]
+    return b"".join(
+        [
+            chunk({"role": "assistant", "content": None}, None),
+            chunk({"tool_calls": deltas}, None),
+            chunk({}, "tool_calls"),
+            *usage,
+            b"data: [DONE]\n\n",
+        ]
+    )
 
 
 def _completion(hand: Handback, model: str) -> bytes:
@@ -111,21 +196,30 @@ class Chat:
     def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
         return orjson.dumps(write_messages(data, edit))
 
-    def reply_acts(self, body: bytes) -> bool:
+    def read_reply(self, body: bytes) -> ReplyView | None:
         try:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError:
-            return False
-        choices = payload.get("choices") if isinstance(payload, dict) else None
-        return isinstance(choices, list) and any(isinstance(c, dict) and _has_calls(c.get("message")) for c in choices)
+            return None
+        message = (_first_choice(payload) or {}).get("message")
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        return ReplyView(content if isinstance(content, str) else "", _calls_of(message))
 
-    def stream_watcher(self) -> StreamWatcher:
-        scanner = LineScanner()
+    def reply_watcher(self) -> ReplyWatcher:
+        return _Watcher()
 
-        def acts(chunk: bytes) -> bool:
-            return any(_chunk_acts(payload) for payload in sse_payloads(scanner, chunk))
+    def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        payload = orjson.loads(body)
+        choice = _first_choice(payload)
+        assert choice is not None and isinstance(choice.get("message"), dict)
+        choice["message"] = {**choice["message"], "content": None, "tool_calls": _tool_calls(calls, ids)}
+        choice["finish_reason"] = "tool_calls"
+        return orjson.dumps(payload)
 
-        return acts
+    def salvaged_stream(self, held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        return _salvaged_stream(held, calls, ids)
 
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
         if stream:

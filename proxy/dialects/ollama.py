@@ -2,29 +2,62 @@
 objects, results with `tool_name`), streaming by default as newline-delimited JSON.
 
 Request side: read and written as chat completions, except that Ollama has no
-`tool_choice`, so a forced tool is expressed by the instruction alone. Reply side: a reply
-acts when its `message` carries `tool_calls`; the hand-back is an Ollama chat reply (two
-NDJSON lines when streamed) with a `repair` block.
+`tool_choice`, so a forced tool is expressed by the instruction alone. Reply side: the
+`message`'s text and `tool_calls`, whole or line by line; salvaged calls written as
+`tool_calls` with arguments as objects; the hand-back is an Ollama chat reply (two NDJSON
+lines when streamed) with a `repair` block.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from proxy.dialects.chat import read_messages, write_messages
 from proxy.dialects.lines import LineScanner, ndjson_payloads
-from proxy.dialects.protocol import StreamWatcher
+from proxy.dialects.protocol import ReplyWatcher
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
+from proxy.engine.reply import ReplyView
+from proxy.engine.salvage import SalvagedCall
 
 __all__ = ["OLLAMA", "Ollama"]
 
 
-def _acts(message: Any) -> bool:
-    return isinstance(message, dict) and bool(message.get("tool_calls"))
+def _names(message: dict[str, Any]) -> list[str | None]:
+    names: list[str | None] = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        names.append(name if isinstance(name, str) and name else None)
+    return names
+
+
+class _Watcher:
+    def __init__(self) -> None:
+        self._scanner = LineScanner()
+        self._text: list[str] = []
+        self._calls: list[str | None] = []
+
+    def feed(self, chunk: bytes) -> None:
+        for event in ndjson_payloads(self._scanner, chunk):
+            message = event.get("message") if isinstance(event, dict) else None
+            if not isinstance(message, dict):
+                continue
+            if isinstance(message.get("content"), str):
+                self._text.append(message["content"])
+            self._calls.extend(_names(message))
+
+    @property
+    def view(self) -> ReplyView:
+        return ReplyView("".join(self._text), tuple(self._calls))
+
+
+def _tool_calls(calls: Sequence[SalvagedCall]) -> list[dict[str, Any]]:
+    return [{"function": {"name": call.name, "arguments": dict(call.arguments)}} for call in calls]
 
 
 class Ollama:
@@ -37,20 +70,39 @@ class Ollama:
     def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
         return orjson.dumps(write_messages(data, edit, tool_choice=False))
 
-    def reply_acts(self, body: bytes) -> bool:
+    def read_reply(self, body: bytes) -> ReplyView | None:
         try:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError:
-            return False
-        return isinstance(payload, dict) and _acts(payload.get("message"))
+            return None
+        message = payload.get("message") if isinstance(payload, dict) else None
+        if not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        return ReplyView(content if isinstance(content, str) else "", tuple(_names(message)))
 
-    def stream_watcher(self) -> StreamWatcher:
+    def reply_watcher(self) -> ReplyWatcher:
+        return _Watcher()
+
+    def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        payload = orjson.loads(body)
+        payload["message"] = {**payload["message"], "content": "", "tool_calls": _tool_calls(calls)}
+        return orjson.dumps(payload)
+
+    def salvaged_stream(self, held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        """One line carrying the calls, then the held stream's last (`done`) line without its text."""
         scanner = LineScanner()
-
-        def acts(chunk: bytes) -> bool:
-            return any(isinstance(e, dict) and _acts(e.get("message")) for e in ndjson_payloads(scanner, chunk))
-
-        return acts
+        events = [e for chunk in held for e in ndjson_payloads(scanner, chunk) if isinstance(e, dict)]
+        first = events[0] if events else {}
+        last: dict[str, Any] = next((e for e in reversed(events) if e.get("done")), {"done": True})
+        call_line = {k: first[k] for k in ("model", "created_at") if k in first}
+        call_line.update(message={"role": "assistant", "content": "", "tool_calls": _tool_calls(calls)}, done=False)
+        message = last.get("message")
+        final = {
+            **last,
+            "message": {**(message if isinstance(message, dict) else {"role": "assistant"}), "content": ""},
+        }
+        return orjson.dumps(call_line) + b"\n" + orjson.dumps(final) + b"\n"
 
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -7,16 +7,24 @@ which dialect it serves; the HTTP layer only calls these methods.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
+from proxy.engine.reply import ReplyView
+from proxy.engine.salvage import SalvagedCall
 
-__all__ = ["Dialect", "StreamWatcher"]
+__all__ = ["Dialect", "ReplyWatcher"]
 
-StreamWatcher = Callable[[bytes], bool]
-"""Fed raw stream chunks as they arrive; True once the reply is calling a tool."""
+
+class ReplyWatcher(Protocol):
+    """Fed a streamed reply's raw chunks as they arrive; says what the reply is so far."""
+
+    def feed(self, chunk: bytes) -> None: ...
+
+    @property
+    def view(self) -> ReplyView: ...
 
 
 class Dialect(Protocol):
@@ -37,12 +45,20 @@ class Dialect(Protocol):
 
     # --- reply side -------------------------------------------------------------------
 
-    def reply_acts(self, body: bytes) -> bool:
-        """A whole (non-streamed) reply calls a tool."""
+    def read_reply(self, body: bytes) -> ReplyView | None:
+        """A whole (non-streamed) reply's text and calls; None when it is not a reply (an error body)."""
         ...
 
-    def stream_watcher(self) -> StreamWatcher:
+    def reply_watcher(self) -> ReplyWatcher:
         """A fresh watcher for one streamed reply."""
+        ...
+
+    def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        """The whole reply `body` with its text replaced by `calls` (ids given)."""
+        ...
+
+    def salvaged_stream(self, held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        """The streamed reply held in `held`, written again as a stream of `calls`."""
         ...
 
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:

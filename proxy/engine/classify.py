@@ -23,7 +23,7 @@ from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
 __all__ = ["FAIL_MARKERS", "PASS_MARKERS", "Classifier", "Outcome", "command_of", "result_outcome"]
 
-_PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL)
+_PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _LEADING_NOISE = re.compile(r"^(?:cd\s+\S+|export\s+\S+|source\s+\S+|(?:\w+=\S*\s+)+|timeout\s+\d+\w?\s+|time\s+)")
 
@@ -227,6 +227,8 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     if kind is CallKind.EDIT:
         if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
             return Outcome.FAIL
+        return Outcome.NEUTRAL
+    if kind is CallKind.FINISH:
         return Outcome.NEUTRAL
     if kind in (CallKind.READ, CallKind.SEARCH, CallKind.POLL):
         # grep's exit 1 means "no match"; a read's content is not evidence of failure.

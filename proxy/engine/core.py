@@ -109,7 +109,8 @@ class Engine:
             outcomes=state.outcomes[len(folded.before.outcomes) :],
             injected_tokens=sum(self.tokens.count(i.text) for i in folded.new_injections),
         )
-        return decide(self.rules, request, state, folded.new_trips, effects)
+        fit = fitter(self.tokens, self.policy.repair.max_injected_tokens)
+        return decide(self.rules, request, state, folded.new_trips, effects, fit)
 
     def decide(self, translation: Translation, headers: Mapping[str, str], team: str = "default") -> Decision:
         """Fold and plan with no verdict store (replay, benchmarks)."""

@@ -20,6 +20,8 @@ class Translation:
     tools: list[Any] | None
     stream: bool
     model: str
+    tool_choice: str | None = None
+    """The request's own choice: `auto`, `none`, `required`, or the one tool it names; None: unset."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +31,11 @@ class Edit:
     messages: list[Any] | None = None
     tool_choice: str | None = None
     """The one tool to force."""
+    require_call: bool = False
+    """Require some tool call (`tool_choice: "required"`), when no one tool is forced."""
     tools: list[str] | None = None
     """The names of the tools to keep."""
 
     @property
     def empty(self) -> bool:
-        return self.messages is None and self.tool_choice is None and self.tools is None
+        return self.messages is None and self.tool_choice is None and not self.require_call and self.tools is None

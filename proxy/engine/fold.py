@@ -74,6 +74,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
             last_anchor=turn.anchor,
             progress=fold_progress(state.progress, turn),
             timeline=(*state.timeline, entry)[-TIMELINE_TURNS:],
+            last_action_turn=turn.ordinal if turn.calls else state.last_action_turn,
         ),
         trips,
     )
@@ -111,7 +112,12 @@ def fold_user(state: ConversationState, message: UserMessage) -> ConversationSta
     digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
     if digest in state.user_texts:
         return state
-    return replace(state, detectors=state.detectors.reset(EPISODIC), user_texts=state.user_texts | {digest})
+    return replace(
+        state,
+        detectors=state.detectors.reset(EPISODIC),
+        user_texts=state.user_texts | {digest},
+        episode_start=state.turns,
+    )
 
 
 def _digest(message: Any) -> str:

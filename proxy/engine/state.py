@@ -105,3 +105,7 @@ class ConversationState:
     """The last `TIMELINE_TURNS` turns."""
     watches: tuple[Watch, ...] = ()
     outcomes: tuple[TripOutcome, ...] = ()
+    last_action_turn: int = 0
+    """Ordinal of the last turn with tool calls (an instruction placed at or after it is unanswered)."""
+    episode_start: int = 0
+    """Turns folded when the person last sent a new message (instructions before it belong to an old episode)."""

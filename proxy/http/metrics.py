@@ -37,8 +37,23 @@ class Metrics:
         self.injected_tokens = Counter(
             "repair_proxy_injected_tokens", "Tokens of new instructions placed", ["team"], registry=r
         )
-        self.done_gate_retries = Counter(
-            "repair_proxy_done_gate_retries", "Premature stops sent back", ["team"], registry=r
+        self.gate_retries = Counter(
+            "repair_proxy_gate_retries",
+            "Replies held by a gate (done, finish, action) and asked again",
+            ["gate", "team"],
+            registry=r,
+        )
+        self.reply_outcomes = Counter(
+            "repair_proxy_reply_outcomes",
+            "Replies passed after their gate's last try: complete_unverified, complete_failing, no_action",
+            ["outcome", "team"],
+            registry=r,
+        )
+        self.salvaged = Counter(
+            "repair_proxy_salvaged",
+            "Replies whose tool calls, written as text, became real calls",
+            ["dialect", "team"],
+            registry=r,
         )
         self.handbacks = Counter(
             "repair_proxy_handbacks", "Runs handed back as incomplete", ["reason", "team"], registry=r

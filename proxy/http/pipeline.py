@@ -1,6 +1,6 @@
 """One request under `/v1/` or `/api/`, as its steps:
 
-    authenticate -> read -> analyse (with memory) -> choose: holdout | hand-back | gate | forward
+    authenticate -> read -> analyse (with memory) -> choose: holdout | hand-back | reply stage | forward
 
 Only POSTs to the analysed routes (`dialects.ROUTES`) with repair on are analysed; every
 other request is forwarded as it came. Proxy-made errors use OpenAI's shape.
@@ -17,8 +17,8 @@ from proxy.engine.identity import CONVERSATION_HEADER
 from proxy.http.analysis import analyse
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, RUNTIME, Context
 from proxy.http.forward import forward, upstream_headers
-from proxy.http.gate import gated
 from proxy.http.replies import ARM_HEADER, TRIPS_HEADER, handback_reply, openai_error
+from proxy.http.reply import reply_stage
 from proxy.http.tenancy import Team
 from proxy.http.upstream import UpstreamFailure
 
@@ -81,7 +81,8 @@ async def _read(request: web.Request) -> bytes:
 async def _choose(
     request: web.Request, body: bytes, headers: CIMultiDict[str], analysed: Planned | None
 ) -> web.StreamResponse:
-    """Holdout (analysed, sent as it came), hand-back (no upstream call), done-gate, or forward."""
+    """Holdout (analysed, sent as it came), hand-back (no upstream call), the reply stage
+    (salvage and gates, when the reply rules have anything to watch), or forward."""
     if analysed is None:
         return await forward(request, body, headers)
     decision = analysed.decision
@@ -97,8 +98,8 @@ async def _choose(
         return await forward(request, body, headers, extra)
     if decision.halt is not None:
         return await _handback(request, analysed, extra)
-    if decision.gate is not None:
-        return await gated(request, analysed, headers, extra)
+    if decision.reply.active:
+        return await reply_stage(request, analysed, headers, extra)
     return await forward(request, analysed.body, headers, extra)
 
 

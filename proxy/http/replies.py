@@ -22,13 +22,20 @@ __all__ = [
     "CONVERSATION_HEADER",
     "CURRENT_FAILURE_HEADER",
     "OUTCOME_HEADER",
+    "RETRIES_HEADER",
+    "SALVAGED_HEADER",
     "TRIPS_HEADER",
     "handback_reply",
     "openai_error",
 ]
 
 OUTCOME_HEADER = "X-Repair-Outcome"
-"""`incomplete` (a hand-back), `complete_unverified` (passed on after the done-gate's last try)."""
+"""`incomplete` (a hand-back), or a gate's outcome when a reply passed after its last try:
+`complete_unverified` (done), `complete_failing` (finish), `no_action` (action)."""
+SALVAGED_HEADER = "X-Repair-Salvaged"
+"""How many tool calls written as text were turned into real calls."""
+RETRIES_HEADER = "X-Repair-Retries"
+"""The gates that asked the upstream again, and how often (`action:1,done:2`)."""
 CURRENT_FAILURE_HEADER = "X-Repair-Current-Failure"
 TRIPS_HEADER = "X-Repair-Trips"
 """The patterns that fired on this request, in planning order."""

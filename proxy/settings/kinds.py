@@ -15,6 +15,8 @@ class CallKind(StrEnum):
     READ = "read"
     SEARCH = "search"
     POLL = "poll"
+    FINISH = "finish"
+    """Ends the run (the agent's finish or submit tool)."""
     OTHER = "other"
 
 

@@ -21,6 +21,8 @@ from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, rea
 __all__ = [
     "DEFAULT_POLL_TOOLS",
     "DEFAULT_VOLATILE_KEYS",
+    "MAX_ACTION_ATTEMPTS",
+    "MAX_FINISH_ATTEMPTS",
     "MAX_INJECTED_TOKENS",
     "MAX_VERIFY_ATTEMPTS",
     "READ_SHARE",
@@ -32,6 +34,7 @@ __all__ = [
     "NameHints",
     "Policy",
     "Repair",
+    "Reply",
     "Rung",
     "ShellPatterns",
     "ToolRule",
@@ -63,6 +66,10 @@ MAX_VERIFY_ATTEMPTS = 2
 """Done-gate: how many times a premature stop is sent back before it passes as unverified."""
 MAX_INJECTED_TOKENS = 200
 """Token budget (cl100k) of one injected instruction."""
+MAX_ACTION_ATTEMPTS = 2
+"""Action gate: how many times a reply that does not act mid-task is asked again."""
+MAX_FINISH_ATTEMPTS = 2
+"""Finish gate: how many times finishing on a live failure is sent back before it passes as `complete_failing`."""
 
 
 class _Frozen(BaseModel):
@@ -129,6 +136,7 @@ class NameHints(_Frozen):
     read: tuple[str, ...] = ()
     search: tuple[str, ...] = ()
     poll: tuple[str, ...] = ()
+    finish: tuple[str, ...] = ()
 
 
 class Classification(_Frozen):
@@ -165,6 +173,19 @@ class Loops(_Frozen):
     """A turn is read-dominated when at least this share of its calls read or search."""
 
 
+class Reply(_Frozen):
+    """What the proxy does with the model's reply (see `proxy/engine/reply.py`)."""
+
+    salvage: bool = True
+    """A tool call the model wrote as text becomes a real call in the request's dialect."""
+    action_gate: bool = True
+    """Mid-task, an empty reply (or prose while an instruction of ours is unanswered) is asked again."""
+    max_action_attempts: int = Field(default=MAX_ACTION_ATTEMPTS, ge=0)
+    finish_gate: bool = True
+    """Finishing (a finish tool, or a final answer) while the failing check still fails is asked again."""
+    max_finish_attempts: int = Field(default=MAX_FINISH_ATTEMPTS, ge=0)
+
+
 class Memory(_Frozen):
     """Cross-run memory."""
 
@@ -182,6 +203,7 @@ class Policy(_Frozen):
     classify: Classification = Classification()
     loops: Loops = Loops()
     memory: Memory = Memory()
+    reply: Reply = Reply()
     source: str = "<embedded>"
 
 

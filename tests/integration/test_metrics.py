@@ -67,7 +67,7 @@ async def test_metrics_follow_a_stuck_conversation(
         value(samples, "repair_proxy_trips_total", pattern="stuck_same_diagnostic", action="halt", team="default") == 1
     )
     assert value(samples, "repair_proxy_handbacks_total", reason="stuck_same_diagnostic", team="default") == 1
-    assert value(samples, "repair_proxy_done_gate_retries_total", team="default") == 1
+    assert value(samples, "repair_proxy_gate_retries_total", gate="done", team="default") == 1
     assert value(samples, "repair_proxy_injected_tokens_total", team="default") > 20
     assert value(samples, "repair_proxy_overhead_seconds_count", team="default") == 5
     assert value(samples, "repair_proxy_analysis_failed_total", team="default") == 0

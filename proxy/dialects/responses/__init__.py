@@ -1,0 +1,46 @@
+"""The OpenAI Responses API (`/v1/responses`): `request` translates `input` items to chat
+turns and back; `reply` reads responses, whole or streamed, and writes the proxy's own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from proxy.dialects.protocol import ReplyWatcher
+from proxy.dialects.responses import reply, request
+from proxy.engine.exchange import Edit, Translation
+from proxy.engine.handback import Handback
+from proxy.engine.reply import ReplyView
+from proxy.engine.salvage import SalvagedCall
+
+__all__ = ["RESPONSES", "Responses"]
+
+
+class Responses:
+    name = "responses"
+
+    def read(self, data: dict[str, Any]) -> Translation | None:
+        return request.read(data)
+
+    def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
+        return orjson.dumps(request.write(data, edit))
+
+    def read_reply(self, body: bytes) -> ReplyView | None:
+        return reply.read_reply(body)
+
+    def reply_watcher(self) -> ReplyWatcher:
+        return reply.Watcher()
+
+    def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        return reply.salvaged(body, calls, ids)
+
+    def salvaged_stream(self, held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
+        return reply.salvaged_stream(held, calls, ids)
+
+    def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
+        return reply.handback(hand, model, stream)
+
+
+RESPONSES = Responses()

@@ -1,0 +1,109 @@
+"""The reply rules: what the proxy does with the model's reply to this request.
+
+Three things may act on a reply, each bounded and each counted:
+
+    salvage   a tool call the model wrote as text becomes a real call (`salvage.py`)
+    gates     a reply that should not reach the agent is held and the upstream asked again
+      done      it stops while a re-run of the failing check is owed
+      finish    it finishes (a finish tool, or a final answer) while the check still fails
+      action    mid-task, it is empty, or prose while an instruction of ours is unanswered
+
+The plan arms the gates for each request (`ReplyRules`); `judge` reads one whole reply and
+`holding` says whether a streamed reply must still be held. Pure, like the rest of the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from proxy.engine.exchange import Edit
+from proxy.engine.salvage import OfferedTool, SalvagedCall, may_become_call, salvage
+
+__all__ = ["GATE_OUTCOMES", "Gate", "GatePlan", "Judgement", "ReplyRules", "ReplyView", "holding", "judge"]
+
+
+class Gate(StrEnum):
+    DONE = "done"
+    FINISH = "finish"
+    ACTION = "action"
+
+
+GATE_OUTCOMES: Mapping[Gate, str] = {
+    Gate.DONE: "complete_unverified",
+    Gate.FINISH: "complete_failing",
+    Gate.ACTION: "no_action",
+}
+"""How a reply is marked when it passes after its gate's last try."""
+
+
+@dataclass(frozen=True, slots=True)
+class GatePlan:
+    """An armed gate: what to send instead, and how many times."""
+
+    edit: Edit
+    max_attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyView:
+    """A reply as the rules read it: its text and the names of the tools it calls (None: not yet known)."""
+
+    text: str = ""
+    calls: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRules:
+    offered: Mapping[str, OfferedTool] = field(default_factory=dict)
+    """Tools a salvaged call may name; empty: no salvage."""
+    finish_tools: frozenset[str] = frozenset()
+    gates: Mapping[Gate, GatePlan] = field(default_factory=dict)
+    empty_gate: Gate | None = None
+    """The gate that holds an empty reply."""
+    prose_gate: Gate | None = None
+    """The gate that holds a text-only reply."""
+    id_seed: str = ""
+    """Salvaged calls get ids from this (the conversation and turn): the same reply, the same ids."""
+
+    @property
+    def active(self) -> bool:
+        """Anything to watch at all; otherwise the reply is relayed untouched."""
+        return bool(self.offered or self.gates)
+
+    def call_id(self, attempt: int, index: int) -> str:
+        digest = hashlib.sha256(f"{self.id_seed}:{attempt}".encode()).hexdigest()[:16]
+        return f"call_rp{digest}_{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    gate: Gate | None = None
+    """Hold the reply and ask again through this gate; None: pass it on."""
+    salvaged: tuple[SalvagedCall, ...] | None = None
+    """Pass it on as these calls instead of its text."""
+
+
+def _finishing(calls: Sequence[str | None], rules: ReplyRules) -> bool:
+    return Gate.FINISH in rules.gates and any(name in rules.finish_tools for name in calls)
+
+
+def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
+    """What to do with one whole reply."""
+    salvaged = salvage(view.text, rules.offered) if rules.offered and not view.calls else None
+    calls = view.calls or tuple(c.name for c in salvaged or ())
+    if calls:
+        return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
+    gate = rules.prose_gate if view.text.strip() else rules.empty_gate
+    return Judgement(gate, None)
+
+
+def holding(view: ReplyView, rules: ReplyRules) -> bool:
+    """A streamed reply seen so far must still be held: it may yet be gated or salvaged."""
+    if view.calls:
+        return Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
+    if not view.text.strip():
+        return rules.empty_gate is not None or bool(rules.offered)
+    return rules.prose_gate is not None or (bool(rules.offered) and may_become_call(view.text))

@@ -1,0 +1,145 @@
+"""Salvage: a tool call the model wrote as text, read back as the call it meant.
+
+Small local models often answer with the call as text instead of a structured tool call:
+a bare or fenced JSON object with `name` and `arguments` (or `parameters`), a list of them,
+`<tool_call>...</tool_call>` tags, or `{"function": {...}}`; sometimes near-JSON (single
+quotes, an unbalanced closing brace), mended by `json_repair`. `salvage` returns the calls
+only when the *whole* reply is such a call (whitespace and fences aside), every name is an
+offered tool, and every call's arguments hold the tool's required keys. Prose that mentions
+JSON, a final answer, a call to a tool not offered, or text cut off mid-value is never a
+call: the reply is left as it is.
+
+`may_become_call` says whether a streamed reply's text so far can still turn out to be a
+call, so a stream is held only while that is possible.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import json_repair
+import orjson
+
+__all__ = ["MAX_CALL_CHARS", "OfferedTool", "SalvagedCall", "may_become_call", "offered_tools", "salvage"]
+
+MAX_CALL_CHARS = 256 * 1024
+"""Longest text read as a call (a whole file written through an edit tool fits); past it, prose."""
+
+_FENCE_OPEN = re.compile(r"^```[\w-]*[ \t]*\n")
+_FENCE_CLOSE = re.compile(r"\n?```[\s`]*$")
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+_TAG = "<tool_call>"
+_FENCE = "```"
+
+
+@dataclass(frozen=True, slots=True)
+class OfferedTool:
+    """A tool the request offers, as far as salvage needs it."""
+
+    name: str
+    required: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class SalvagedCall:
+    name: str
+    arguments: Mapping[str, Any]
+
+    @property
+    def arguments_json(self) -> str:
+        return orjson.dumps(self.arguments).decode()
+
+
+def offered_tools(tools: Sequence[Any] | None) -> dict[str, OfferedTool]:
+    """The chat-style `tools` of a request, by name."""
+    found: dict[str, OfferedTool] = {}
+    for tool in tools or ():
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        params = function.get("parameters")
+        required = params.get("required") if isinstance(params, dict) else None
+        names = frozenset(r for r in required if isinstance(r, str)) if isinstance(required, list) else frozenset()
+        found[function["name"]] = OfferedTool(function["name"], names)
+    return found
+
+
+def may_become_call(text: str) -> bool:
+    """The text so far is empty, or the start of a JSON value, a fence or a `<tool_call>` tag."""
+    head = text.lstrip()
+    if not head:
+        return True
+    if len(head) > MAX_CALL_CHARS:
+        return False
+    if head[0] in "{[":
+        return True
+    if head.startswith(_FENCE) or _FENCE.startswith(head):
+        after = head[len(_FENCE) :]
+        newline = after.find("\n")
+        if newline == -1:
+            return re.fullmatch(r"[\w-]*[ \t]*", after) is not None
+        rest = after[newline + 1 :].lstrip()
+        return not rest or rest[0] in "{["
+    return head.startswith(_TAG) or _TAG.startswith(head)
+
+
+def _loads(text: str) -> Any:
+    """JSON, or near-JSON mended; None when the text is not a whole JSON value."""
+    text = text.strip()
+    if not text or text[0] not in "{[" or text[-1] not in "}]":
+        return None  # prose around it, or cut off mid-value
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        mended = json_repair.repair_json(text, return_objects=True, skip_json_loads=True)
+    except Exception:
+        return None
+    return mended if isinstance(mended, dict | list) and mended else None
+
+
+def _call(value: Any, offered: Mapping[str, OfferedTool]) -> SalvagedCall | None:
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):
+        value = value["function"]
+    name = value.get("name")
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        arguments = _loads(arguments) if arguments.strip() else {}
+    if not isinstance(name, str) or name not in offered or not isinstance(arguments, dict):
+        return None
+    if not offered[name].required <= arguments.keys():
+        return None
+    return SalvagedCall(name, arguments)
+
+
+def _values(text: str) -> list[Any] | None:
+    """The JSON values the whole text consists of, or None."""
+    if _TAG in text:
+        if not text.lstrip().startswith(_TAG) or _TAGGED.sub("", text).strip():
+            return None
+        values = [_loads(part) for part in _TAGGED.findall(text)]
+        return None if any(v is None for v in values) else values
+    body = _FENCE_CLOSE.sub("", _FENCE_OPEN.sub("", text.strip(), count=1), count=1)
+    value = _loads(body)
+    if value is None:
+        return None
+    return value if isinstance(value, list) else [value]
+
+
+def salvage(text: str, offered: Mapping[str, OfferedTool]) -> tuple[SalvagedCall, ...] | None:
+    """The calls the whole of `text` writes out, when every one is a valid call to an offered tool."""
+    if not offered or not text.strip() or len(text) > MAX_CALL_CHARS:
+        return None
+    values = _values(text.strip())
+    if not values:
+        return None
+    calls = [_call(v, offered) for v in values]
+    if any(c is None for c in calls):
+        return None
+    return tuple(c for c in calls if c is not None)

@@ -1,0 +1,207 @@
+"""The reply stage through the real proxy: salvage and the gates, in every dialect, streamed and not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import orjson
+import pytest
+from aiohttp.test_utils import TestServer
+from chat import OPENHANDS_TOOLS, Chat, test_run, view
+from dialects import ollama_body, responses_body
+from replies import DIALECTS, PATHS, received, reply, reply_bytes
+from support import Upstream, policy_toml, post
+
+FENCED = '```json\n{\n  "name": "execute_bash",\n  "arguments": {\n    "command": "ls -la"\n  }\n}\n```'
+FINISH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "finish",
+        "parameters": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+    },
+}
+MODES = [(d, s) for d in DIALECTS for s in (False, True)]
+IDS = [f"{d}-{'stream' if s else 'whole'}" for d, s in MODES]
+
+
+def body(dialect: str, chat: Chat, stream: bool) -> bytes:
+    if dialect == "responses":
+        return responses_body(chat, stream=stream)
+    if dialect == "ollama":
+        return ollama_body(chat, stream=stream)
+    return chat.bytes(stream=stream)
+
+
+def reading(tools: list[dict[str, Any]] | None = None) -> Chat:
+    """Mid-task (the transcript ends with a tool result), nothing failing."""
+    return Chat(tools=tools).turn(view())
+
+
+def failing(tools: list[dict[str, Any]] | None = None) -> Chat:
+    """Mid-task, the test failing."""
+    return Chat(tools=tools).turn(test_run())
+
+
+def sent(upstream: Upstream, index: int) -> dict[str, Any]:
+    return upstream.seen[index].json()  # type: ignore[no-any-return]
+
+
+def last_message(dialect: str, request: dict[str, Any]) -> str:
+    if dialect == "responses":
+        item = request["input"][-1]
+        return str(item["content"])
+    return str(request["messages"][-1]["content"])
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+async def test_a_call_written_as_text_reaches_the_agent_as_a_real_call(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+) -> None:
+    upstream.reply_with(reply(dialect, FENCED, stream=stream))
+    request = body(dialect, reading(), stream)
+    first = await post(proxy, request, path=PATHS[dialect])
+    again = await post(proxy, request, path=PATHS[dialect])
+    text, calls = received(dialect, first.body, stream)
+    assert first.status == 200 and first.headers["X-Repair-Salvaged"] == "1"
+    assert text == ""
+    assert [(name, args) for name, args, _ in calls] == [("execute_bash", {"command": "ls -la"})]
+    assert received(dialect, again.body, stream) == (text, calls), "the same reply gets the same call id"
+    if dialect != "ollama":
+        assert calls[0][2].startswith("call_rp")
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        'I would run {"name": "execute_bash", "arguments": {"command": "ls"}} next.',
+        '{"name": "rm_everything", "arguments": {}}',
+        '{"name": "execute_bash", "arguments": {}}',
+        '{"name": "execute_bash", "arguments": {"command": "pytest -',
+        "The tests pass now. Done.",
+    ],
+    ids=["prose_mentioning_json", "unknown_tool", "missing_required_key", "cut_off", "final_answer"],
+)
+async def test_what_is_not_a_call_passes_byte_for_byte(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, text: str
+) -> None:
+    upstream.reply_with(reply(dialect, text, stream=stream))
+    got = await post(proxy, body(dialect, reading(), stream), path=PATHS[dialect])
+    assert got.body == b"".join(reply_bytes(dialect, text, stream=stream))
+    assert "X-Repair-Salvaged" not in got.headers and "X-Repair-Outcome" not in got.headers
+    assert len(upstream.seen) == 1
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+async def test_replies_that_call_tools_pass_byte_for_byte(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+) -> None:
+    calls = [("execute_bash", {"command": "ls"})]
+    upstream.reply_with(reply(dialect, "", calls, stream=stream))
+    got = await post(proxy, body(dialect, failing(), stream), path=PATHS[dialect])
+    assert got.body == b"".join(reply_bytes(dialect, "", calls, stream=stream))
+    assert len(upstream.seen) == 1
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+async def test_an_empty_reply_mid_task_is_asked_again_with_a_call_required(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+) -> None:
+    upstream.reply_with(reply(dialect, "", stream=stream), reply(dialect, FENCED, stream=stream))
+    got = await post(proxy, body(dialect, reading(), stream), path=PATHS[dialect])
+    _text, calls = received(dialect, got.body, stream)
+    assert [name for name, _, _ in calls] == ["execute_bash"]
+    assert got.headers["X-Repair-Retries"] == "action:1" and got.headers["X-Repair-Salvaged"] == "1"
+    retry = sent(upstream, 1)
+    assert "did not call a tool" in last_message(dialect, retry)
+    assert retry.get("tool_choice") == (None if dialect == "ollama" else "required")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_the_action_gate_gives_up_with_the_models_own_first_reply(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    upstream.reply_with(reply(dialect, ""))
+    got = await post(proxy, body(dialect, reading(), False), path=PATHS[dialect])
+    assert len(upstream.seen) == 3, "two retries, then the reply passes"
+    assert got.body == reply_bytes(dialect, "")[0]
+    assert got.headers["X-Repair-Outcome"] == "no_action" and got.headers["X-Repair-Retries"] == "action:2"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_prose_mid_task_passes_when_no_instruction_of_ours_is_unanswered(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    upstream.reply_with(reply(dialect, "Let me think about the structure of this project first."))
+    got = await post(proxy, body(dialect, reading(), False), path=PATHS[dialect])
+    assert len(upstream.seen) == 1 and "X-Repair-Outcome" not in got.headers
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+async def test_finishing_while_the_check_still_fails_is_sent_back(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+) -> None:
+    tools = [*OPENHANDS_TOOLS, FINISH_TOOL]
+    upstream.reply_with(
+        reply(dialect, "", [("finish", {"message": "Fixed."})], stream=stream),
+        reply(dialect, "", [("execute_bash", {"command": "python -m pytest"})], stream=stream),
+    )
+    got = await post(proxy, body(dialect, failing(tools), stream), path=PATHS[dialect])
+    _text, calls = received(dialect, got.body, stream)
+    assert [name for name, _, _ in calls] == ["execute_bash"]
+    assert got.headers["X-Repair-Retries"] == "finish:1"
+    retry = sent(upstream, 1)
+    assert "Do not finish yet" in last_message(dialect, retry)
+    names = [t.get("name") or t["function"]["name"] for t in retry["tools"]]
+    assert "finish" not in names and "execute_bash" in names
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_final_answer_on_a_live_failure_passes_marked_complete_failing(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    upstream.reply_with(reply(dialect, "I fixed the bug, the task is complete."))
+    got = await post(proxy, body(dialect, failing(), False), path=PATHS[dialect])
+    assert len(upstream.seen) == 3
+    assert got.headers["X-Repair-Outcome"] == "complete_failing"
+    assert received(dialect, got.body, False)[0] == "I fixed the bug, the task is complete."
+
+
+async def test_a_final_answer_with_nothing_failing_is_untouched(proxy: TestServer, upstream: Upstream) -> None:
+    chat = Chat().turn(test_run("@pytest_pass"))
+    upstream.reply_with(reply("chat", "All tests pass. Done."))
+    got = await post(proxy, chat.bytes())
+    assert got.body == reply_bytes("chat", "All tests pass. Done.")[0] and len(upstream.seen) == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_salvage_and_gates_are_policy_switches(make_proxy, upstream: Upstream, tmp_path, dialect: str) -> None:  # type: ignore[no-untyped-def]
+    policy = tmp_path / "p.toml"
+    policy.write_text(policy_toml({"reply": {"salvage": False, "action_gate": False}}))
+    proxy = await make_proxy(policy=str(policy))
+    upstream.reply_with(reply(dialect, FENCED))
+    got = await post(proxy, body(dialect, reading(), False), path=PATHS[dialect])
+    assert got.body == reply_bytes(dialect, FENCED)[0] and len(upstream.seen) == 1
+
+
+async def test_tool_choice_none_is_never_salvaged(proxy: TestServer, upstream: Upstream) -> None:
+    upstream.reply_with(reply("chat", FENCED))
+    got = await post(proxy, reading().bytes(tool_choice="none"))
+    assert got.body == reply_bytes("chat", FENCED)[0]
+
+
+async def test_the_sdk_reads_a_salvaged_stream(proxy: TestServer, upstream: Upstream) -> None:
+    """The openai SDK's own stream helpers accept the rewritten streams, chat and Responses."""
+    client = openai.AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="k", max_retries=0)
+    chat = reading()
+    upstream.reply_with(reply("chat", FENCED, stream=True))
+    async with client.chat.completions.stream(model="m", messages=chat.messages, tools=chat.tools) as stream:  # type: ignore[arg-type]
+        final = await stream.get_final_completion()
+    call = final.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert (call.function.name, orjson.loads(call.function.arguments)) == ("execute_bash", {"command": "ls -la"})
+    upstream.reply_with(reply("responses", FENCED, stream=True))
+    request = orjson.loads(responses_body(chat))
+    async with client.responses.stream(model="m", input=request["input"], tools=request["tools"]) as events:
+        response = await events.get_final_response()
+    assert [(i.type, getattr(i, "name", None)) for i in response.output] == [("function_call", "execute_bash")]

@@ -1,0 +1,114 @@
+"""The reply rules the plan arms for each request, and how a reply is judged by them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
+from scenario_loader import analyse, engine
+
+from proxy.engine.reply import Gate, ReplyRules, ReplyView, holding, judge
+from proxy.engine.salvage import OfferedTool
+
+FINISH = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object"}}}
+CALL = '{"name": "execute_bash", "arguments": {"command": "ls"}}'
+
+
+def rules_for(chat: Chat, **extra: Any) -> ReplyRules:
+    planned = analyse(engine(), chat.bytes(**extra))
+    assert planned is not None
+    return planned.decision.reply
+
+
+def test_mid_task_with_nothing_failing_arms_the_action_gate_for_empty_replies_only() -> None:
+    rules = rules_for(Chat().turn(view()))
+    assert set(rules.gates) == {Gate.ACTION}
+    assert (rules.empty_gate, rules.prose_gate) == (Gate.ACTION, None)
+    assert rules.offered.keys() == {"execute_bash", "str_replace_editor"}
+
+
+def test_a_person_waiting_for_an_answer_arms_no_gate() -> None:
+    """The transcript ends with the person's message: a text answer is what is wanted."""
+    assert rules_for(Chat()).gates == {}
+
+
+def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> None:
+    rules = rules_for(Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()))
+    assert set(rules.gates) == {Gate.ACTION, Gate.FINISH}
+    assert rules.prose_gate is Gate.FINISH and rules.finish_tools == {"finish"}
+    finish_edit = rules.gates[Gate.FINISH].edit
+    assert finish_edit.require_call and finish_edit.tools == ["execute_bash", "str_replace_editor"]
+
+
+def test_an_owed_reverify_arms_the_done_gate_first() -> None:
+    rules = rules_for(Chat().turn(test_run()).turn(edit()))
+    assert rules.empty_gate is Gate.DONE and rules.prose_gate is Gate.DONE
+    assert rules.gates[Gate.DONE].edit.tool_choice == "execute_bash"
+
+
+def test_an_unanswered_instruction_makes_prose_a_non_answer() -> None:
+    """After our nudge the model must act: prose is held by the action gate, grounded in the nudge."""
+    chat = Chat()
+    for out in ("@pytest_addition_a", "@pytest_addition_b", "@pytest_addition_a"):
+        chat.turn(test_run(out))
+    rules = rules_for(chat)
+    assert rules.prose_gate is Gate.ACTION
+    directive = rules.gates[Gate.ACTION].edit.messages[-1]["content"]  # type: ignore[index]
+    assert "Do what the instruction above asks" in directive and "Reply with that tool call only" in directive
+
+
+def test_tool_choice_none_turns_salvage_and_the_tool_gates_off() -> None:
+    rules = rules_for(Chat().turn(test_run()), tool_choice="none")
+    assert not rules.offered and set(rules.gates) <= {Gate.DONE}
+
+
+def test_a_named_tool_choice_salvages_only_that_tool() -> None:
+    rules = rules_for(Chat().turn(view()), tool_choice={"type": "function", "function": {"name": "str_replace_editor"}})
+    assert set(rules.offered) == {"str_replace_editor"}
+
+
+RULES = ReplyRules(
+    offered={"execute_bash": OfferedTool("execute_bash", frozenset({"command"}))},
+    finish_tools=frozenset({"finish"}),
+    gates={Gate.ACTION: None, Gate.FINISH: None},  # type: ignore[dict-item]
+    empty_gate=Gate.ACTION,
+    prose_gate=Gate.FINISH,
+)
+
+
+@pytest.mark.parametrize(
+    ("view", "gate", "salvaged"),
+    [
+        (ReplyView("", ("execute_bash",)), None, False),
+        (ReplyView(CALL), None, True),
+        (ReplyView("", ("finish",)), Gate.FINISH, False),
+        (ReplyView(""), Gate.ACTION, False),
+        (ReplyView("I am done."), Gate.FINISH, False),
+    ],
+    ids=["acts", "salvaged", "finishes_on_failure", "empty", "prose"],
+)
+def test_judge(view: ReplyView, gate: Gate | None, salvaged: bool) -> None:
+    judgement = judge(view, RULES)
+    assert judgement.gate is gate and bool(judgement.salvaged) is salvaged
+
+
+@pytest.mark.parametrize(
+    ("view", "held"),
+    [
+        (ReplyView(""), True),
+        (ReplyView('{"name": "execute_'), True),
+        (ReplyView("", (None,)), True),
+        (ReplyView("", ("finish",)), True),
+        (ReplyView("", ("execute_bash",)), False),
+    ],
+    ids=["nothing_yet", "may_be_a_call", "call_name_unknown", "finish_call", "a_real_call"],
+)
+def test_holding_a_stream(view: ReplyView, held: bool) -> None:
+    assert holding(view, RULES) is held
+
+
+def test_prose_is_released_at_once_when_nothing_holds_it() -> None:
+    rules = ReplyRules(offered=RULES.offered)
+    assert not holding(ReplyView("Let me"), rules)
+    assert not ReplyRules().active

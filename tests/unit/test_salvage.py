@@ -1,0 +1,118 @@
+"""Salvage: every shape small models write a call in is read back; nothing else ever is."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.engine.salvage import OfferedTool, may_become_call, offered_tools, salvage
+
+OFFERED = {
+    "execute_bash": OfferedTool("execute_bash", frozenset({"command"})),
+    "view": OfferedTool("view", frozenset()),
+}
+LS = [("execute_bash", {"command": "ls"})]
+
+
+def calls(text: str) -> list[tuple[str, dict[str, object]]] | None:
+    found = salvage(text, OFFERED)
+    return None if found is None else [(c.name, dict(c.arguments)) for c in found]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"name": "execute_bash", "arguments": {"command": "ls"}}', LS),
+        ('  \n{"name": "execute_bash", "parameters": {"command": "ls"}}\n', LS),
+        ('```json\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n```', LS),
+        ('```\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n```\n```\n\n', LS),
+        ('<tool_call>\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n</tool_call>', LS),
+        ('<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"}}', LS),
+        ('{"function": {"name": "execute_bash", "arguments": "{\\"command\\": \\"ls\\"}"}}', LS),
+        ('{"type": "function", "function": {"name": "execute_bash", "arguments": {"command": "ls"}}}', LS),
+        ('{"name": "execute_bash", "arguments": {"command": "ls"}}}', LS),
+        ("{'name': 'execute_bash', 'arguments': {'command': 'ls'}}", LS),
+        (
+            '[{"name": "view", "arguments": {}}, {"name": "execute_bash", "arguments": {"command": "ls"}}]',
+            [("view", {}), *LS],
+        ),
+        (
+            '<tool_call>{"name": "view", "arguments": {}}</tool_call>\n<tool_call>{"name": "execute_bash", '
+            '"arguments": {"command": "ls"}}</tool_call>',
+            [("view", {}), *LS],
+        ),
+    ],
+    ids=[
+        "bare",
+        "parameters_key",
+        "fenced_json",
+        "fenced_with_a_stray_fence",
+        "tool_call_tag",
+        "tool_call_tag_unclosed",
+        "function_wrapper_string_arguments",
+        "openai_shape",
+        "unbalanced_closing_brace",
+        "single_quotes",
+        "list",
+        "two_tags",
+    ],
+)
+def test_a_whole_reply_that_is_a_call_is_salvaged(text: str, expected: list[tuple[str, dict[str, object]]]) -> None:
+    assert calls(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "The tests pass.",
+        'I will run {"name": "execute_bash", "arguments": {"command": "ls"}} now.',
+        '{"name": "execute_bash", "arguments": {"command": "ls"}}\nThat lists the files.',
+        'Here:\n```json\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n```',
+        '{"name": "delete_repo", "arguments": {}}',
+        '{"name": "execute_bash", "arguments": {}}',
+        '{"name": "execute_bash", "arguments": {"command": "rm -',
+        '{"answer": 42}',
+        '[{"name": "execute_bash", "arguments": {"command": "ls"}}, {"name": "nope", "arguments": {}}]',
+        '<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"}}</tool_call> and then more text',
+    ],
+    ids=[
+        "empty",
+        "prose",
+        "prose_around_json",
+        "json_then_prose",
+        "lead_in_then_fence",
+        "tool_not_offered",
+        "required_key_missing",
+        "cut_off_mid_value",
+        "json_answer_not_a_call",
+        "one_of_two_not_offered",
+        "tag_then_prose",
+    ],
+)
+def test_anything_else_is_never_salvaged(text: str) -> None:
+    assert calls(text) is None
+
+
+def test_nothing_offered_means_nothing_salvaged() -> None:
+    assert salvage('{"name": "execute_bash", "arguments": {"command": "ls"}}', {}) is None
+
+
+def test_offered_tools_read_required_keys_from_the_schema() -> None:
+    tools = [
+        {"type": "function", "function": {"name": "a", "parameters": {"required": ["x", 3]}}},
+        {"type": "function", "function": {"name": "b"}},
+        "junk",
+    ]
+    assert offered_tools(tools) == {"a": OfferedTool("a", frozenset({"x"})), "b": OfferedTool("b", frozenset())}
+
+
+@pytest.mark.parametrize(
+    "prefix", ["", "  \n", "{", '[{"na', "`", "```", "```json", "```json\n", "```\n {", "<tool", "<tool_call>"]
+)
+def test_a_stream_is_held_while_its_text_may_still_become_a_call(prefix: str) -> None:
+    assert may_become_call(prefix)
+
+
+@pytest.mark.parametrize("prefix", ["Let", " I will", "```python\nimport os", "```json\nHere", "<tools>", "`code`"])
+def test_a_stream_is_released_as_soon_as_it_cannot(prefix: str) -> None:
+    assert not may_become_call(prefix)
