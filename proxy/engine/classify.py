@@ -1,10 +1,9 @@
-"""Classification: what a call does (edit, verify, read, ...) and how its result came out.
+"""Classification: what a call does (edit, verify, read, search, poll, finish, other).
 
 Calls are classified by the policy: a tool with a fixed kind, a tool whose kind depends on
 one argument, a shell tool whose command is matched against patterns, and for unknown
-tools a shell-like argument or a hint in the name. Results are `fail`, `pass` or
-`neutral`, from an error flag, an `{"error": ...}` payload, an exit code in one of the
-shapes agents print, a test-runner or compiler summary, or a traceback.
+tools a shell-like argument or a hint in the name. How a call's result came out is
+`outcome.py`'s.
 """
 
 from __future__ import annotations
@@ -12,26 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-import orjson
-
-from proxy.engine.textscan import Marker, any_marker
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
-__all__ = ["FAIL_MARKERS", "PASS_MARKERS", "Classifier", "Outcome", "command_of", "result_outcome"]
+__all__ = ["CallClass", "Classifier", "command_of"]
 
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _LEADING_NOISE = re.compile(r"^(?:cd\s+\S+|export\s+\S+|source\s+\S+|(?:\w+=\S*\s+)+|timeout\s+\d+\w?\s+|time\s+)")
-
-
-class Outcome(StrEnum):
-    FAIL = "fail"
-    PASS = "pass"
-    NEUTRAL = "neutral"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,110 +131,3 @@ class Classifier:
             if kind in found:
                 return CallClass(kind, mutates)
         return CallClass(CallKind.OTHER, mutates)
-
-
-# --- results -------------------------------------------------------------------------
-
-_EXIT_CODE = re.compile(
-    r"(?:exit(?:ed)?[ _](?:code|status)|exit_code|return ?code|returncode|exited with code|"
-    r"process exited with code)\s*[:=>]?\s*\[?(-?\d+)",
-    re.IGNORECASE,
-)
-FAIL_MARKERS = (
-    Marker.of("failed", r"=+ .*\b\d+ failed\b.*=+"),  # pytest summary
-    Marker.of("error", r"=+ .*\b\d+ errors?\b.*=+"),
-    Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary, unittest
-    Marker.of("failed", r"^(?:Tests|Test Suites):\s+\d+ failed"),  # jest
-    Marker.of("failed", r"^\s*Tests\s+\d+ failed"),  # vitest
-    Marker.of("test result: FAILED"),  # cargo
-    Marker.of("--- FAIL: "),  # go test
-    Marker.of("FAIL", r"^FAIL\s"),
-    Marker.of("error TS", r"\berror TS\d+:"),  # tsc
-    Marker.of("error", r"^error(?:\[E\d+\])?: "),  # rustc / cargo
-    Marker.of("Found ", r"^Found \d+ errors?\b"),  # mypy, ruff
-    Marker.of(": error: ", r"^\S+:\d+: error: "),  # mypy lines
-    Marker.of(": ", r"^\S+:\d+:\d+: [A-Z]+\d+ "),  # flake8 / ruff concise
-    Marker.of("npm ERR! "),
-    Marker.of("Traceback (most recent call last):"),
-    Marker.of("panicked at "),
-)
-"""Output that says a check failed."""
-PASS_MARKERS = (
-    Marker.of("passed", r"=+ \d+ passed[^=\n]*=+"),  # pytest
-    Marker.of("skipped", r"=+ \d+ skipped[^=\n]*=+"),
-    Marker.of("no tests ran", r"=+ no tests ran[^=\n]*=+"),
-    Marker.of("passed", r"^(?:Tests|Test Suites):\s+\d+ passed, \d+ total"),  # jest
-    Marker.of("passed", r"^\s*Tests\s+\d+ passed"),  # vitest
-    Marker.of("test result: ok."),  # cargo
-    Marker.of("ok\t", r"^ok\t\S+"),  # go test
-    Marker.of("ok ", r"^ok\s+\S+"),
-    Marker.of("PASS\n", r"^PASS$"),
-    Marker.of("OK", r"^OK(?: \(|$)"),  # unittest
-    Marker.of("Success: no issues found"),  # mypy
-    Marker.of("All checks passed!"),  # ruff
-)
-"""Output that says a check passed."""
-_EDIT_FAILURE = re.compile(
-    r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>)|"
-    r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find)\b",
-    re.IGNORECASE,
-)
-
-
-def _json_error(text: str) -> bool:
-    stripped = text.lstrip()
-    if not stripped.startswith("{"):
-        return False
-    try:
-        payload = orjson.loads(stripped)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(payload, dict) and bool(payload.get("error"))
-
-
-def exit_code(text: str) -> int | None:
-    """The last exit code the output states, if any."""
-    # Agents print the code first (`<returncode>1</returncode>`) or last (`exit code: 1`).
-    region = (text if len(text) <= 2000 else text[:400] + "\n" + text[-1600:]).lower()
-    last: tuple[int, int] | None = None
-    for needle in ("exit", "return", "process"):
-        position = region.find(needle)
-        while position != -1:
-            match = _EXIT_CODE.match(region, position)
-            if match and (last is None or position > last[0]):
-                last = (position, int(match.group(1)))
-            position = region.find(needle, position + 1)
-    return None if last is None else last[1]
-
-
-def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
-    """How one call's result came out, judged by what kind of call made it."""
-    if is_error or _json_error(text):
-        return Outcome.FAIL
-    text = text if text.endswith("\n") else text + "\n"
-    code = exit_code(text)
-    if kind is CallKind.EDIT:
-        if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
-            return Outcome.FAIL
-        return Outcome.NEUTRAL
-    if kind is CallKind.FINISH:
-        return Outcome.NEUTRAL
-    if kind in (CallKind.READ, CallKind.SEARCH, CallKind.POLL):
-        # grep's exit 1 means "no match"; a read's content is not evidence of failure.
-        return Outcome.FAIL if code not in (None, 0, 1) else Outcome.NEUTRAL
-    if code not in (None, 0):
-        return Outcome.FAIL
-    if any_marker(PASS_MARKERS, text) and not _counts_failure(text):
-        return Outcome.PASS if kind is CallKind.VERIFY else Outcome.NEUTRAL
-    if any_marker(FAIL_MARKERS, text):
-        return Outcome.FAIL
-    if code == 0 and kind is CallKind.VERIFY:
-        return Outcome.PASS
-    return Outcome.NEUTRAL
-
-
-_FAILED_COUNT = re.compile(r"\b[1-9]\d* (?:failed|errors?)\b|test result: FAILED|^--- FAIL", re.MULTILINE)
-
-
-def _counts_failure(text: str) -> bool:
-    return _FAILED_COUNT.search(text) is not None

@@ -21,6 +21,7 @@ from proxy.engine.identity import conversation_id, task_id
 from proxy.engine.plan import Decision, Effects, Request, decide, passed
 from proxy.engine.remedy import fitter, memory_text
 from proxy.engine.rules import Rules
+from proxy.engine.salvage import offered_tools
 from proxy.engine.state import ConversationState, Injection
 from proxy.engine.statecache import StateCache
 from proxy.engine.tokens import TokenCounter
@@ -124,6 +125,7 @@ class Engine:
             repair=state.repair,
             vocabulary=learn_vocabulary(tools, self.rules.classifier),
             fit=fitter(self.tokens, self.policy.repair.max_injected_tokens),
+            offered=offered_tools(tools),
         )
         placement = self.policy.repair.placement
         return tuple(

@@ -3,8 +3,9 @@
 Folded once per turn by `fold_failure`, by these rules:
 
 1. A turn is judged by its first failing diagnostic result in call order (a verification,
-   or a command that is neither a read, a search, a poll nor an edit), so a turn that
-   edits and re-tests is judged by the re-test, past the edit's own "ok".
+   or a command that is neither a read, a search, a poll nor an edit; not a call the tool
+   rejected before running it), so a turn that edits and re-tests is judged by the
+   re-test, past the edit's own "ok".
 2. A failure with the live failure's signature extends the streak, even across edits; a
    different signature starts a new streak at 1; a passing verification clears the model.
 3. A successful edit with no verification after it, on a live failure, keeps the model
@@ -18,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
-from proxy.engine.classify import Outcome
 from proxy.engine.evidence import Pointers, evidence, extract_pointers
 from proxy.engine.observe import ObservedCall, ObservedTurn
+from proxy.engine.outcome import Outcome
 from proxy.settings.kinds import CallKind
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure"]
@@ -90,7 +91,7 @@ SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
 
 def _first_failure(calls: tuple[ObservedCall, ...]) -> int | None:
     for index, call in enumerate(calls):
-        if call.kind in DIAGNOSTIC_KINDS and call.outcome is Outcome.FAIL:
+        if call.kind in DIAGNOSTIC_KINDS and call.outcome is Outcome.FAIL and not call.rejected:
             return index
     return None
 

@@ -179,9 +179,8 @@ def fold_messages(
             state = fold_user(state, event)
             continue
         observed = observe(event, state.turns + 1, rules.classifier, state.folded, volatile)
-        text_only = not event.calls and bool(event.text.strip())
-        if not observed.calls and not text_only:
-            continue
+        if not observed.calls and event.calls:
+            continue  # calls not answered yet, or answered and folded already
         state, found = fold_turn(state, observed, rules)
         trips.extend(found)
     return replace(state, cursor=_cursor_after(turns, messages)), trips

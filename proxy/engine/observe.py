@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxy.engine.canonical import call_key, output_digest
-from proxy.engine.classify import Classifier, Outcome, result_outcome
+from proxy.engine.classify import Classifier
+from proxy.engine.outcome import Outcome, rejected, result_outcome
 from proxy.engine.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
@@ -27,6 +28,8 @@ class ObservedCall:
     """The canonical call: tool name and sorted-key arguments, volatile ids dropped."""
     digest: str | None
     """Digest of the result's payload; None when it has none."""
+    rejected: bool = False
+    """The tool turned the call down before running it (an argument missing or invalid)."""
 
     @property
     def result(self) -> str:
@@ -100,6 +103,7 @@ def observe(
                 command=classifier.command(call.name, call.arguments),
                 key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
                 digest=output_digest(call.result),
+                rejected=rejected(call.result),
             )
         )
     return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal)

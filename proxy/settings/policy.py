@@ -95,6 +95,11 @@ class Ladder(_Frozen):
             raise ValueError("escalate counts must rise above `after`, each once")
         return self
 
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """The counts its rungs stand at, lowest first."""
+        return (self.after, *(r.at for r in self.escalate))
+
     def action_at(self, count: int) -> Action | None:
         """The action of the rung at exactly `count`; None between rungs."""
         if count == self.after:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.engine.classify import Classifier, Outcome, result_outcome
+from proxy.engine.classify import Classifier
+from proxy.engine.outcome import Outcome, rejected, result_outcome
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import default_policy
 
@@ -131,3 +132,48 @@ def test_runner_outputs(name: str, kind: CallKind, outcome: Outcome) -> None:
 def test_result_shapes(text: str, kind: CallKind, is_error: bool, outcome: Outcome) -> None:
     """Error flags, JSON errors, exit codes in agents' shapes, failed edits; reads and searches are not evidence."""
     assert result_outcome(kind, text, is_error) is outcome
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "ERROR:\nMissing required parameter `path` for command: view.",
+        "Error: Invalid arguments: 'command' is a required property",
+        "1 validation error for ExecuteBashAction\ncommand\n  Field required",
+        "<tool_use_error>InputValidationError: file_path is missing</tool_use_error>",
+        "Error: Unknown tool: run_tests_fast",
+        "TypeError: read_file() got an unexpected keyword argument 'filepath'",
+    ],
+)
+def test_a_call_the_tool_turned_down_is_a_rejected_failure_whatever_its_kind(output: str) -> None:
+    """Argument-validation and tool errors are failures (never counted as successes), and
+    rejected: they say nothing about the work, so the failure model leaves them alone."""
+    for kind in (CallKind.READ, CallKind.EDIT, CallKind.OTHER, CallKind.VERIFY):
+        assert result_outcome(kind, output, False) is Outcome.FAIL
+    assert rejected(output)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "cat: src/missing.py: No such file or directory",
+        "ERROR:\nThe path /workspace/src/missing.py does not exist. Please provide a valid path.",
+        "Error: /workspace/src is a directory",
+    ],
+)
+def test_a_read_of_nothing_fails(output: str) -> None:
+    assert result_outcome(CallKind.READ, output, False) is Outcome.FAIL
+    assert not rejected(output)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "     1\tdef parse(s):\n     2\t    # raises ValueError on a missing argument\n",
+        "src/parse.py:2:def parse(s):  # error handling lives here",
+        "",
+    ],
+)
+def test_reads_whose_content_mentions_errors_are_not_failures(output: str) -> None:
+    assert result_outcome(CallKind.READ, output, False) is Outcome.NEUTRAL
+    assert not rejected(output)

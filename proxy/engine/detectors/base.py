@@ -15,6 +15,7 @@ from typing import Generic, Protocol, TypeVar
 from proxy.engine.classify import Classifier
 from proxy.engine.failure import RepairState
 from proxy.engine.observe import ObservedTurn
+from proxy.engine.salvage import OfferedTool
 from proxy.engine.vocabulary import Vocabulary
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
@@ -44,6 +45,8 @@ class Trip:
     """A short quote of the evidence (a repeated output, a repeated reply)."""
     tool: str = ""
     """The one tool the pattern is about, when there is one (what `restrict` takes away)."""
+    arguments: tuple[str, ...] = ()
+    """The argument names of the call the pattern is about (what a remedy may tell it to change)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +69,11 @@ class TurnFacts:
         subject: str = "",
         excerpt: str = "",
         tool: str = "",
+        arguments: tuple[str, ...] = (),
     ) -> Trip:
         """A trip of `pattern` on this turn."""
-        return Trip(pattern, action, detail, self.turn.ordinal, self.turn.anchor, count, subject, excerpt, tool)
+        turn = self.turn
+        return Trip(pattern, action, detail, turn.ordinal, turn.anchor, count, subject, excerpt, tool, arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,8 @@ class RemedyContext:
     repair: RepairState
     vocabulary: Vocabulary | None
     fit: Callable[[str, str, str], str]
+    offered: Mapping[str, OfferedTool] = field(default_factory=dict)
+    """The request's tools, with their required arguments."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,23 @@
-"""`monologue`: the model keeps sending the same text-only reply.
+"""`monologue`: the model keeps sending the same text-only reply, or nothing at all.
 
-Counts consecutive text-only assistant replies with the same (whitespace-normalised) text,
-whatever user messages come between them (in chat completions every text-only reply must be
-followed by a user message for the run to go on); fires when the count reaches a rung of the
-ladder (first `after`, default `AFTER`). A tool turn resets it. User messages never start a
-new episode.
+Counts consecutive text-only assistant replies whose text is the same once normalised
+(case, digits, punctuation and whitespace set aside, so "Step 3." and "step 4" repeat), empty
+replies included (an empty reply repeats an empty one); fires when the count reaches a rung
+of the ladder (first `after`, default `AFTER`). Whatever user messages come between them
+(an agent's own "your reply had no tool call" included), and a person's new message too:
+every text-only reply must be followed by a user message for a run to go on. A tool turn
+resets it.
 
-Remedy: quote the reply and ask for a tool call, or a plain "done" or "blocked".
+Remedy: quote the reply (or say they were empty) and ask for a tool call, or a plain "done"
+or "blocked".
 
-Must never fire on: replies that differ; replies with tool calls between them.
+Must never fire on: replies that differ in words; replies with tool calls between them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
@@ -22,12 +26,18 @@ from proxy.engine.remedy import PREFIX
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
-__all__ = ["AFTER", "DETECTOR", "NAME"]
+__all__ = ["AFTER", "DETECTOR", "NAME", "normalised"]
 
 NAME = "monologue"
 AFTER = 3
-"""Identical text-only assistant replies that trip the pattern."""
+"""Text-only assistant replies in a row with the same normalised text (or none) that trip the pattern."""
 LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+_NOISE = re.compile(r"[\d\W_]+")
+
+
+def normalised(text: str) -> str:
+    """The words of a reply, lower-cased: numbers, punctuation and spacing do not hide a repeat."""
+    return " ".join(_NOISE.sub(" ", text.lower()).split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,24 +49,26 @@ class State:
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
     if facts.turn.turn.calls:
         return State(), []
-    text = " ".join(facts.turn.text.split())
-    if not text:
-        return state, []
-    digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    words = normalised(facts.turn.text)
+    digest = hashlib.blake2b(words.encode(), digest_size=16).hexdigest()
     state = State(digest, state.count + 1 if digest == state.digest else 1)
     action = ladder.action_at(state.count)
     if action is None:
         return state, []
-    detail = f"the same text-only reply {state.count} times in a row"
-    return state, [facts.trip(NAME, action, detail, state.count, excerpt=excerpt(text))]
+    kind = "text-only reply" if words else "empty reply"
+    detail = f"the same {kind} {state.count} times in a row"
+    return state, [facts.trip(NAME, action, detail, state.count, excerpt=excerpt(" ".join(facts.turn.text.split())))]
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
-    return context.fit(
-        f"{PREFIX} You have sent this same reply {trip.count} times:",
-        trip.excerpt,
-        "Do not send it again. Either call a tool to make progress, or say plainly that you are done or blocked.",
-    )
+    tail = "Do not send it again. Either call a tool to make progress, or say plainly that you are done or blocked."
+    if not trip.excerpt:
+        return context.fit(
+            f"{PREFIX} Your last {trip.count} replies were empty.",
+            "",
+            "Reply with your next tool call, or say plainly that you are done or blocked.",
+        )
+    return context.fit(f"{PREFIX} You have sent this same reply {trip.count} times:", trip.excerpt, tail)
 
 
 DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy, episodic=False)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.classify import Outcome
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from proxy.engine.outcome import Outcome
 from proxy.engine.remedy import PREFIX
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy

@@ -1,10 +1,11 @@
 """`read_stagnation`: turn after turn of reading and searching, and no change is made.
 
-Reads are keyed by the canonical call (path and range included), so paging through a file
-or reading new files is exploration; a read-dominated turn (share `loops.read_share`) with
-no successful change that re-reads something already read since the last change is drift.
-Fires when drift turns reach a rung of the ladder (first `after`, default `AFTER`), whether
-or not any edit ever failed. A successful change resets it.
+Counts consecutive turns that only read and search (share `loops.read_share` of their
+calls) with no successful change; fires when that run reaches a rung of the ladder (first
+`after`, default `AFTER`) once it has re-read something it already read in the run (reads
+are keyed by the canonical call, path and range included), or later, on the turn it first
+does. Whether or not any edit ever failed. A successful change, or a turn that does
+something else (runs a check, a command), ends the run.
 
 Remedy: stop reading, state a hypothesis, edit the file read most. `force` pins an edit tool.
 
@@ -25,7 +26,7 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 
 NAME = "read_stagnation"
 AFTER = 8
-"""Tool turns of re-reading and searching without a successful change that trip the pattern."""
+"""Consecutive read-or-search-only turns without a change (one of them a re-read) that trip the pattern."""
 LADDER = Ladder(after=AFTER, action=Action.NUDGE)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
@@ -33,10 +34,14 @@ _MAX_PATHS = 64
 
 @dataclass(frozen=True, slots=True)
 class State:
-    drift: int = 0
+    run: int = 0
+    """Read-only turns in a row."""
     seen: frozenset[str] = frozenset()
+    reread: bool = False
+    fired: frozenset[int] = frozenset()
+    """Rungs already fired in this run."""
     reads: tuple[tuple[str, int], ...] = ()
-    """(file, times read) since the last change, most read first."""
+    """(file, times read) in this run, most read first."""
 
 
 def _count(reads: tuple[tuple[str, int], ...], paths: list[str]) -> tuple[tuple[str, int], ...]:
@@ -50,26 +55,28 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
     calls = facts.turn.calls
     if not calls:
         return state, []
-    if any(c.succeeded_mutation for c in calls):
-        return State(), []
     reads = [c for c in calls if c.kind in _READS]
-    if len(reads) < policy.loops.read_share * len(calls):
-        return state, []
+    if any(c.succeeded_mutation for c in calls) or len(reads) < policy.loops.read_share * len(calls):
+        return State(), []
     keys = {c.key for c in reads}
-    drifted = bool(keys & state.seen)
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
     state = State(
-        drift=state.drift + (1 if drifted else 0),
+        run=state.run + 1,
         seen=state.seen | keys,
+        reread=state.reread or bool(keys & state.seen),
+        fired=state.fired,
         reads=_count(state.reads, paths),
     )
-    action = ladder.action_at(state.drift) if drifted else None
+    reached = [n for n in ladder.counts if n <= state.run and n not in state.fired] if state.reread else []
+    if not reached:
+        return state, []
+    action = ladder.action_at(max(reached))
+    state = State(state.run, state.seen, state.reread, state.fired | set(reached), state.reads)
     if action is None:
         return state, []
-    most = state.reads[0] if state.reads else None
-    detail = f"{state.drift} turns re-reading and searching without a change"
-    subject = most[0] if most else ""
-    return state, [facts.trip(NAME, action, detail, state.drift, subject=subject)]
+    detail = f"{state.run} turns of reading and searching without a change, going back over what was read"
+    subject = state.reads[0][0] if state.reads else ""
+    return state, [facts.trip(NAME, action, detail, state.run, subject=subject)]
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:

@@ -1,25 +1,27 @@
-"""`repeat_call`: the same call succeeds again and again.
+"""`repeat_call`: the same call succeeds again and again, and returns the same thing.
 
 The call is compared canonically (tool name plus sorted-key arguments, volatile ids
-dropped), so reordered keys do not evade it. Counts successful calls in a row, parallel
-calls in one message included; fires when the count reaches a rung of the ladder (first
-`after`, default `AFTER`).
+dropped), so reordered keys do not evade it. Counts successful calls in a row with the
+same result, parallel calls in one message included; fires when the count reaches a rung
+of the ladder (first `after`, default `AFTER`). A call whose result changes (a still-running
+command whose output advances) is polling, and starts the count again.
 
 Remedy: quote the result the agent already has and ask for a different next step;
 `restrict` takes the repeated tool away for one request.
 
 Must never fire on: read, write, read (any distinct call between resets the count); calls
-with varied arguments; failing calls (they belong to the failure model and neither count
-nor reset); polling tools (exempt, see `excessive_polling`).
+with varied arguments; the same call whose result changes each time; failing calls (they
+belong to the failure model and neither count nor reset); polling tools (exempt, see
+`excessive_polling`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.classify import Outcome
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt, is_poll
+from proxy.engine.outcome import Outcome
 from proxy.engine.remedy import PREFIX
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy, Rung
@@ -37,6 +39,8 @@ LADDER = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, act
 @dataclass(frozen=True, slots=True)
 class State:
     key: str = ""
+    digest: str | None = None
+    """The last result's digest (None: no payload)."""
     count: int = 0
 
 
@@ -44,11 +48,12 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
     trips: list[Trip] = []
     for call in facts.turn.calls:
         if is_poll(call, policy):
-            state = State(call.key, 0)
+            state = State(call.key, call.digest, 0)
             continue
         if call.outcome is Outcome.FAIL:
             continue
-        state = State(call.key, state.count + 1 if call.key == state.key else 1)
+        same = call.key == state.key and call.digest == state.digest
+        state = State(call.key, call.digest, state.count + 1 if same else 1)
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"the same call succeeded {state.count} times in a row"
