@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from proxy.engine.canonical import call_key, output_digest
 from proxy.engine.classify import Classifier
+from proxy.engine.envelope import unwrap
 from proxy.engine.outcome import Outcome, rejected, result_outcome
 from proxy.engine.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
@@ -30,10 +31,12 @@ class ObservedCall:
     """Digest of the result's payload; None when it has none."""
     rejected: bool = False
     """The tool turned the call down before running it (an argument missing or invalid)."""
+    output: str = ""
+    """The result as printed (a JSON envelope's output unwrapped, see `envelope`)."""
 
     @property
     def result(self) -> str:
-        return self.call.result or ""
+        return self.output
 
     @property
     def target(self) -> str | None:
@@ -94,16 +97,18 @@ def observe(
         if call.result is None or call.id in skip:
             continue
         cls = classifier.classify(call.name, call.arguments)
+        output = unwrap(call.result)
         calls.append(
             ObservedCall(
                 call=call,
                 kind=cls.kind,
                 mutates=cls.mutates,
-                outcome=result_outcome(cls.kind, call.result, call.is_error),
+                outcome=result_outcome(cls.kind, output, call.is_error),
                 command=classifier.command(call.name, call.arguments),
                 key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
-                digest=output_digest(call.result),
-                rejected=rejected(call.result),
+                digest=output_digest(output),
+                rejected=rejected(output),
+                output=output,
             )
         )
     return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal)

@@ -14,20 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from proxy.engine.detectors import BY_NAME, Levers, Trip
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.failure import DiagnosticClass
+from proxy.engine.gates import Turn, forced_tool, nagged, reply_rules
 from proxy.engine.handback import Handback
-from proxy.engine.remedy import PREFIX, failing_call, handback_text
-from proxy.engine.reply import Gate, GatePlan, ReplyRules
+from proxy.engine.remedy import handback_text
+from proxy.engine.reply import ReplyRules
 from proxy.engine.rewrite import anchor_positions, apply_injections
 from proxy.engine.rules import Rules
 from proxy.engine.salvage import offered_tools
 from proxy.engine.state import ConversationState, Injection, TripOutcome
 from proxy.engine.verdict import Verdict
-from proxy.settings.kinds import Action, CallKind, Placement
+from proxy.settings.kinds import Action
 
 __all__ = ["Decision", "Effects", "Request", "decide", "passed"]
 
@@ -90,12 +90,6 @@ class Decision:
         )
 
 
-def _tool_choice(tail_trips: list[Trip], levers: Levers) -> str | None:
-    """`force` pins the next call, as the last forcing pattern chooses."""
-    forced = [t for t in tail_trips if t.action is Action.FORCE]
-    return BY_NAME[forced[-1].pattern].force(forced[-1], levers) if forced else None
-
-
 def _restricted(tail_trips: list[Trip], levers: Levers) -> list[str] | None:
     """`restrict` takes what each restricting pattern names out of `tools` for this one
     request. Never all of them: a request left with no tools would change what the agent
@@ -108,106 +102,6 @@ def _restricted(tail_trips: list[Trip], levers: Levers) -> list[str] | None:
         drop |= BY_NAME[trip.pattern].restrict(trip, levers)
     kept = sorted(levers.offered - drop)
     return kept if kept and len(kept) < len(levers.offered) else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Turn:
-    """What the reply rules need to know about where the conversation stands."""
-
-    messages: list[Any]
-    """The request's messages as they go upstream (instructions placed)."""
-    state: ConversationState
-    levers: Levers
-    mid_task: bool
-    """The transcript ends with a tool result, or with an instruction of ours."""
-    unanswered: tuple[Injection, ...]
-    """Our instructions of this episode that no tool call has followed yet."""
-    tail_trips: list[Trip]
-
-
-def _retry(turn: _Turn, role: str, text: str, **choice: Any) -> Edit:
-    return Edit(messages=[*turn.messages, {"role": role, "content": text}], **choice)
-
-
-def _done(rules: Rules, turn: _Turn, role: str) -> GatePlan | None:
-    repair = rules.policy.repair
-    failure = turn.state.repair
-    if not (failure.reverify_owed and repair.done_gate and repair.max_verify_attempts > 0):
-        return None
-    call = failure.failing_command or f"{failure.failing_tool} with {failure.failing_arguments}"
-    text = (
-        f"{PREFIX} Do not stop yet: the check that failed has not been re-run since your last edit. "
-        f"Run it now, exactly as before: {call}"
-    )
-    return GatePlan(_retry(turn, role, text, tool_choice=turn.levers.rerun_tool()), repair.max_verify_attempts)
-
-
-def _finish(
-    rules: Rules, turn: _Turn, role: str, finish_tools: frozenset[str], fit: Callable[[str, str, str], str]
-) -> GatePlan | None:
-    reply = rules.policy.reply
-    failure = turn.state.repair
-    if not (failure.live and reply.finish_gate and reply.max_finish_attempts > 0 and turn.levers.offered):
-        return None
-    head = (
-        f"{PREFIX} Do not finish yet: the last run of the check still fails "
-        f"({failure.same_diagnostic_streak} time(s) in a row):"
-    )
-    tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
-    kept = sorted(turn.levers.offered - finish_tools)
-    edit = _retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
-    return GatePlan(edit, reply.max_finish_attempts)
-
-
-def _action(rules: Rules, turn: _Turn, role: str) -> GatePlan | None:
-    reply = rules.policy.reply
-    if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered and turn.mid_task):
-        return None
-    if turn.unanswered:
-        step = turn.unanswered[-1].text.strip().splitlines()[-1]
-        text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
-        forced = _tool_choice([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
-    else:
-        text = (
-            f"{PREFIX} Your reply did not call a tool, and the task is not finished. "
-            "Continue from the last result: reply with your next tool call only."
-        )
-        forced = None
-    edit = _retry(turn, role, text, tool_choice=forced, require_call=forced is None)
-    return GatePlan(edit, reply.max_action_attempts)
-
-
-def _reply_rules(rules: Rules, request: Request, turn: _Turn, fit: Callable[[str, str, str], str]) -> ReplyRules:
-    """Salvage and the gates armed for this request's reply."""
-    choice = request.translation.tool_choice
-    offered = offered_tools(request.translation.tools) if choice != "none" else {}
-    if choice not in (None, "auto", "none", "required"):
-        offered = {name: tool for name, tool in offered.items() if name == choice}
-    finish_tools = frozenset(name for name in offered if rules.classifier.classify(name, None).kind is CallKind.FINISH)
-    role = "user" if rules.policy.repair.placement is Placement.USER else "system"
-    gates = {
-        gate: plan
-        for gate, plan in (
-            (Gate.DONE, _done(rules, turn, role)),
-            (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
-            (Gate.ACTION, _action(rules, turn, role) if offered else None),
-        )
-        if plan is not None
-    }
-    empty = next((g for g in (Gate.DONE, Gate.ACTION) if g in gates), None)
-    prose = Gate.DONE if Gate.DONE in gates else None
-    if prose is None and Gate.ACTION in gates and turn.unanswered:
-        prose = Gate.ACTION
-    if prose is None and Gate.FINISH in gates:
-        prose = Gate.FINISH
-    return ReplyRules(
-        offered=offered if rules.policy.reply.salvage else {},
-        finish_tools=finish_tools,
-        gates=gates,
-        empty_gate=empty,
-        prose_gate=prose,
-        id_seed=f"{request.conversation}:{turn.state.turns}:{len(request.translation.messages)}",
-    )
 
 
 def decide(
@@ -241,22 +135,23 @@ def decide(
     )
     placed = tuple(i for i in state.injections if i.anchor in positions)
     rewritten = apply_injections(messages, placed, positions) if placed else None
-    edit = Edit(messages=rewritten, tool_choice=_tool_choice(tail_trips, levers), tools=_restricted(tail_trips, levers))
+    edit = Edit(messages=rewritten, tool_choice=forced_tool(tail_trips, levers), tools=_restricted(tail_trips, levers))
+    unanswered = tuple(
+        i
+        for i in placed
+        if i.pattern not in _NOT_INSTRUCTIONS and i.turn >= state.last_action_turn and i.turn > state.episode_start
+    )
     last = messages[-1] if messages else None
-    turn = _Turn(
+    turn = Turn(
         messages=rewritten or messages,
         state=state,
         levers=levers,
-        mid_task=(isinstance(last, dict) and last.get("role") in _RESULTS)
-        or any(positions[i.anchor] == len(messages) - 1 for i in placed),
-        unanswered=tuple(
-            i
-            for i in placed
-            if i.pattern not in _NOT_INSTRUCTIONS and i.turn >= state.last_action_turn and i.turn > state.episode_start
-        ),
+        mid_task=(isinstance(last, dict) and last.get("role") in _RESULTS) or bool(unanswered),
+        unanswered=unanswered,
+        nagged=nagged(messages, levers),
         tail_trips=tail_trips,
     )
-    reply = _reply_rules(rules, request, turn, fit)
+    reply = reply_rules(rules, request.translation, request.conversation, turn, fit)
     if edit.empty:
         return Decision(request, state, new_trips, None, None, (), reply, effects)
     return Decision(request, state, new_trips, None, edit, placed, reply, effects)

@@ -112,3 +112,44 @@ def test_prose_is_released_at_once_when_nothing_holds_it() -> None:
     rules = ReplyRules(offered=RULES.offered)
     assert not holding(ReplyView("Let me"), rules)
     assert not ReplyRules().active
+
+
+NAG = "Your last reply had no tool call. Continue with the task: call one of the tools."
+
+
+def test_a_coding_agent_repeating_its_own_nudge_makes_prose_a_non_answer() -> None:
+    """The agent answered two talking replies with the same "call a tool" message: prose is held."""
+    chat = Chat().say("Let me think about it.").user(NAG).say("I would look at the code.").user(NAG)
+    rules = rules_for(chat)
+    assert rules.prose_gate is Gate.ACTION and rules.empty_gate is Gate.ACTION
+
+
+def test_the_first_nudge_is_a_new_message_not_yet_a_nag() -> None:
+    assert rules_for(Chat().say("Let me think about it.").user(NAG)).gates == {}
+
+
+def test_a_chat_apps_repeated_continue_is_never_forced_into_a_call() -> None:
+    """Without tools that run, read or edit code, "continue" asks for more text."""
+    weather = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    chat = Chat(tools=weather).say("Once upon a time").user("continue").say("there was a fox").user("continue")
+    assert rules_for(chat).gates == {}
+
+
+def _action_directive(chat: Chat) -> str:
+    return str(rules_for(chat).gates[Gate.ACTION].edit.messages[-1]["content"])  # type: ignore[index]
+
+
+def test_the_action_directive_names_the_check_the_task_names() -> None:
+    chat = Chat(user="The test suite fails: `python -m pytest -q`. Fix it.")
+    chat.say("I think the bug is in the parser.").user(NAG).say("Let me explain the fix.").user(NAG)
+    directive = _action_directive(chat)
+    assert 'call execute_bash with {"command":"python -m pytest -q"}. Reply with that tool call only.' in directive
+
+
+def test_the_action_directive_re_runs_a_live_failure() -> None:
+    directive = _action_directive(Chat().turn(test_run()))
+    assert "re-run the failing check" in directive and "python -m pytest tests/test_parse.py" in directive
+
+
+def test_the_action_directive_falls_back_to_a_look_at_the_working_directory() -> None:
+    assert 'call execute_bash with {"command":"ls"}' in _action_directive(Chat().turn(view()))

@@ -17,7 +17,7 @@ from proxy.engine.failure import RepairState
 from proxy.engine.observe import ObservedTurn
 from proxy.engine.salvage import OfferedTool
 from proxy.engine.vocabulary import Vocabulary
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "RemedyContext", "Trip", "TurnFacts"]
@@ -98,6 +98,16 @@ class Levers:
     repair: RepairState
     verify_tool: str
     """The policy's tool for re-running a check; empty: the tool that ran the failing check."""
+
+    @property
+    def vocabulary_runs(self) -> bool:
+        """The tools run, read or edit code (a coding agent's), by the policy's classification."""
+        kinds = {CallKind.EDIT, CallKind.READ, CallKind.VERIFY, CallKind.SEARCH}
+        for name in self.offered:
+            fixed, _arg, values, shell = self.classifier.rule_of(name)
+            if shell is not None or fixed in kinds or kinds & set(values.values()):
+                return True
+        return False
 
     def rerun_tool(self) -> str | None:
         """The tool that re-runs the failing check, when this request offers it."""

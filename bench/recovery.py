@@ -1,0 +1,211 @@
+"""Task-level efficacy with real execution: does the proxy get a small local model to fix real bugs?
+
+Small repositories with a real bug and a failing test (`bench/repos/*`, each copied to a temp
+directory per run) are handed to a small agent that really runs its tools there
+(`bench/tiny_agent.py`: OpenHands-style editor + shell, or a single-bash mini-swe-agent-style
+loop), talking to Qwen2.5-Coder-1.5B on llama.cpp (`scripts/real_model.py`, the cached build).
+
+Starts:  scratch   the task alone
+         stuck     a real stuck point: the test failed, two edits that changed nothing, the
+                   same failure three times (executed for real in the copy)
+Arms:    direct    the model server itself
+         proxy     repair-proxy with the repair it had before salvage and the gates
+                   ([reply] salvage, action_gate, finish_gate off)
+         full      repair-proxy with its defaults (salvage and the gates on)
+
+Per arm it prints: runs solved (`python -m pytest` green at the end), turns with a real tool
+call, wasted turns (empty, prose, the same call again, a call to no such tool), turns and
+completion tokens to the first green, hand-backs; and for the proxy arms, how often the reply
+to a request carrying a new instruction of ours was a real call. Every run is also written as
+one JSON line (`--out`).
+
+Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--turns 5] [--arms direct,proxy,full]
+                              [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tiny_agent import Run, run_agent, start_messages, stuck_start
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+REPOS = HERE / "repos"
+WASTE = ("empty", "prose", "repeat", "malformed")
+TODAY = "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n"
+"""The policy the `proxy` arm runs: the repair the proxy had before salvage and the gates."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_ready(url: str, deadline: float = 60.0) -> None:
+    start = time.monotonic()
+    while time.monotonic() - start < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status < 500:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up within {deadline:g}s")
+
+
+@contextmanager
+def model_server(upstream: str | None) -> Iterator[str]:
+    """The given base URL, or llama-server with Qwen2.5-Coder from the cached build."""
+    if upstream:
+        yield upstream
+        return
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import real_model  # noqa: PLC0415 - only when no upstream is given
+
+    model = real_model.cache_dir() / "models" / real_model.QWEN_FILE
+    if not real_model.server_binary().exists() or not model.exists():
+        raise SystemExit("no cached llama-server build or model: python scripts/real_model.py build && fetch qwen")
+    with real_model.serve(model, template=real_model.qwen_template()) as server:
+        yield server.base_url
+
+
+@contextmanager
+def proxies(upstream: str, workdir: Path) -> Iterator[dict[str, str]]:
+    """The two proxy arms, each its own process on loopback."""
+    today = workdir / "today.toml"
+    today.write_text(TODAY)
+    arms = {"proxy": str(today), "full": ""}
+    procs, urls = [], {}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
+    for name, policy in arms.items():
+        port = free_port()
+        command = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", upstream]
+        extra = {"REPAIR_PROXY_VERDICTS": "", "REPAIR_PROXY_POLICY": policy, "REPAIR_PROXY_LOG_LEVEL": "warning"}
+        procs.append(subprocess.Popen(command, env={**env, **extra}, cwd=ROOT, stdout=subprocess.DEVNULL))
+        urls[name] = f"http://127.0.0.1:{port}/v1"
+    try:
+        for url in urls.values():
+            wait_ready(url.removesuffix("/v1") + "/healthz")
+        yield urls
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
+def one_run(base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path) -> Run:
+    root = workdir / f"{repo}-{style}-{start}-{seed}-{time.monotonic_ns()}" / repo
+    shutil.copytree(REPOS / repo, root, ignore=shutil.ignore_patterns("stuck.json", "__pycache__"))
+    edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
+    messages = start_messages(root, style) if start == "scratch" else stuck_start(root, style, edits)
+    return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed)
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    turns = [t for r in runs for t in r["run"]["turns"]]
+    greens = [r for r in runs if r["first_green"]]
+    instructed = [t for t in turns if t["trips"]]
+    return {
+        "runs": len(runs),
+        "solved": sum(r["run"]["solved"] for r in runs),
+        "turns": len(turns),
+        "acting": sum(t["kind"] in ("call", "repeat") for t in turns),
+        **{w: sum(t["kind"] == w for t in turns) for w in WASTE},
+        "salvaged": sum(t["salvaged"] for t in turns),
+        "to_green_turns": sum(r["first_green"] for r in greens) / len(greens) if greens else None,
+        "to_green_tokens": sum(r["tokens_to_green"] for r in greens) / len(greens) if greens else None,
+        "handed_back": sum(r["run"]["end"] == "handed_back" for r in runs),
+        "instructed": len(instructed),
+        "instructed_acting": sum(t["kind"] in ("call", "repeat") for t in instructed),
+    }
+
+
+def table(rows: dict[str, dict[str, Any]]) -> str:
+    head = (
+        f"{'arm':<16} {'solved':>7} {'acting turns':>13} {'empty':>6} {'prose':>6} {'repeat':>7} {'malformed':>10} "
+        f"{'salvaged':>9} {'turns→green':>12} {'tokens→green':>13} {'handed back':>12} {'acts after ours':>16}"
+    )
+    lines = [head]
+    for arm, s in rows.items():
+        green_turns = f"{s['to_green_turns']:.1f}" if s["to_green_turns"] is not None else "-"
+        green_tokens = f"{s['to_green_tokens']:.0f}" if s["to_green_tokens"] is not None else "-"
+        after = f"{s['instructed_acting']}/{s['instructed']}" if s["instructed"] else "-"
+        lines.append(
+            f"{arm:<16} {s['solved']:>3}/{s['runs']:<3} {s['acting']:>5}/{s['turns']:<3} {s['acting'] / max(s['turns'], 1):>4.0%}"
+            f" {s['empty']:>6} {s['prose']:>6} {s['repeat']:>7} {s['malformed']:>10} {s['salvaged']:>9} {green_turns:>12}"
+            f" {green_tokens:>13} {s['handed_back']:>12} {after:>16}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repos", default=",".join(sorted(p.name for p in REPOS.iterdir() if p.is_dir())))
+    parser.add_argument("--k", type=int, default=1, help="samples per repo, start and arm (seeds 0..k-1)")
+    parser.add_argument("--turns", type=int, default=5, help="model replies per run at most")
+    parser.add_argument("--arms", default="direct,proxy,full")
+    parser.add_argument("--starts", default="stuck,scratch")
+    parser.add_argument("--style", default="both", choices=["openhands", "bash", "both"])
+    parser.add_argument("--upstream", help="an OpenAI-compatible base URL to use instead of starting llama-server")
+    parser.add_argument("--out", type=Path, help="one JSON line per run")
+    args = parser.parse_args()
+    repos = args.repos.split(",")
+    styles = {"both": ("openhands", "bash")}.get(args.style, (args.style,))
+    arms, starts = args.arms.split(","), args.starts.split(",")
+    started = time.monotonic()
+    records: list[dict[str, Any]] = []
+    out = args.out.open("w") if args.out else nullcontext()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        model_server(args.upstream) as model,
+        proxies(model, Path(tmp)) as urls,
+        out as sink,
+    ):
+        urls["direct"] = model
+        for seed in range(args.k):
+            for index, repo in enumerate(repos):
+                style = styles[index % len(styles)]
+                for start in starts:
+                    for arm in arms:
+                        run = one_run(urls[arm], repo, style, start, seed, args.turns, Path(tmp))
+                        green = run.first_green
+                        record = {
+                            "arm": arm, "start": start, "repo": repo, "style": style, "seed": seed,
+                            "run": asdict(run), "first_green": green,
+                            "tokens_to_green": sum(t.completion_tokens for t in run.turns[: green or 0]),
+                        }  # fmt: skip
+                        records.append(record)
+                        if sink is not None:
+                            sink.write(json.dumps(record) + "\n")
+                        kinds = "".join(t.kind[0] for t in run.turns)
+                        print(
+                            f"{time.monotonic() - started:6.0f}s {arm:<6} {start:<7} {repo:<6} {style:<9} seed {seed}: "
+                            f"{'SOLVED' if run.solved else 'not solved':<10} end={run.end:<11} turns={kinds}",
+                            flush=True,
+                        )
+    print(f"\n{len(records)} runs in {time.monotonic() - started:.0f}s; Qwen2.5-Coder-1.5B Q4_K_M, temperature 0.7")
+    for start in starts:
+        print(f"\nstart: {start}")
+        print(table({arm: summary([r for r in records if r["arm"] == arm and r["start"] == start]) for arm in arms}))
+    print("\nall starts")
+    print(table({arm: summary([r for r in records if r["arm"] == arm]) for arm in arms}))
+
+
+if __name__ == "__main__":
+    main()

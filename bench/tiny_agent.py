@@ -1,0 +1,322 @@
+"""A small coding agent that really runs its tools, for measuring the proxy on a real model.
+
+Two styles, as real agents are built:
+
+  openhands   `execute_bash`, `str_replace_editor` (view, create, str_replace) and `finish`;
+              a reply without a tool call gets "Your last reply had no tool call..." back
+  bash        one `bash` tool whose results are JSON envelopes (`{"returncode", "output"}`,
+              as mini-swe-agent 2.x writes them); the run ends when the model runs
+              `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`, or after three replies in a row
+              without a tool call (its RepeatedFormatError)
+
+Tools run for real in the repository's own directory (a temp copy): commands in a shell
+with a timeout, edits on the files. The agent talks to any OpenAI-compatible base URL with
+the `openai` SDK and records, per reply, what it did and what the proxy said in its headers.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+OUTPUT_CHARS = 3000
+
+
+def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+OPENHANDS_TOOLS = [
+    _function(
+        "execute_bash",
+        "Run a bash command in the repository and return its output.",
+        {"command": {"type": "string", "description": "The command to run."}},
+        ["command"],
+    ),
+    _function(
+        "str_replace_editor",
+        "View a file (command=view), create one (command=create, file_text), or replace one exact, unique "
+        "occurrence of old_str with new_str (command=str_replace).",
+        {
+            "command": {"type": "string", "enum": ["view", "create", "str_replace"]},
+            "path": {"type": "string", "description": "Absolute path."},
+            "old_str": {"type": "string"},
+            "new_str": {"type": "string"},
+            "file_text": {"type": "string"},
+            "view_range": {"type": "array", "items": {"type": "integer"}},
+        },
+        ["command", "path"],
+    ),
+    _function("finish", "Call when the task is done.", {"message": {"type": "string"}}, ["message"]),
+]
+BASH_TOOLS = [
+    _function(
+        "bash",
+        f"Run a bash command in the repository. When the task is done, run `echo {SUBMIT}`.",
+        {"command": {"type": "string"}},
+        ["command"],
+    )
+]
+
+
+def _clip(text: str) -> str:
+    if len(text) <= OUTPUT_CHARS:
+        return text
+    half = OUTPUT_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - OUTPUT_CHARS} characters cut ...]\n{text[-half:]}"
+
+
+def run_shell(command: str, cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
+    try:
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return 124, f"the command timed out after {timeout:g}s"
+    return done.returncode, _clip(done.stdout + done.stderr)
+
+
+def tests_pass(cwd: Path) -> bool:
+    return run_shell("python -m pytest", cwd)[0] == 0
+
+
+@dataclass
+class Tools:
+    """The tools, run for real in `root`."""
+
+    root: Path
+    style: str
+    edited: bool = False
+
+    def _path(self, raw: Any) -> Path | None:
+        if not isinstance(raw, str) or not raw:
+            return None
+        path = (self.root / raw).resolve() if not raw.startswith("/") else Path(raw).resolve()
+        return path if path == self.root or self.root in path.parents else None
+
+    def _editor(self, args: dict[str, Any]) -> str:
+        command, path = args.get("command"), self._path(args.get("path"))
+        if command not in ("view", "create", "str_replace"):
+            return f"ERROR:\nInvalid `command` parameter: {command!r}. Allowed: view, create, str_replace."
+        if "path" not in args:
+            return f"ERROR:\nMissing required parameter `path` for command: {command}."
+        if path is None:
+            return f"ERROR:\nInvalid `path` parameter: {args.get('path')}. It must be inside {self.root}."
+        if command == "create":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(str(args.get("file_text", "")))
+            self.edited = True
+            return f"File created successfully at: {path}"
+        if not path.is_file():
+            return f"ERROR:\nThe path {path} does not exist. Please provide a valid path."
+        text = path.read_text()
+        if command == "view":
+            lines = text.splitlines()
+            start, end = 1, len(lines)
+            span = args.get("view_range")
+            if isinstance(span, list) and len(span) == 2 and all(isinstance(n, int) for n in span):
+                start, end = max(1, span[0]), min(len(lines), span[1] if span[1] > 0 else len(lines))
+            return "\n".join(f"{n:6d}\t{lines[n - 1]}" for n in range(start, end + 1))
+        old, new = args.get("old_str"), args.get("new_str", "")
+        if not isinstance(old, str) or not old:
+            return "ERROR:\nMissing required parameter `old_str` for command: str_replace."
+        count = text.count(old)
+        if count != 1:
+            where = "did not appear verbatim" if count == 0 else f"appears {count} times"
+            return f"ERROR:\nNo replacement was performed, old_str `{old}` {where} in {path}."
+        path.write_text(text.replace(old, str(new)))
+        self.edited = True
+        return f"The file {path} has been edited. Review the changes and make sure they are as expected."
+
+    def call(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """(the tool result as the model sees it, the run is over)."""
+        if name == "finish" and self.style == "openhands":
+            return "Finished.", True
+        if name == "str_replace_editor" and self.style == "openhands":
+            return self._editor(args), False
+        if name in ("execute_bash", "bash") and name == ("bash" if self.style == "bash" else "execute_bash"):
+            command = args.get("command")
+            if not isinstance(command, str) or not command.strip():
+                return "ERROR:\nMissing required parameter `command`.", False
+            code, output = run_shell(command, self.root)
+            self.edited = True  # a command may change files: the tests are checked after it
+            if self.style == "bash":
+                return json.dumps({"returncode": code, "output": output}), output.lstrip().startswith(SUBMIT)
+            return f"{output}\n[Command finished with exit code {code}]", False
+        return f"ERROR:\nUnknown tool: {name}", False
+
+
+@dataclass
+class Turn:
+    kind: str
+    """`call`, `repeat` (the same call as the turn before), `malformed`, `empty` or `prose`."""
+    calls: list[tuple[str, dict[str, Any]]]
+    completion_tokens: int
+    trips: str = ""
+    salvaged: bool = False
+    outcome: str = ""
+    green: bool = False
+    text: str = ""
+
+
+@dataclass
+class Run:
+    turns: list[Turn] = field(default_factory=list)
+    end: str = "turns"
+    """`finished`, `handed_back`, `format_error`, `turns` (ran out) or `error`."""
+    solved: bool = False
+
+    @property
+    def first_green(self) -> int | None:
+        return next((i + 1 for i, t in enumerate(self.turns) if t.green), None)
+
+
+SYSTEM = (
+    "You are an autonomous coding agent working in the repository at {root}. Use the tools to inspect files, "
+    "edit them and run the tests until `python -m pytest` passes. Call exactly one tool per reply. {done}"
+)
+TASK = "The test suite fails: `python -m pytest`. Fix the bug in the code (not in the tests) so that the tests pass."
+NUDGE = {
+    "openhands": "Your last reply had no tool call. Continue with the task: call one of the tools.",
+    "bash": "No tool calls found in your reply. Every reply must call the bash tool with one command.",
+}
+
+
+def start_messages(root: Path, style: str) -> list[dict[str, Any]]:
+    done = "When the tests pass, call finish." if style == "openhands" else f"When the tests pass, run `echo {SUBMIT}`."
+    return [{"role": "system", "content": SYSTEM.format(root=root, done=done)}, {"role": "user", "content": TASK}]
+
+
+def _classify(
+    calls: list[tuple[str, dict[str, Any]]], previous: list[tuple[str, dict[str, Any]]], text: str, style: str
+) -> str:
+    if not calls:
+        return "prose" if text.strip() else "empty"
+    names = {t["function"]["name"] for t in (OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS)}
+    if any(name not in names for name, _ in calls):
+        return "malformed"
+    return "repeat" if calls == previous else "call"
+
+
+def run_agent(
+    base_url: str,
+    root: Path,
+    style: str,
+    messages: list[dict[str, Any]],
+    max_turns: int,
+    seed: int,
+    temperature: float = 0.7,
+    on_turn: Callable[[Turn], None] | None = None,
+    max_tokens: int = 256,
+) -> Run:
+    """Talk to the model at `base_url` from `messages` until it finishes, is handed back, or `max_turns`."""
+    client = openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=600)
+    tools = Tools(root, style)
+    run = Run()
+    previous: list[tuple[str, dict[str, Any]]] = []
+    format_errors = 0
+    for _ in range(max_turns):
+        try:
+            raw = client.chat.completions.with_raw_response.create(
+                model="local",
+                messages=messages,  # type: ignore[arg-type]
+                tools=OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS,  # type: ignore[arg-type]
+                temperature=temperature,
+                seed=seed,
+                max_tokens=max_tokens,
+            )
+        except openai.APIError as exc:
+            run.end = f"error: {exc}"[:120]
+            break
+        reply = raw.parse()
+        headers = raw.headers
+        message = reply.choices[0].message
+        calls = []
+        for call in message.tool_calls or []:
+            try:
+                args = json.loads(call.function.arguments or "{}")
+            except json.JSONDecodeError:
+                args = {"_unparsed": call.function.arguments}
+            calls.append((call.function.name, args if isinstance(args, dict) else {"_value": args}))
+        text = message.content or ""
+        turn = Turn(
+            kind=_classify(calls, previous, text, style),
+            calls=calls,
+            completion_tokens=reply.usage.completion_tokens if reply.usage else 0,
+            trips=headers.get("x-repair-trips", ""),
+            salvaged=bool(headers.get("x-repair-salvaged")),
+            outcome=headers.get("x-repair-outcome", ""),
+            text=text,
+        )
+        run.turns.append(turn)
+        if turn.outcome == "incomplete":
+            run.end = "handed_back"
+            break
+        if not message.tool_calls:
+            messages.append({"role": "assistant", "content": text})
+            messages.append({"role": "user", "content": NUDGE[style]})
+            format_errors += 1
+            if style == "bash" and format_errors >= 3:
+                run.end = "format_error"
+                break
+            if on_turn:
+                on_turn(turn)
+            continue
+        format_errors = 0
+        messages.append(message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"}))
+        over = False
+        tools.edited = False
+        for call, (name, args) in zip(message.tool_calls, calls, strict=True):
+            result, ended = tools.call(name, args)
+            over = over or ended
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        turn.green = tools.edited and tests_pass(root)
+        previous = calls
+        if on_turn:
+            on_turn(turn)
+        if over:
+            run.end = "finished"
+            break
+    run.solved = tests_pass(root)
+    return run
+
+
+def stuck_start(root: Path, style: str, edits: list[list[str]]) -> list[dict[str, Any]]:
+    """The transcript of a real stuck point, executed for real: the test fails, an edit that changes
+    nothing that matters, the same failure, another such edit, the same failure a third time."""
+    messages = start_messages(root, style)
+    tools = Tools(root, style)
+    shell = "execute_bash" if style == "openhands" else "bash"
+    steps: list[tuple[str, dict[str, Any]]] = [(shell, {"command": "python -m pytest"})]
+    for old, new in edits:
+        target = next(p for p in sorted(root.glob("*.py")) if old in p.read_text())
+        if style == "openhands":
+            steps.append(
+                ("str_replace_editor", {"command": "str_replace", "path": str(target), "old_str": old, "new_str": new})
+            )
+        else:
+            script = f"import pathlib; p = pathlib.Path({str(target)!r}); p.write_text(p.read_text().replace({old!r}, {new!r}))"
+            steps.append((shell, {"command": f"python3 -c {shlex.quote(script)}"}))
+        steps.append((shell, {"command": "python -m pytest"}))
+    for n, (name, args) in enumerate(steps):
+        call_id = f"call_stuck_{n}"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": tools.call(name, args)[0]})
+    return messages

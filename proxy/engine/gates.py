@@ -1,0 +1,190 @@
+"""The gates the plan arms for a request's reply (see `reply.py` for what they do), each with
+the request it sends instead: the transcript as it goes upstream, one directive after it, and
+a `tool_choice` when the directive names a tool or a call is required.
+
+    done      a re-run of the failing check is owed           -> re-run it, exactly as before
+    finish    the failing check still fails                   -> fix it, then re-run it (no finish tool)
+    action    mid-task, or the agent's own nudge unanswered   -> the exact next call: the unanswered
+                                                                 instruction's, the failing check,
+                                                                 the check the task names, or a look
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.engine.detectors import BY_NAME, Levers, Trip
+from proxy.engine.exchange import Edit, Translation
+from proxy.engine.remedy import PREFIX, failing_call
+from proxy.engine.reply import Gate, GatePlan, ReplyRules
+from proxy.engine.rules import Rules
+from proxy.engine.salvage import offered_tools
+from proxy.engine.state import ConversationState, Injection
+from proxy.engine.transcript import content_text
+from proxy.engine.vocabulary import learn_vocabulary
+from proxy.settings.kinds import Action, CallKind, Placement
+
+__all__ = ["Turn", "forced_tool", "nagged", "reply_rules"]
+
+_BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
+
+
+def forced_tool(tail_trips: list[Trip], levers: Levers) -> str | None:
+    """`force` pins the next call, as the last forcing pattern chooses."""
+    forced = [t for t in tail_trips if t.action is Action.FORCE]
+    return BY_NAME[forced[-1].pattern].force(forced[-1], levers) if forced else None
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What the reply rules need to know about where the conversation stands."""
+
+    messages: list[Any]
+    """The request's messages as they go upstream (instructions placed)."""
+    state: ConversationState
+    levers: Levers
+    mid_task: bool
+    """The transcript ends with a tool result, or with an instruction of ours."""
+    unanswered: tuple[Injection, ...]
+    """Our instructions of this episode that no tool call has followed yet."""
+    nagged: bool
+    """The agent answered a reply without a call by repeating its own request for one."""
+    tail_trips: list[Trip]
+
+
+def nagged(messages: list[Any], levers: Levers) -> bool:
+    """A coding agent's own nudge, unanswered: the transcript ends with a user message that was
+    sent before in it, right after an assistant reply without a call (the agent's "your reply
+    had no tool call" boilerplate). Only for agents whose tools run, read or edit code: a chat
+    app's repeated "continue" asks for more text, not for a call."""
+    if len(messages) < 3 or not levers.vocabulary_runs:
+        return False
+    last, before = messages[-1], messages[-2]
+    if not (isinstance(last, dict) and last.get("role") == "user" and isinstance(before, dict)):
+        return False
+    if before.get("role") != "assistant" or before.get("tool_calls") or before.get("function_call"):
+        return False
+    text = content_text(last.get("content")).strip()
+    return bool(text) and any(
+        isinstance(m, dict) and m.get("role") == "user" and content_text(m.get("content")).strip() == text
+        for m in messages[:-2]
+    )
+
+
+def _retry(turn: Turn, role: str, text: str, **choice: Any) -> Edit:
+    return Edit(messages=[*turn.messages, {"role": role, "content": text}], **choice)
+
+
+def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
+    repair = rules.policy.repair
+    failure = turn.state.repair
+    if not (failure.reverify_owed and repair.done_gate and repair.max_verify_attempts > 0):
+        return None
+    call = failure.failing_command or f"{failure.failing_tool} with {failure.failing_arguments}"
+    text = (
+        f"{PREFIX} Do not stop yet: the check that failed has not been re-run since your last edit. "
+        f"Run it now, exactly as before: {call}"
+    )
+    return GatePlan(_retry(turn, role, text, tool_choice=turn.levers.rerun_tool()), repair.max_verify_attempts)
+
+
+def _finish(
+    rules: Rules, turn: Turn, role: str, finish_tools: frozenset[str], fit: Callable[[str, str, str], str]
+) -> GatePlan | None:
+    reply = rules.policy.reply
+    failure = turn.state.repair
+    if not (failure.live and reply.finish_gate and reply.max_finish_attempts > 0 and turn.levers.offered):
+        return None
+    head = (
+        f"{PREFIX} Do not finish yet: the last run of the check still fails "
+        f"({failure.same_diagnostic_streak} time(s) in a row):"
+    )
+    tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
+    kept = sorted(turn.levers.offered - finish_tools)
+    edit = _retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
+    return GatePlan(edit, reply.max_finish_attempts)
+
+
+def _task_check(rules: Rules, messages: list[Any]) -> str | None:
+    """The check the task itself names: a `backticked` command in the first user message that
+    the policy classifies as a verification."""
+    task = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    if task is None:
+        return None
+    for command in _BACKTICKED.findall(content_text(task.get("content"))):
+        if rules.classifier.classify_command(command).kind is CallKind.VERIFY:
+            return str(command).strip()
+    return None
+
+
+def _next_step(rules: Rules, translation: Translation, turn: Turn) -> str:
+    """The exact next call an action-gate retry asks for, grounded in what is known: the
+    failing check, else the check the task names, else a look at the working directory."""
+    vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+    failure = turn.state.repair
+    if failure.live:
+        return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
+    check = _task_check(rules, translation.messages)
+    call = vocabulary.run(check) if check else None
+    if call is not None:
+        return f"Next, run the check the task names: {call.render()}. Reply with that tool call only."
+    look = vocabulary.run("ls")
+    if look is not None:
+        return f"Next, look at the working directory: {look.render()}. Reply with that tool call only."
+    return "Reply with your next tool call only."
+
+
+def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> GatePlan | None:
+    reply = rules.policy.reply
+    if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered):
+        return None
+    if not (turn.mid_task or turn.nagged):
+        return None
+    forced = None
+    if turn.unanswered:
+        step = turn.unanswered[-1].text.strip().splitlines()[-1]
+        text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
+        forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
+    else:
+        step = _next_step(rules, translation, turn)
+        text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
+    edit = _retry(turn, role, text, tool_choice=forced, require_call=forced is None)
+    return GatePlan(edit, reply.max_action_attempts)
+
+
+def reply_rules(
+    rules: Rules, translation: Translation, conversation: str, turn: Turn, fit: Callable[[str, str, str], str]
+) -> ReplyRules:
+    """Salvage and the gates armed for this request's reply."""
+    choice = translation.tool_choice
+    offered = offered_tools(translation.tools) if choice != "none" else {}
+    if choice not in (None, "auto", "none", "required"):
+        offered = {name: tool for name, tool in offered.items() if name == choice}
+    finish_tools = frozenset(name for name in offered if rules.classifier.classify(name, None).kind is CallKind.FINISH)
+    role = "user" if rules.policy.repair.placement is Placement.USER else "system"
+    gates = {
+        gate: plan
+        for gate, plan in (
+            (Gate.DONE, _done(rules, turn, role)),
+            (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
+            (Gate.ACTION, _action(rules, translation, turn, role) if offered else None),
+        )
+        if plan is not None
+    }
+    empty = next((g for g in (Gate.DONE, Gate.ACTION) if g in gates), None)
+    prose = Gate.DONE if Gate.DONE in gates else None
+    if prose is None and Gate.ACTION in gates and (turn.unanswered or turn.nagged):
+        prose = Gate.ACTION
+    if prose is None and Gate.FINISH in gates:
+        prose = Gate.FINISH
+    return ReplyRules(
+        offered=offered if rules.policy.reply.salvage else {},
+        finish_tools=finish_tools,
+        gates=gates,
+        empty_gate=empty,
+        prose_gate=prose,
+        id_seed=f"{conversation}:{turn.state.turns}:{len(translation.messages)}",
+    )
