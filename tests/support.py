@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import aiohttp
+import openai
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from proxy.http.app import make_app
+from proxy.http.app import make_app, server_options
 from proxy.http.tenancy import build_runtime
 from proxy.settings.config import Settings, load_settings
 
@@ -44,6 +45,12 @@ async def post(target: TestServer | str, body: bytes, path: str = "/v1/chat/comp
         client.post(url, data=body, headers={"Content-Type": "application/json", **headers}) as response,
     ):
         return Reply(response.status, CIMultiDictProxy(CIMultiDict(response.headers)), await response.read())
+
+
+def sdk(target: TestServer | str, api_key: str = "sk-agent", **options: Any) -> openai.AsyncOpenAI:
+    """The real `openai` SDK pointed at the proxy (use as `async with sdk(proxy) as client`)."""
+    base = str(target.make_url("/v1")) if isinstance(target, TestServer) else target
+    return openai.AsyncOpenAI(base_url=base, api_key=api_key, max_retries=0, **options)
 
 
 @dataclass
@@ -194,7 +201,8 @@ async def start_proxy(
             merged[section] = values
     settings: Settings = load_settings(None, overrides=merged)
     server = TestServer(make_app(build_runtime(settings)), host="127.0.0.1")
-    await server.start_server()
+    options = {k: v for k, v in server_options(settings).items() if k != "handler_cancellation"}
+    await server.start_server(**options)  # the test server cancels handlers itself
     return server
 
 

@@ -17,7 +17,7 @@ from proxy.cli.replay import ReplayInputError, replay_file
 from proxy.cli.report import fetch, recovery_table
 from proxy.engine.rules import Rules
 from proxy.engine.tokens import EncodingUnavailable
-from proxy.http.app import make_app
+from proxy.http.app import make_app, server_options
 from proxy.http.logs import configure_logging
 from proxy.http.reload import Reloader
 from proxy.http.tenancy import build_runtime
@@ -76,7 +76,7 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
         host=settings.server.host,
         port=settings.server.port,
         shutdown_timeout=settings.server.drain_timeout,
-        handler_cancellation=True,
+        **server_options(settings),
         access_log=None,
         print=None,
     )

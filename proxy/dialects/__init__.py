@@ -18,6 +18,7 @@ from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
 from proxy.dialects.protocol import Dialect, ReplyWatcher
 from proxy.dialects.responses import RESPONSES
+from proxy.dialects.splice import SpliceError, loads_piecewise
 from proxy.engine.core import Engine
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.plan import Decision
@@ -56,11 +57,15 @@ class Incoming:
         return self.dialect.write(self.body, self.data, self.translation, edit)
 
 
+LARGE_BODY = 1024 * 1024
+"""Bodies at least this large are parsed piece by piece (see `splice.loads_piecewise`)."""
+
+
 def parse(dialect: Dialect, body: bytes) -> Incoming | None:
     """The body as `dialect` reads it; None when it is not JSON or not an analysable transcript."""
     try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
+        data = loads_piecewise(body) if len(body) >= LARGE_BODY else orjson.loads(body)
+    except (orjson.JSONDecodeError, SpliceError):
         return None
     translation = dialect.read(data) if isinstance(data, dict) else None
     return None if translation is None else Incoming(dialect, body, data, translation)

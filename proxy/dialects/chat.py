@@ -17,12 +17,13 @@ import orjson
 
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
+from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, SpliceError, Value, splice
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
 from proxy.engine.salvage import SalvagedCall
 
-__all__ = ["CHAT", "Chat", "read_messages", "tool_name", "write_messages"]
+__all__ = ["CHAT", "Chat", "message_changes", "read_messages", "tool_name", "write_messages"]
 
 
 def tool_name(tool: Any) -> Any:
@@ -49,25 +50,50 @@ def read_messages(data: dict[str, Any], streams_by_default: bool = False) -> Tra
     )
 
 
-def write_messages(data: dict[str, Any], edit: Edit, *, tool_choice: bool = True) -> dict[str, Any]:
-    """`data` with the edit applied to `messages`, `tools` and (when the API has it) `tool_choice`."""
-    out = dict(data)
+def message_changes(data: dict[str, Any], edit: Edit, *, tool_choice: bool = True) -> dict[str, Change]:
+    """What an edit changes in a body whose transcript is `messages`, member by member: each
+    message the edit keeps is kept byte for byte (it is the same object as in `data`)."""
+    out: dict[str, Change] = {}
     if edit.messages is not None:
-        out["messages"] = edit.messages
+        originals = data.get("messages")
+        index = {id(m): i for i, m in enumerate(originals)} if isinstance(originals, list) else {}
+        out["messages"] = Array([Kept(index[id(m)]) if id(m) in index else Fresh(m) for m in edit.messages])
     if edit.tools is not None:
         tools = data.get("tools")
         keep = edit.tools
-        out["tools"] = (
-            [t for t in tools if isinstance(t, dict) and tool_name(t) in keep] if isinstance(tools, list) else []
+        out["tools"] = Array(
+            [Kept(i) for i, t in enumerate(tools) if isinstance(t, dict) and tool_name(t) in keep]
+            if isinstance(tools, list)
+            else []
         )
-        choice = out.get("tool_choice")
+        choice = data.get("tool_choice")
         if isinstance(choice, dict) and tool_name(choice) not in keep:
-            out.pop("tool_choice")
+            out["tool_choice"] = REMOVED
     if tool_choice and edit.tool_choice is not None:
-        out["tool_choice"] = {"type": "function", "function": {"name": edit.tool_choice}}
+        out["tool_choice"] = Value({"type": "function", "function": {"name": edit.tool_choice}})
     elif tool_choice and edit.require_call:
-        out["tool_choice"] = "required"
+        out["tool_choice"] = Value("required")
     return out
+
+
+def write_messages(body: bytes, data: dict[str, Any], edit: Edit, *, tool_choice: bool = True) -> bytes:
+    """The body with the edit made: spliced, so what it does not change keeps its bytes (a body
+    that cannot be spliced is written whole from its parse)."""
+    changes = message_changes(data, edit, tool_choice=tool_choice)
+    try:
+        return splice(body, changes)
+    except SpliceError:
+        out = dict(data)
+        for key, change in changes.items():
+            if isinstance(change, Removed):
+                out.pop(key, None)
+            elif isinstance(change, Value):
+                out[key] = change.value
+            else:
+                found = data.get(key)
+                source: list[Any] = found if isinstance(found, list) else []
+                out[key] = [source[p.index] if isinstance(p, Kept) else p.value for p in change.items]
+        return orjson.dumps(out)
 
 
 def _calls_of(part: Any) -> tuple[str | None, ...]:
@@ -194,7 +220,7 @@ class Chat:
         return read_messages(data)
 
     def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
-        return orjson.dumps(write_messages(data, edit))
+        return write_messages(body, data, edit)
 
     def read_reply(self, body: bytes) -> ReplyView | None:
         try:

@@ -68,7 +68,7 @@ class Ollama:
         return read_messages(data, streams_by_default=True)
 
     def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
-        return orjson.dumps(write_messages(data, edit, tool_choice=False))
+        return write_messages(body, data, edit, tool_choice=False)
 
     def read_reply(self, body: bytes) -> ReplyView | None:
         try:

@@ -16,8 +16,10 @@ from typing import Any
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
-__all__ = ["CallClass", "Classifier", "command_of"]
+__all__ = ["COMMAND_CHARS", "CallClass", "Classifier", "command_of"]
 
+COMMAND_CHARS = 4096
+"""How much of a shell command is read to classify it."""
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
 _SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 _LEADING_NOISE = re.compile(r"^(?:cd\s+\S+|export\s+\S+|source\s+\S+|(?:\w+=\S*\s+)+|timeout\s+\d+\w?\s+|time\s+)")
@@ -117,9 +119,10 @@ class Classifier:
         return None
 
     def classify_command(self, command: str) -> CallClass:
-        """A shell command's kind: the strongest kind of any segment; mutating if any segment writes."""
+        """A shell command's kind: the strongest kind of any segment; mutating if any segment writes.
+        Only its first `COMMAND_CHARS` are read."""
         found: set[CallKind] = set()
-        for part in _SEGMENT_SPLIT.split(command.strip()):
+        for part in _SEGMENT_SPLIT.split(command[:COMMAND_CHARS].strip()):
             segment = _LEADING_NOISE.sub("", part).strip()
             if not segment:
                 continue

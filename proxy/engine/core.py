@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from proxy.engine.budget import Budget
 from proxy.engine.detectors import BY_NAME, RemedyContext, Trip
 from proxy.engine.exchange import Translation
 from proxy.engine.fold import fold_messages
@@ -22,7 +23,7 @@ from proxy.engine.plan import Decision, Effects, Request, decide, passed
 from proxy.engine.remedy import fitter, memory_text
 from proxy.engine.rules import Rules
 from proxy.engine.salvage import offered_tools
-from proxy.engine.state import ConversationState, Injection
+from proxy.engine.state import INJECTIONS_KEPT, ConversationState, Injection
 from proxy.engine.statecache import StateCache
 from proxy.engine.tokens import TokenCounter
 from proxy.engine.verdict import Verdict
@@ -78,13 +79,14 @@ class Engine:
         messages = translation.messages
         return Request(translation, conversation_id(messages, headers), task_id(messages, headers), team)
 
-    def fold(self, request: Request) -> Folded:
-        """The conversation's state with this request's new turns folded and new trips' remedies written."""
+    def fold(self, request: Request, budget: Budget | None = None) -> Folded:
+        """The conversation's state with this request's new turns folded and new trips' remedies
+        written; `BudgetExceeded` past the budget's deadline (nothing is kept)."""
         before = self.cache.get((request.team, request.conversation)) or ConversationState()
-        state, trips = fold_messages(before, request.translation.messages, self.rules)
+        state, trips = fold_messages(before, request.translation.messages, self.rules, budget)
         injections = self._remedies(state, trips, request.translation.tools)
         if injections:
-            state = replace(state, injections=state.injections + injections)
+            state = replace(state, injections=(*state.injections, *injections)[-INJECTIONS_KEPT:])
         due = self.policy.memory.enabled and not state.memory_checked
         return Folded(request, before, state, tuple(trips), injections, due)
 
@@ -99,7 +101,8 @@ class Engine:
             if prior is not None and prior.conversation != request.conversation and anchor is not None:
                 text = memory_text(prior, self.tokens, self.policy.repair.max_injected_tokens)
                 placement = Placement.USER if self.policy.repair.placement is Placement.USER else Placement.SYSTEM
-                state = replace(state, injections=(Injection(anchor, "memory", text, placement, 0), *state.injections))
+                note = Injection(anchor, "memory", text, placement, 0)
+                state = replace(state, injections=(note, *state.injections)[:INJECTIONS_KEPT])
         if state.turns:
             # Before the first reply every run of a task has the same conversation id; its state
             # is empty and cheap to derive again, so it is not cached.
@@ -107,7 +110,9 @@ class Engine:
         effects = Effects(
             record_verdict=any(BY_NAME[t.pattern].remembered or t.action is Action.HALT for t in folded.new_trips),
             clear_verdict=passed(folded.before, state),
-            outcomes=state.outcomes[len(folded.before.outcomes) :],
+            outcomes=state.outcomes[
+                max(0, len(state.outcomes) - (state.outcomes_total - folded.before.outcomes_total)) :
+            ],
             injected_tokens=sum(self.tokens.count(i.text) for i in folded.new_injections),
         )
         fit = fitter(self.tokens, self.policy.repair.max_injected_tokens)

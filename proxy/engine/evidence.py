@@ -24,6 +24,8 @@ SNIPPET_CHARS = 600
 """Longest failure snippet quoted back to the model."""
 _MAX_EVIDENCE_LINES = 40
 _TAIL_LINES = 60
+LINE_CHARS = 500
+"""Longest stretch of one line read as evidence (the rest of a longer line is not evidence)."""
 
 EVIDENCE_MARKERS = (
     Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary
@@ -84,17 +86,17 @@ _PYTEST_LOCATION = re.compile(
     r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): (?:in \S+|\w*(?:Error|Exception)\b)", re.MULTILINE
 )
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE)
-_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.MULTILINE)
-_JEST_FILE = re.compile(r"^\s*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs))", re.MULTILINE)
-_JEST_TITLE = re.compile(r"^\s*●\s+(?P<title>.+?)\s*$", re.MULTILINE)
+_PY_FRAME = re.compile(r'^[ \t]*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.MULTILINE)
+_JEST_FILE = re.compile(r"^[ \t]*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs))", re.MULTILINE)
+_JEST_TITLE = re.compile(r"^[ \t]*●\s+(?P<title>.+?)\s*$", re.MULTILINE)
 _JEST_AT = re.compile(r"\((?P<file>[^\s()]+\.(?:[jt]sx?|mjs|cjs)):(?P<line>\d+):\d+\)")
-_VITEST = re.compile(r"^\s*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs)) > (?P<title>.+?)\s*$", re.MULTILINE)
-_VITEST_AT = re.compile(r"^\s*❯ (?P<file>\S+\.(?:[jt]sx?|mjs|cjs)):(?P<line>\d+):\d+", re.MULTILINE)
-_GO_FAIL = re.compile(r"^\s*--- FAIL: (?P<test>\S+)", re.MULTILINE)
-_GO_AT = re.compile(r"^\s+(?P<file>\S+_test\.go):(?P<line>\d+): ", re.MULTILINE)
+_VITEST = re.compile(r"^[ \t]*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs)) > (?P<title>.+?)\s*$", re.MULTILINE)
+_VITEST_AT = re.compile(r"^[ \t]*❯ (?P<file>\S+\.(?:[jt]sx?|mjs|cjs)):(?P<line>\d+):\d+", re.MULTILINE)
+_GO_FAIL = re.compile(r"^[ \t]*--- FAIL: (?P<test>\S+)", re.MULTILINE)
+_GO_AT = re.compile(r"^[ \t]+(?P<file>\S+_test\.go):(?P<line>\d+): ", re.MULTILINE)
 _CARGO_TEST = re.compile(r"^---- (?P<test>\S+) stdout ----", re.MULTILINE)
 _RUST_PANIC = re.compile(r"panicked at (?P<file>[^\s:]+\.rs):(?P<line>\d+):\d+")
-_RUST_ERROR_AT = re.compile(r"^\s*--> (?P<file>[^\s:]+\.rs):(?P<line>\d+):\d+", re.MULTILINE)
+_RUST_ERROR_AT = re.compile(r"^[ \t]*--> (?P<file>[^\s:]+\.rs):(?P<line>\d+):\d+", re.MULTILINE)
 _TSC = re.compile(r"^(?P<file>[^\s(]+\.tsx?)\((?P<line>\d+),\d+\): error TS\d+", re.MULTILINE)
 _MYPY = re.compile(r"^(?P<file>[^\s:]+\.pyi?):(?P<line>\d+): error: ", re.MULTILINE)
 _RUFF = re.compile(r"^(?P<file>[^\s:]+\.\w+):(?P<line>\d+):\d+: [A-Z]+\d+ ", re.MULTILINE)
@@ -159,7 +161,7 @@ def evidence(output: str) -> Evidence:
     seen: set[str] = set()
     for start in marked_lines(EVIDENCE_MARKERS, text):
         end = text.find("\n", start)
-        raw = text[start : end if end != -1 else len(text)].rstrip()
+        raw = text[start : end if end != -1 else len(text)][:LINE_CHARS].rstrip()
         if not meaningful(raw):
             continue
         norm = normalise_line(raw)
@@ -169,7 +171,7 @@ def evidence(output: str) -> Evidence:
             if len(picked) >= _MAX_EVIDENCE_LINES:
                 break
     if not picked:
-        tail = [line.rstrip() for line in text.split("\n")[-_TAIL_LINES:] if meaningful(line)]
+        tail = [line[:LINE_CHARS].rstrip() for line in text.split("\n")[-_TAIL_LINES:] if meaningful(line[:LINE_CHARS])]
         picked = [(raw, normalise_line(raw)) for raw in tail]
         basis = "\n".join(norm for _, norm in picked)[-4000:]
         quoted = picked[-12:]

@@ -27,6 +27,7 @@ from proxy.settings.kinds import CallKind
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure"]
 
 _MAX_FILES = 12
+_MAX_READ = 64
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY, CallKind.OTHER})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
 
@@ -104,7 +105,9 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
         *state.edited_since_failure,
         *(p for p in dict.fromkeys(edited) if p not in state.edited_since_failure),
     )
-    return state.read_since_failure | frozenset(p for p in read if p), edited_all[-_MAX_FILES:]
+    known = state.read_since_failure
+    read_all = known | frozenset(p for p in read if p) if len(known) < _MAX_READ else known
+    return read_all, edited_all[-_MAX_FILES:]
 
 
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:

@@ -17,13 +17,18 @@ from typing import Any
 
 import orjson
 
+from proxy.engine.budget import Budget
 from proxy.engine.detectors import BY_NAME, REGISTRY, Trip, TurnFacts
 from proxy.engine.failure import DIAGNOSTIC_KINDS, DiagnosticClass, RepairState, fold_failure
 from proxy.engine.observe import ObservedTurn, observe
 from proxy.engine.progress import fold_progress
 from proxy.engine.rules import Rules
 from proxy.engine.state import (
+    FOLDED_IDS,
+    OUTCOMES_KEPT,
     TIMELINE_TURNS,
+    TRIPS_KEPT,
+    USER_TEXTS_KEPT,
     WATCH_TURNS,
     ConversationState,
     Cursor,
@@ -34,9 +39,13 @@ from proxy.engine.state import (
 from proxy.engine.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action
 
-__all__ = ["fold_messages", "fold_turn", "fold_user"]
+__all__ = ["FIRST_FOLD_MESSAGES", "fold_messages", "fold_turn", "fold_user"]
 
 EPISODIC = frozenset(d.name for d in REGISTRY if d.episodic)
+FIRST_FOLD_MESSAGES = 500
+"""A transcript seen for the first time (no cached state) is folded from at most this many of
+its last messages: the current failure and the loops are in the recent turns, and a replica
+that lost its cache must not stall on a 50,000-message history."""
 
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tuple[ConversationState, list[Trip]]:
@@ -65,12 +74,14 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
         replace(
             state,
             watches=watches,
-            outcomes=state.outcomes + outcomes,
+            outcomes=(*state.outcomes, *outcomes)[-OUTCOMES_KEPT:],
+            outcomes_total=state.outcomes_total + len(outcomes),
             repair=after,
             detectors=detectors,
             turns=turn.ordinal,
-            folded=state.folded | {c.call.id for c in turn.calls},
-            trips=state.trips + tuple(trips),
+            folded=(*state.folded, *(c.call.id for c in turn.calls))[-FOLDED_IDS:],
+            trips=(*state.trips, *trips)[-TRIPS_KEPT:],
+            tripped=state.tripped | {t.pattern for t in trips},
             last_anchor=turn.anchor,
             progress=fold_progress(state.progress, turn),
             timeline=(*state.timeline, entry)[-TIMELINE_TURNS:],
@@ -115,7 +126,7 @@ def fold_user(state: ConversationState, message: UserMessage) -> ConversationSta
     return replace(
         state,
         detectors=state.detectors.reset(EPISODIC),
-        user_texts=state.user_texts | {digest},
+        user_texts=(*state.user_texts, digest)[-USER_TEXTS_KEPT:],
         episode_start=state.turns,
     )
 
@@ -139,23 +150,45 @@ def _resume_at(state: ConversationState, messages: Sequence[Any]) -> int:
     ):
         return cursor.count
     if not state.folded:
-        return 0
+        return _first_fold_start(messages)
+    folded = set(state.folded)
     last = next(
         (
             i
             for i in range(len(messages) - 1, -1, -1)
-            if isinstance(messages[i], dict) and messages[i].get("tool_call_id") in state.folded
+            if isinstance(messages[i], dict) and _call_id(messages[i]) in folded
         ),
         None,
     )
     if last is None:
-        return 0
+        return _first_fold_start(messages)
     # back to the assistant message that opened that turn, so pairing still works
     opener = next(
         (i for i in range(last, -1, -1) if isinstance(messages[i], dict) and messages[i].get("role") == "assistant"),
         0,
     )
     return opener
+
+
+def _call_id(message: dict[str, Any]) -> str | None:
+    value = message.get("tool_call_id")
+    return value if isinstance(value, str) else None
+
+
+def _first_fold_start(messages: Sequence[Any]) -> int:
+    """Where a first-seen transcript is read from: the start, or, past `FIRST_FOLD_MESSAGES`, the
+    assistant message that opens a turn near the end (what a replica with no state can afford)."""
+    if len(messages) <= FIRST_FOLD_MESSAGES:
+        return 0
+    start = len(messages) - FIRST_FOLD_MESSAGES
+    return next(
+        (
+            i
+            for i in range(start, len(messages))
+            if isinstance(messages[i], dict) and messages[i].get("role") == "assistant"
+        ),
+        start,
+    )
 
 
 def _cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
@@ -167,7 +200,7 @@ def _cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
 
 
 def fold_messages(
-    state: ConversationState, messages: Sequence[Any], rules: Rules
+    state: ConversationState, messages: Sequence[Any], rules: Rules, budget: Budget | None = None
 ) -> tuple[ConversationState, list[Trip]]:
     """Fold the turns of `messages` that `state` has not seen; return the new trips."""
     turns, users = read_turns(messages, _resume_at(state, messages))
@@ -175,10 +208,12 @@ def fold_messages(
     volatile = frozenset(rules.policy.loops.volatile_keys)
     trips: list[Trip] = []
     for event in events:
+        if budget is not None:
+            budget.check()
         if isinstance(event, UserMessage):
             state = fold_user(state, event)
             continue
-        observed = observe(event, state.turns + 1, rules.classifier, state.folded, volatile)
+        observed = observe(event, state.turns + 1, rules.classifier, frozenset(state.folded), volatile)
         if not observed.calls and event.calls:
             continue  # calls not answered yet, or answered and folded already
         state, found = fold_turn(state, observed, rules)

@@ -12,9 +12,22 @@ from proxy.engine.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
 
-__all__ = ["ObservedCall", "ObservedTurn", "observe"]
+__all__ = ["SCAN_HEAD_CHARS", "SCAN_TAIL_CHARS", "ObservedCall", "ObservedTurn", "observe", "window"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "dir_path")
+SCAN_HEAD_CHARS = 16 * 1024
+SCAN_TAIL_CHARS = 48 * 1024
+"""How much of one result is read for its outcome and evidence: its head and its tail (failure
+summaries sit at the end). The middle of a longer result is never scanned, so no result costs
+more than a fixed amount to read, whatever it holds; its digest still covers all of it."""
+
+
+def window(text: str) -> str:
+    """`text`, or its head and tail when it is longer than the scan window."""
+    if len(text) <= SCAN_HEAD_CHARS + SCAN_TAIL_CHARS:
+        return text
+    cut = len(text) - SCAN_HEAD_CHARS - SCAN_TAIL_CHARS
+    return f"{text[:SCAN_HEAD_CHARS]}\n[... {cut} characters not scanned ...]\n{text[-SCAN_TAIL_CHARS:]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +110,8 @@ def observe(
         if call.result is None or call.id in skip:
             continue
         cls = classifier.classify(call.name, call.arguments)
-        output = unwrap(call.result)
+        full = unwrap(call.result)
+        output = window(full)
         calls.append(
             ObservedCall(
                 call=call,
@@ -106,7 +120,7 @@ def observe(
                 outcome=result_outcome(cls.kind, output, call.is_error),
                 command=classifier.command(call.name, call.arguments),
                 key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
-                digest=output_digest(output),
+                digest=output_digest(full),
                 rejected=rejected(output),
                 output=output,
             )

@@ -85,7 +85,7 @@ class Decision:
             snippet=repair.snippet if repair.live else "",
             streak=repair.same_diagnostic_streak,
             edits_unchanged=repair.edits_on_failure,
-            patterns=tuple(sorted({t.pattern for t in self.state.trips})),
+            patterns=tuple(sorted(self.state.tripped)),
             written_at=written_at,
         )
 

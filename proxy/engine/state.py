@@ -14,7 +14,12 @@ from proxy.engine.progress import Progress
 from proxy.settings.kinds import Placement
 
 __all__ = [
+    "FOLDED_IDS",
+    "INJECTIONS_KEPT",
+    "OUTCOMES_KEPT",
     "TIMELINE_TURNS",
+    "TRIPS_KEPT",
+    "USER_TEXTS_KEPT",
     "WATCH_TURNS",
     "ConversationState",
     "Cursor",
@@ -22,8 +27,17 @@ __all__ = [
     "TimelineEntry",
     "TripOutcome",
     "Watch",
+    "approx_bytes",
 ]
 
+FOLDED_IDS = 512
+"""`tool_call_id`s remembered as folded (the most recent): enough to resume after any compaction."""
+TRIPS_KEPT = 256
+OUTCOMES_KEPT = 64
+USER_TEXTS_KEPT = 256
+INJECTIONS_KEPT = 256
+"""Beyond these, a long conversation's state keeps only the most recent: its size is bounded
+whatever the run's length (the admin API, status page and verdicts need no more)."""
 WATCH_TURNS = 5
 """Turns after a watched trip within which a changed or cleared failure counts as recovery."""
 TIMELINE_TURNS = 200
@@ -89,23 +103,55 @@ class ConversationState:
     detectors: DetectorStates = field(default_factory=DetectorStates)
     turns: int = 0
     """Turns folded so far."""
-    folded: frozenset[str] = frozenset()
-    """`tool_call_id`s already folded."""
+    folded: tuple[str, ...] = ()
+    """The last `FOLDED_IDS` `tool_call_id`s folded."""
     cursor: Cursor | None = None
     trips: tuple[Trip, ...] = ()
+    """The last `TRIPS_KEPT` trips."""
+    tripped: frozenset[str] = frozenset()
+    """Every pattern that ever tripped in the conversation (what a verdict names)."""
     injections: tuple[Injection, ...] = ()
     last_anchor: str = ""
     """Anchor of the last turn folded."""
     progress: Progress = field(default_factory=Progress)
-    user_texts: frozenset[str] = frozenset()
-    """Digests of the user messages seen: a text not among them is a person's new message."""
+    user_texts: tuple[str, ...] = ()
+    """Digests of the last `USER_TEXTS_KEPT` user messages: a text not among them is a person's new message."""
     memory_checked: bool = False
     """The verdict store was asked about this conversation's task (once per conversation)."""
     timeline: tuple[TimelineEntry, ...] = ()
     """The last `TIMELINE_TURNS` turns."""
     watches: tuple[Watch, ...] = ()
     outcomes: tuple[TripOutcome, ...] = ()
+    """The last `OUTCOMES_KEPT` outcomes."""
+    outcomes_total: int = 0
     last_action_turn: int = 0
     """Ordinal of the last turn with tool calls (an instruction placed at or after it is unanswered)."""
     episode_start: int = 0
     """Turns folded when the person last sent a new message (instructions before it belong to an old episode)."""
+
+
+_BASE_BYTES = 6000
+_PER_ENTRY = {"timeline": 320, "folded": 75, "trips": 380, "outcomes": 120, "user_texts": 110, "watches": 150}
+
+
+def approx_bytes(state: ConversationState) -> int:
+    """About how much memory `state` holds: what the state cache counts against its byte bound.
+
+    A fixed part, plus each bounded collection by its length and the text it quotes
+    (calibrated against tracemalloc in tests/unit/test_statecache.py)."""
+    size = _BASE_BYTES + sum(per * len(getattr(state, name)) for name, per in _PER_ENTRY.items())
+    size += sum(220 + len(i.text) for i in state.injections)
+    repair = state.repair
+    size += 2 * (len(repair.snippet) + len(repair.failing_command) + len(repair.failing_arguments))
+    size += 90 * (len(repair.read_since_failure) + len(repair.edited_since_failure))
+    return size + sum(_detector_bytes(value) for value in state.detectors.values.values())
+
+
+def _detector_bytes(value: object) -> int:
+    """A detector's state: its fields, collections counted by length."""
+    size = 200
+    for name in getattr(value, "__slots__", ()):
+        field_value = getattr(value, name, None)
+        if isinstance(field_value, tuple | frozenset):
+            size += 120 * len(field_value)
+    return size

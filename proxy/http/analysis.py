@@ -3,7 +3,9 @@
     parse (dialect) -> engine.fold -> [verdict store: a prior attempt?] -> engine.plan -> write (dialect)
 
 Any exception in the engine or the dialect means the original bytes go upstream untouched:
-it is logged as `analysis_failed` and counted, never turned into an error for the agent.
+it is logged as `analysis_failed` and counted, never turned into an error for the agent. So
+does running past the analysis budget (`analysis_abandoned`). Large bodies are analysed in a
+worker thread, so the event loop goes on serving other requests meanwhile.
 Store trouble is logged and counted too, and analysis goes on without memory. What the
 decision means beyond this request (a verdict to record or clear, trips to log and count)
 is carried out here.
@@ -11,6 +13,7 @@ is carried out here.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -18,12 +21,13 @@ from typing import TypeVar
 import structlog
 from aiohttp import web
 
-from proxy.dialects import Dialect, Planned, parse
+from proxy.dialects import Dialect, Incoming, Planned, parse
+from proxy.engine.budget import Budget, BudgetExceeded
 from proxy.engine.core import Folded
 from proxy.engine.identity import CONVERSATION_HEADER
 from proxy.engine.plan import Decision
 from proxy.engine.verdict import Verdict
-from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, STORES
+from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
 
 __all__ = ["analyse"]
 
@@ -35,12 +39,23 @@ class _Failed(Exception):
     pass
 
 
+OFFLOAD_BYTES = 256 * 1024
+"""Bodies at least this large are analysed in a worker thread."""
+
+
 def _guarded(request: web.Request, step: Callable[[], T]) -> T:
-    """Run one synchronous step of the analysis, timed; an exception in it is `analysis_failed`."""
+    """Run one synchronous step of the analysis, timed; an exception in it is `analysis_failed`,
+    running past the budget `analysis_abandoned`."""
     record = request[REQUEST_LOG]
     started = time.perf_counter()
     try:
         return step()
+    except BudgetExceeded:
+        team = request[CONTEXT].team.name
+        log.warning("analysis_abandoned", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
+        request.app[METRICS].analysis_abandoned.labels(team).inc()
+        record.end = "analysis_abandoned"
+        raise _Failed from None
     except Exception:
         team = request[CONTEXT].team.name
         log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
@@ -95,10 +110,13 @@ def _observe(request: web.Request, decision: Decision) -> None:
         metrics.injected_tokens.labels(team).inc(decision.effects.injected_tokens)
     repair = decision.state.repair
     signature = repair.last_diagnostic_signature
+    log_prompts = request[CONTEXT].runtime.settings.logging.log_prompts
     for trip in decision.new_trips:
         metrics.trips.labels(trip.pattern, trip.action.value, team).inc()
+        said = [i.text for i in decision.state.injections if i.turn == trip.turn and i.pattern == trip.pattern]
         log.info(
             "repair_trip",
+            injected=said if log_prompts else None,
             pattern=trip.pattern,
             action=trip.action.value,
             team=team,
@@ -110,24 +128,47 @@ def _observe(request: web.Request, decision: Decision) -> None:
         )
 
 
+async def _step(request: web.Request, size: int, step: Callable[[], T]) -> T:
+    """Small bodies are analysed on the event loop; large ones in a worker thread, the collector
+    paused meanwhile (see `GcAccounting.paused`)."""
+    if size < OFFLOAD_BYTES:
+        return _guarded(request, step)
+
+    def offloaded() -> T:
+        with request.app[GC].paused():
+            return _guarded(request, step)
+
+    return await asyncio.to_thread(offloaded)
+
+
 async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planned | None:
     """The decision for this request and the bytes to send; None: send the original bytes."""
-    team = request[CONTEXT].team
+    context = request[CONTEXT]
+    team = context.team
     engine = team.engine
-    try:
-        incoming = _guarded(request, lambda: parse(dialect, body))
+    seconds = context.runtime.settings.limits.analysis_budget_ms / 1000
+    clock = request.app[GC].work_clock
+    size = len(body)
+
+    def fold() -> tuple[Incoming, Folded] | None:
+        budget = Budget.of(seconds, clock)  # in the thread that spends it: its CPU time is the clock
+        incoming = parse(dialect, body)
         if incoming is None:
+            return None
+        return incoming, engine.fold(engine.request(incoming.translation, request.headers, team.name), budget)
+
+    try:
+        parsed = await _step(request, size, fold)
+        if parsed is None:
             # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
             log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
             return None
-        folded = _guarded(
-            request, lambda: engine.fold(engine.request(incoming.translation, request.headers, team.name))
-        )
+        incoming, folded = parsed
         prior, asked = await _prior(request, folded)
-        decision = _guarded(request, lambda: engine.plan(folded, prior, asked=asked))
-        planned = _guarded(request, lambda: Planned.of(incoming, decision))
+        planned = await _step(request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked)))
     except _Failed:
         return None
+    decision = planned.decision
     _observe(request, decision)
     await _settle(request, decision)
     return planned

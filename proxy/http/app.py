@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import structlog
 from aiohttp import web
 
 from proxy.dialects import ROUTES
-from proxy.http.appkeys import METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
+from proxy.engine.budget import GcAccounting
+from proxy.http.appkeys import GC, METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
+from proxy.http.forward import RelayEnd
 from proxy.http.metrics import Metrics
 from proxy.http.reload import Reloader
 from proxy.http.routes import add_routes
 from proxy.http.tenancy import Runtime
+from proxy.settings.config import Settings
 from proxy.store import open_store
 
-__all__ = ["make_app"]
+__all__ = ["CLIENT_CLOSED_REQUEST", "make_app", "server_options"]
+
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted when the agent went away before its response was complete
+(nginx's convention): never a 500, since nothing failed on the proxy's side."""
+CLIENT_GONE = RelayEnd.CLIENT_GONE.value
 
 log = structlog.get_logger("repair_proxy")
 
@@ -38,7 +48,12 @@ async def request_log_middleware(request: web.Request, handler: Handler) -> web.
     except web.HTTPException as exc:
         status = exc.status
         raise
+    except (asyncio.CancelledError, ConnectionResetError):
+        record.end = CLIENT_GONE
+        raise
     finally:
+        if record.end == CLIENT_GONE:
+            status = CLIENT_CLOSED_REQUEST
         _count(request, record, status)
         if request.path not in ("/healthz", "/readyz", "/metrics"):
             log.info(
@@ -86,6 +101,14 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:
+    app[GC].install()
+    try:
+        yield
+    finally:
+        app[GC].uninstall()
+
+
 async def _stores(app: web.Application) -> AsyncIterator[None]:
     location = app[RUNTIME].current.settings.store.verdicts
     verdicts = open_store(os.path.expanduser(location)) if location else None
@@ -97,6 +120,16 @@ async def _stores(app: web.Application) -> AsyncIterator[None]:
             await verdicts.close()
 
 
+def server_options(settings: Settings) -> dict[str, Any]:
+    """How the server treats its clients (for `web.run_app` and test servers alike).
+
+    A connection still waiting for a complete request when `server.header_timeout` passes,
+    on arrival or between kept-alive requests, is closed: a slow client cannot hold it. A
+    client that goes away cancels its handler, which closes the upstream response.
+    """
+    return {"keepalive_timeout": settings.server.header_timeout, "handler_cancellation": True}
+
+
 def make_app(runtime: Runtime, reloader: Reloader | None = None) -> web.Application:
     """The proxy application on `runtime`; with a `reloader`, SIGHUP reloads config and policies."""
     settings = runtime.settings
@@ -104,6 +137,8 @@ def make_app(runtime: Runtime, reloader: Reloader | None = None) -> web.Applicat
     app[RUNTIME] = RuntimeHolder(runtime)
     app[STORES] = Stores()
     app[METRICS] = Metrics()
+    app[GC] = GcAccounting()
+    app.cleanup_ctx.append(_gc_accounting)
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)
     if reloader is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
+from proxy.engine.budget import GcAccounting
 from proxy.http.metrics import Metrics
 from proxy.http.tenancy import Runtime, Team
 from proxy.http.upstream import Timeouts
@@ -15,6 +16,7 @@ from proxy.store import VerdictStore
 
 __all__ = [
     "CONTEXT",
+    "GC",
     "METRICS",
     "REQUEST_LOG",
     "RUNTIME",
@@ -42,6 +44,8 @@ class Stores:
 
 
 RUNTIME = web.AppKey("runtime", RuntimeHolder)
+GC = web.AppKey("gc", GcAccounting)
+"""Garbage-collection time per thread, kept off the analysis budget."""
 STORES = web.AppKey("stores", Stores)
 METRICS = web.AppKey("metrics", Metrics)
 SESSION = web.AppKey("session", aiohttp.ClientSession)

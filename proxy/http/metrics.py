@@ -61,6 +61,12 @@ class Metrics:
         self.analysis_failed = Counter(
             "repair_proxy_analysis_failed", "Analyses that raised (request forwarded untouched)", ["team"], registry=r
         )
+        self.analysis_abandoned = Counter(
+            "repair_proxy_analysis_abandoned",
+            "Analyses given up past the analysis budget (request forwarded untouched)",
+            ["team"],
+            registry=r,
+        )
         self.trip_outcomes = Counter(
             "repair_proxy_trip_outcomes",
             "What followed a watched trip, by arm (treated: instructions placed; holdout: only observed)",

@@ -1,12 +1,15 @@
 """One request under `/v1/` or `/api/`, as its steps:
 
-    authenticate -> read -> analyse (with memory) -> choose: holdout | hand-back | reply stage | forward
+    check the path -> authenticate -> read -> analyse (with memory)
+        -> choose: holdout | hand-back | reply stage | forward
 
 Only POSTs to the analysed routes (`dialects.ROUTES`) with repair on are analysed; every
 other request is forwarded as it came. Proxy-made errors use OpenAI's shape.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import structlog
 from aiohttp import web
@@ -34,6 +37,22 @@ class Refused(Exception):
         self.response = response
 
 
+def _check_path(request: web.Request) -> None:
+    """Only what is below `/v1/` or `/api/` is forwarded: a path with a `.` or `..` segment (as
+    sent, or percent-encoded) could climb out of it upstream, with the team's key attached."""
+    segments = request.path.split("/")
+    if "." in segments or ".." in segments:
+        request[REQUEST_LOG].end = "path_refused"
+        raise Refused(
+            openai_error(
+                400,
+                "the request path has a '.' or '..' segment; send a normalised path below /v1/ or /api/",
+                code="invalid_path",
+                kind="invalid_request_error",
+            )
+        )
+
+
 def _authenticate(request: web.Request) -> Team:
     """The team whose key the request carries (everyone is `default` without teams)."""
     runtime = request.app[RUNTIME].current
@@ -55,16 +74,30 @@ def _authenticate(request: web.Request) -> Team:
 
 
 async def _read(request: web.Request) -> bytes:
-    """The whole body, refusing (before reading it all) anything over `limits.max_body_bytes`."""
-    limit = request[CONTEXT].runtime.settings.limits.max_body_bytes
+    """The whole body, refusing (before reading it all) anything over `limits.max_body_bytes`,
+    and a body that goes silent longer than `server.body_timeout` (408)."""
+    settings = request[CONTEXT].runtime.settings
+    limit = settings.limits.max_body_bytes
     too_large = request.content_length is not None and request.content_length > limit
     buffer = bytearray()
-    if not too_large:
-        async for chunk in request.content.iter_any():
-            buffer += chunk
-            if len(buffer) > limit:
-                too_large = True
+    try:
+        while not too_large:
+            async with asyncio.timeout(settings.server.body_timeout):
+                chunk = await request.content.readany()
+            if not chunk:
                 break
+            buffer += chunk
+            too_large = len(buffer) > limit
+    except TimeoutError:
+        request[REQUEST_LOG].end = "body_timeout"
+        response = openai_error(
+            408,
+            f"the request body stopped arriving for {settings.server.body_timeout:g}s (server.body_timeout)",
+            code="request_timeout",
+            kind="invalid_request_error",
+        )
+        response.force_close()
+        raise Refused(response) from None
     if too_large:
         request[REQUEST_LOG].end = "body_too_large"
         response = openai_error(
@@ -109,10 +142,14 @@ async def _handback(request: web.Request, analysed: Planned, extra: dict[str, st
     assert hand is not None
     request[REQUEST_LOG].end = "handback"
     request.app[METRICS].handbacks.labels(hand.reason, decision.request.team).inc()
+    log_prompts = request[CONTEXT].runtime.settings.logging.log_prompts
+    failure = dict(hand.current_failure or {})
+    if not log_prompts:
+        failure.pop("snippet", None)  # tool output: logged only with logging.log_prompts
     log.info(
         "repair_handback",
         conversation=decision.request.conversation,
-        current_failure=hand.current_failure,
+        current_failure=failure or None,
         reason=hand.reason,
     )
     translation = analysed.incoming.translation
@@ -121,6 +158,7 @@ async def _handback(request: web.Request, analysed: Planned, extra: dict[str, st
 
 async def proxy_v1(request: web.Request) -> web.StreamResponse:
     try:
+        _check_path(request)
         team = _authenticate(request)
         body = await _read(request)
     except Refused as refused:

@@ -9,7 +9,9 @@ Each gate is bounded by its own attempts; after the last, the reply passes marke
 gate's outcome (`X-Repair-Outcome`), except that the action gate passes the model's first
 reply, as it came. Streamed replies are held only while they may still be salvaged or
 gated; once they cannot, what was held goes out and the rest is relayed as it arrives.
-Upstream errors and compressed bodies are relayed as they are.
+Upstream errors and compressed bodies are relayed as they are. Fail-open here too: a reply
+the proxy cannot read (any exception in reading, judging or salvaging it) goes to the agent
+as it came, logged and counted as `analysis_failed`.
 """
 
 from __future__ import annotations
@@ -60,12 +62,31 @@ async def _watch(
     (held, judgement): it ended while held."""
     watcher = dialect.reply_watcher()
     held: list[bytes] = []
+    reading = True
     while chunk := await next_chunk(upstream, timeouts):
         held.append(chunk)
-        watcher.feed(chunk)
-        if not holding(watcher.view, rules):
+        try:
+            watcher.feed(chunk)
+            reading = holding(watcher.view, rules)
+        except Exception:
+            log.exception("reply_unreadable", dialect=dialect.name)
+            reading = False
+        if not reading:
             return held, None
-    return held, judge(watcher.view, rules)
+    try:
+        return held, judge(watcher.view, rules)
+    except Exception:
+        log.exception("reply_unreadable", dialect=dialect.name)
+        return held, Judgement()
+
+
+def _judge_whole(body: bytes, dialect: Dialect, rules: ReplyRules) -> Judgement:
+    try:
+        view = dialect.read_reply(body)
+        return judge(view, rules) if view is not None else Judgement()
+    except Exception:
+        log.exception("reply_unreadable", dialect=dialect.name)
+        return Judgement()
 
 
 async def _respond(request: web.Request, reply: _Reply, body: bytes, marks: Mapping[str, str]) -> web.StreamResponse:
@@ -103,7 +124,12 @@ async def _deliver(
         marks[RETRIES_HEADER] = ",".join(f"{gate.value}:{n}" for gate, n in retries.items())
     body = b"".join(reply.chunks)
     if reply.judgement.salvaged:
-        body = _salvaged(planned, reply, attempt)
+        try:
+            body = _salvaged(planned, reply, attempt)
+        except Exception:
+            log.exception("reply_unreadable", dialect=planned.incoming.dialect.name)
+            metrics.analysis_failed.labels(team).inc()
+            return await _respond(request, reply, b"".join(reply.chunks), marks)
         marks[SALVAGED_HEADER] = str(len(reply.judgement.salvaged))
         metrics.salvaged.labels(planned.incoming.dialect.name, team).inc()
         log.info(
@@ -150,8 +176,7 @@ async def reply_stage(
                 reply = _Reply(upstream.status, out, held, True, judgement)
             else:
                 chunks = await _read_all(upstream, timeouts)
-                view = dialect.read_reply(b"".join(chunks))
-                reply = _Reply(upstream.status, out, chunks, False, judge(view, rules) if view else Judgement())
+                reply = _Reply(upstream.status, out, chunks, False, _judge_whole(b"".join(chunks), dialect, rules))
         gate = reply.judgement.gate
         if gate is None:
             return await _deliver(request, planned, reply, attempt, extra, retries)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proxy.engine.core import Engine
-from proxy.engine.state import ConversationState
+from proxy.engine.state import ConversationState, approx_bytes
 from proxy.engine.statecache import StateCache
 from proxy.engine.tokens import TokenCounter
 from proxy.settings.config import Settings
@@ -54,7 +54,11 @@ class Shared:
 
     @classmethod
     def of(cls, settings: Settings) -> Shared:
-        return cls(StateCache(settings.store.state_cache_size, settings.store.state_ttl_seconds), TokenCounter())
+        store = settings.store
+        cache = StateCache(
+            store.state_cache_size, store.state_ttl_seconds, max_bytes=store.state_cache_bytes, sizer=approx_bytes
+        )
+        return cls(cache, TokenCounter())
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,12 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8400
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Request bodies above this get 413; agent transcripts of several MB are normal."""
+DEFAULT_HEADER_TIMEOUT = 30.0
+"""Seconds for a client's request headers (and a kept-alive connection's idle gap)."""
+DEFAULT_BODY_TIMEOUT = 60.0
+"""Seconds of silence allowed while a request body arrives."""
+DEFAULT_ANALYSIS_BUDGET_MS = 100.0
+"""Milliseconds one request's analysis may run before it is given up (fail-open, counted)."""
 
 ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "REPAIR_PROXY_UPSTREAM": ("upstream", "base_url"),
@@ -56,6 +62,11 @@ class ServerSettings(_Frozen):
     """Seconds in-flight requests get to finish on shutdown."""
     key_header: str = "X-Repair-Key"
     """A header that may carry the proxy key instead of Authorization (which then passes upstream)."""
+    header_timeout: float = Field(default=DEFAULT_HEADER_TIMEOUT, gt=0)
+    """Seconds a client has to send a request's headers, and the longest a kept-alive connection
+    may sit idle between requests; then it is closed (slow clients never hold a connection)."""
+    body_timeout: float = Field(default=DEFAULT_BODY_TIMEOUT, gt=0)
+    """Longest silence while a request body is being sent (then 408)."""
 
 
 class UpstreamSettings(_Frozen):
@@ -72,6 +83,8 @@ class UpstreamSettings(_Frozen):
 
 class LimitSettings(_Frozen):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1)
+    analysis_budget_ms: float = Field(default=DEFAULT_ANALYSIS_BUDGET_MS, gt=0)
+    """CPU milliseconds one request's analysis may use; past it the request goes upstream as it came."""
 
 
 class RepairSettings(_Frozen):
@@ -86,8 +99,13 @@ class RepairSettings(_Frozen):
 DEFAULT_VERDICTS = "~/.local/state/repair-proxy/verdicts.sqlite3"
 
 
+DEFAULT_STATE_CACHE_BYTES = 256 * 1024 * 1024
+"""The state cache's bound in bytes (estimated per conversation); least recently used goes first."""
+
+
 class StoreSettings(_Frozen):
     state_cache_size: int = Field(default=10_000, ge=1)
+    state_cache_bytes: int = Field(default=DEFAULT_STATE_CACHE_BYTES, ge=1024 * 1024)
     state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
     verdicts: str = DEFAULT_VERDICTS
     """Durable verdict store: a SQLite file path, a `redis://` URL, or empty for none."""

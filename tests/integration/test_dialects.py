@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import aiohttp
-import openai
 import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run
 from dialects import ollama_body, responses_body
-from support import Upstream, json_reply, post, sse_reply
+from support import Upstream, json_reply, post, sdk, sse_reply
 
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "ollama": "/api/chat"}
 RESPONSE_CALL = orjson.dumps(
@@ -233,13 +232,13 @@ async def test_sdk_responses_create_streaming_and_not(proxy: TestServer, upstrea
             ]
         ),
     )
-    client = openai.AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="k", max_retries=0)
-    result = await client.responses.create(model="m", input="say hello")
+    async with sdk(proxy) as client:
+        result = await client.responses.create(model="m", input="say hello")
+        text = ""
+        async for event in await client.responses.create(model="m", input="say hello", stream=True):
+            if event.type == "response.output_text.delta":
+                text += event.delta
     assert result.output_text == "hello"
-    text = ""
-    async for event in await client.responses.create(model="m", input="say hello", stream=True):
-        if event.type == "response.output_text.delta":
-            text += event.delta
     assert text == "hello"
     assert [s.path for s in upstream.seen] == ["/v1/responses", "/v1/responses"]
 

@@ -193,15 +193,15 @@ async def test_tool_choice_none_is_never_salvaged(proxy: TestServer, upstream: U
 
 async def test_the_sdk_reads_a_salvaged_stream(proxy: TestServer, upstream: Upstream) -> None:
     """The openai SDK's own stream helpers accept the rewritten streams, chat and Responses."""
-    client = openai.AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="k", max_retries=0)
     chat = reading()
-    upstream.reply_with(reply("chat", FENCED, stream=True))
-    async with client.chat.completions.stream(model="m", messages=chat.messages, tools=chat.tools) as stream:  # type: ignore[arg-type]
-        final = await stream.get_final_completion()
+    request = orjson.loads(responses_body(chat))
+    async with openai.AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="k", max_retries=0) as client:
+        upstream.reply_with(reply("chat", FENCED, stream=True))
+        async with client.chat.completions.stream(model="m", messages=chat.messages, tools=chat.tools) as stream:  # type: ignore[arg-type]
+            final = await stream.get_final_completion()
+        upstream.reply_with(reply("responses", FENCED, stream=True))
+        async with client.responses.stream(model="m", input=request["input"], tools=request["tools"]) as events:
+            response = await events.get_final_response()
     call = final.choices[0].message.tool_calls[0]  # type: ignore[index]
     assert (call.function.name, orjson.loads(call.function.arguments)) == ("execute_bash", {"command": "ls -la"})
-    upstream.reply_with(reply("responses", FENCED, stream=True))
-    request = orjson.loads(responses_body(chat))
-    async with client.responses.stream(model="m", input=request["input"], tools=request["tools"]) as events:
-        response = await events.get_final_response()
     assert [(i.type, getattr(i, "name", None)) for i in response.output] == [("function_call", "execute_bash")]

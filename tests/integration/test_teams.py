@@ -9,7 +9,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestServer
 from chat import Chat, test_run
-from support import Upstream, completion, json_reply, policy_toml, post, start_upstream
+from support import Upstream, completion, json_reply, policy_toml, post, sdk, start_upstream
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -57,9 +57,9 @@ async def test_unknown_key_is_401_in_openai_shape(teams_proxy: TestServer, upstr
     status, _headers, body = await post(teams_proxy, b"{}", Authorization="Bearer nope")
     assert status == 401
     assert orjson.loads(body)["error"]["code"] == "invalid_proxy_key"
-    client = openai.AsyncOpenAI(base_url=str(teams_proxy.make_url("/v1")), api_key="nope", max_retries=0)
-    with pytest.raises(openai.AuthenticationError):
-        await client.models.list()
+    async with sdk(teams_proxy, api_key="nope") as client:
+        with pytest.raises(openai.AuthenticationError):
+            await client.models.list()
     assert upstream.seen == []
 
 

@@ -10,6 +10,7 @@ import orjson
 
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.responses import reply, request
+from proxy.dialects.splice import SpliceError, splice
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -25,7 +26,10 @@ class Responses:
         return request.read(data)
 
     def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
-        return orjson.dumps(request.write(data, edit))
+        try:
+            return splice(body, request.changes(data, edit))
+        except SpliceError:
+            return orjson.dumps(request.write(data, edit))
 
     def read_reply(self, body: bytes) -> ReplyView | None:
         return reply.read_reply(body)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, Value
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.transcript import content_text
 
-__all__ = ["SOURCE", "read", "write"]
+__all__ = ["SOURCE", "changes", "read", "write"]
 
 SOURCE = "_src"
 """Key on translated messages: the `input` indices they came from (never sent upstream)."""
@@ -89,36 +90,71 @@ def _item(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write(data: dict[str, Any], edit: Edit) -> dict[str, Any]:
-    out = dict(data)
+def _input_items(data: dict[str, Any], messages: list[Any]) -> tuple[list[Any], list[Kept | Fresh]]:
+    """The original `input` items, and the new input: every original item kept, in place (the
+    ones no message came from too: reasoning, and anything else not modelled), an edited tool
+    output in its item's place, each injected message as a `message` item right after the
+    last original item before it."""
+    items = data.get("input")
+    originals: list[Any] = items if isinstance(items, list) else [{"type": "message", "role": "user", "content": items}]
+    after: dict[int, list[Any]] = {}
+    edited: dict[int, Any] = {}
+    last = -1
+    for message in messages:
+        sources = message.get(SOURCE) if isinstance(message, dict) else None
+        if sources is None:
+            after.setdefault(last, []).append(_item(message))
+            continue
+        for index in sources:
+            item = originals[index]
+            content = message.get("content")
+            if message.get("role") == "tool" and isinstance(item.get("output"), str) and content != item["output"]:
+                edited[index] = {**item, "output": content}
+        last = max([last, *sources])
+    plan: list[Kept | Fresh] = [Fresh(item) for item in after.get(-1, [])]
+    for index in range(len(originals)):
+        plan.append(Fresh(edited[index]) if index in edited else Kept(index))
+        plan.extend(Fresh(item) for item in after.get(index, []))
+    return originals, plan
+
+
+def changes(data: dict[str, Any], edit: Edit) -> dict[str, Change]:
+    """What an edit changes in a Responses request, member by member."""
+    out: dict[str, Change] = {}
     if edit.messages is not None:
-        items = data.get("input")
-        originals: list[Any] = (
-            items if isinstance(items, list) else [{"type": "message", "role": "user", "content": items}]
-        )
-        rebuilt: list[Any] = []
-        for message in edit.messages:
-            sources = message.get(SOURCE) if isinstance(message, dict) else None
-            if sources is None:
-                rebuilt.append(_item(message))
-                continue
-            for index in sources:
-                item = originals[index]
-                if (
-                    message.get("role") == "tool"
-                    and isinstance(item.get("output"), str)
-                    and message["content"] != item["output"]
-                ):
-                    item = {**item, "output": message["content"]}
-                rebuilt.append(item)
-        out["input"] = rebuilt
+        _originals, plan = _input_items(data, edit.messages)
+        out["input"] = Array(plan) if isinstance(data.get("input"), list) else Value(_materialise(data, plan))
     if edit.tools is not None:
-        out["tools"] = [t for t in data.get("tools") or [] if isinstance(t, dict) and t.get("name") in edit.tools]
-        choice = out.get("tool_choice")
+        tools = data.get("tools") or []
+        out["tools"] = Array(
+            [Kept(i) for i, t in enumerate(tools) if isinstance(t, dict) and t.get("name") in edit.tools]
+        )
+        choice = data.get("tool_choice")
         if isinstance(choice, dict) and choice.get("name") not in edit.tools:
-            out.pop("tool_choice")
+            out["tool_choice"] = REMOVED
     if edit.tool_choice is not None:
-        out["tool_choice"] = {"type": "function", "name": edit.tool_choice}
+        out["tool_choice"] = Value({"type": "function", "name": edit.tool_choice})
     elif edit.require_call:
-        out["tool_choice"] = "required"
+        out["tool_choice"] = Value("required")
+    return out
+
+
+def _materialise(data: dict[str, Any], plan: list[Kept | Fresh]) -> list[Any]:
+    items = data.get("input")
+    originals: list[Any] = items if isinstance(items, list) else [{"type": "message", "role": "user", "content": items}]
+    return [originals[p.index] if isinstance(p, Kept) else p.value for p in plan]
+
+
+def write(data: dict[str, Any], edit: Edit) -> dict[str, Any]:
+    """The edited request as a whole (when its body cannot be spliced)."""
+    out = dict(data)
+    for key, change in changes(data, edit).items():
+        if isinstance(change, Removed):
+            out.pop(key, None)
+        elif isinstance(change, Value):
+            out[key] = change.value
+        else:
+            found = data.get(key)
+            source: list[Any] = found if isinstance(found, list) else []
+            out[key] = [source[p.index] if isinstance(p, Kept) else p.value for p in change.items]
     return out

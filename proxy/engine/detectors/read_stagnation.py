@@ -30,6 +30,8 @@ AFTER = 8
 LADDER = Ladder(after=AFTER, action=Action.NUDGE)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
+_MAX_KEYS = 256
+"""Reads remembered in one run (a longer run still sees re-reads of these)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
     state = State(
         run=state.run + 1,
-        seen=state.seen | keys,
+        seen=state.seen | keys if len(state.seen) < _MAX_KEYS else state.seen,
         reread=state.reread or bool(keys & state.seen),
         fired=state.fired,
         reads=_count(state.reads, paths),

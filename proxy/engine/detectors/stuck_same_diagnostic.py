@@ -5,10 +5,11 @@ Fires when the same-signature streak *advances* to a rung of the pattern's ladde
 carries that failure.
 
 Remedy: the failure quoted, the files edited in vain named, and one exact next call in the
-agent's own tools: read the failing test, else the line where it fails, whichever has not
-been read since the failure appeared. `force` pins a read tool; `restrict` takes the pure
-edit tools away for one request. Watched (what follows is recorded per arm) and remembered
-(a verdict is stored for the next run of the task).
+agent's own tools: read the failing test, then the line where it fails, then the code the test
+exercises (by the runner's naming convention), whichever has not been read since the failure
+appeared; once all of it has been read, make a different change than the one that failed.
+`force` pins a read tool; `restrict` takes the pure edit tools away for one request. Watched
+(what follows is recorded per arm) and remembered (a verdict is stored for the next run).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
@@ -16,11 +17,12 @@ streak to 1); a streak held at the threshold by an edit-only turn (it did not ad
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.failure import RepairState
-from proxy.engine.remedy import PREFIX, resolve_path, working_dir
+from proxy.engine.remedy import PREFIX, failing_call, resolve_path, working_dir
 from proxy.engine.vocabulary import Vocabulary
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
@@ -60,11 +62,30 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     return state, [facts.trip(NAME, action, detail, after)]
 
 
-def _next_step(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, str | None]:
-    """(what to read and why, the exact call): the failing test, else the failure's source
-    line, whichever has not been read since the failure appeared."""
-    known = [*state.read_since_failure, *state.edited_since_failure]
-    cwd = working_dir(state.failing_command)
+_UNDER_TEST = (
+    (re.compile(r"^test_(.+\.py)$"), r"\1"),
+    (re.compile(r"^(.+)_test\.py$"), r"\1.py"),
+    (re.compile(r"^(.+)_test\.go$"), r"\1.go"),
+    (re.compile(r"^(.+)\.(?:test|spec)\.([jt]sx?|mjs|cjs)$"), r"\1.\2"),
+)
+_TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec", "specs"})
+
+
+def code_under_test(test_file: str) -> str | None:
+    """The file a test file tests, by its runner's naming convention (pytest's `test_X.py` or
+    `X_test.py`, Go's `X_test.go`, jest's `X.test.ts`), beside it or above a tests folder."""
+    folder, _, name = test_file.rpartition("/")
+    for pattern, target in _UNDER_TEST:
+        if match := pattern.match(name):
+            parent, _, last = folder.rpartition("/")
+            base = parent if last in _TEST_DIRS else folder
+            return f"{base}/{match.expand(target)}" if base else match.expand(target)
+    return None
+
+
+def _evidence(state: RepairState) -> list[tuple[str, int | None, str]]:
+    """What there is to read about the live failure, in order: the failing test, the line where it
+    fails, the code the test exercises."""
     p = state.pointers
     options: list[tuple[str, int | None, str]] = []
     if p.test_file:
@@ -73,12 +94,24 @@ def _next_step(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, 
     if p.source_file and p.source_file != p.test_file:
         where = f"line {p.source_line} where it fails" if p.source_line else "where it fails"
         options.append((p.source_file, p.source_line, where))
-    if not options and p.source_file:
-        options.append((p.source_file, p.source_line, "where it fails"))
+    tested = code_under_test(p.test_file) if p.test_file else None
+    if tested and tested != p.source_file:
+        options.append((tested, None, "the code the failing test exercises"))
+    return options
+
+
+def _next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, str | None] | None:
+    """(what to read and why, the exact call) for the first piece of evidence not read since the
+    failure appeared; None when all of it has been read."""
+    known = [*state.read_since_failure, *state.edited_since_failure]
+    cwd = working_dir(state.failing_command)
+    options = _evidence(state)
     if not options:
         return "the failing check's source and the code it exercises", None
     unread = [o for o in options if resolve_path(o[0], known, cwd) not in state.read_since_failure]
-    path, line, why = (unread or options)[-1 if not unread else 0]
+    if not unread:
+        return None
+    path, line, why = unread[0]
     full = resolve_path(path, known, cwd)
     call = vocabulary.read(full, line) if vocabulary is not None else None
     return f"{why} in {full}", call.render() if call is not None else None
@@ -92,8 +125,18 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
         else "running it again without a change will not change it"
     )
     head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}:"
-    what, call = _next_step(state, context.vocabulary)
     edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
+    read = _next_read(state, context.vocabulary)
+    if read is None:
+        # Everything the failure points at has been read: what is missing is a change that is not
+        # the one already tried.
+        target = f" to {edited}" if edited else ""
+        tail = (
+            f"You have read the failing test and the code it exercises. Make a different change{target} "
+            f"than before, one that addresses the assertion above, then re-run {failing_call(state)}."
+        )
+        return context.fit(head, state.snippet, tail)
+    what, call = read
     hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
     # changed the next action far more often than advice or a bare JSON object did.

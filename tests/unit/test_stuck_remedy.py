@@ -1,0 +1,72 @@
+"""The stuck remedy walks the evidence: the failing test, the line where it fails, the code the
+test exercises; once everything has been read, it asks for a different change."""
+
+from __future__ import annotations
+
+import pytest
+from chat import Chat, edit, test_run, view
+from scenario_loader import analyse, engine
+
+from proxy.engine.detectors.stuck_same_diagnostic import code_under_test
+
+FAILING = (
+    "    def test_add():\n>       assert add(2, 3) == 5\nE       assert -1 == 5\n\n"
+    "tests/test_calc.py:5: AssertionError\nFAILED tests/test_calc.py::test_add - assert -1 == 5\n1 failed in 0.02s\n"
+    "[Command finished with exit code 1]"
+)
+
+
+@pytest.mark.parametrize(
+    ("test_file", "tested"),
+    [
+        ("tests/test_calc.py", "calc.py"),
+        ("src/pkg/tests/test_x.py", "src/pkg/x.py"),
+        ("pkg/parse_test.go", "pkg/parse.go"),
+        ("src/sum.test.ts", "src/sum.ts"),
+        ("tests/conftest.py", None),
+    ],
+)
+def test_the_code_a_test_exercises_follows_its_runners_naming(test_file: str, tested: str | None) -> None:
+    assert code_under_test(test_file) == tested
+
+
+def _nudge(chat: Chat) -> str:
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None and planned.decision.new_trips
+    return planned.decision.placed[-1].text
+
+
+def run() -> tuple[str, dict[str, str], str]:
+    return ("execute_bash", {"command": "cd /workspace && python -m pytest"}, FAILING)
+
+
+def test_first_the_failing_test() -> None:
+    chat = Chat().turn(run()).turn(edit("/workspace/calc.py")).turn(run()).turn(edit("/workspace/calc.py")).turn(run())
+    assert "read the failing test tests/test_calc.py::test_add in /workspace/tests/test_calc.py" in _nudge(chat)
+
+
+def test_then_the_code_the_test_exercises() -> None:
+    chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py")).turn(run()).turn(run())
+    text = _nudge(chat)
+    assert (
+        'read the code the failing test exercises in /workspace/calc.py: call str_replace_editor with {"command":"view","path":"/workspace/calc.py"}'
+        in text
+    )
+
+
+def test_once_everything_is_read_a_different_change() -> None:
+    chat = (
+        Chat()
+        .turn(run())
+        .turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py"))
+        .turn(edit("/workspace/calc.py"))
+        .turn(run())
+        .turn(run())
+    )
+    text = _nudge(chat)
+    assert "Make a different change to calc.py than before" in text and "Do not edit" not in text
+
+
+def test_a_test_run_with_the_repo_test_output_still_names_the_test() -> None:
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+    assert "tests/test_parse.py::test_addition" in _nudge(chat)
