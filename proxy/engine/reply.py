@@ -20,9 +20,19 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from proxy.engine.exchange import Edit
-from proxy.engine.salvage import OfferedTool, SalvagedCall, may_become_call, salvage
+from proxy.engine.salvage import OfferedTool, SalvagedCall, may_become_call, ran_on, salvage
 
-__all__ = ["GATE_OUTCOMES", "Gate", "GatePlan", "Judgement", "ReplyRules", "ReplyView", "holding", "judge"]
+__all__ = [
+    "GATE_OUTCOMES",
+    "Gate",
+    "GatePlan",
+    "Judgement",
+    "ReplyRules",
+    "ReplyView",
+    "holding",
+    "judge",
+    "settled",
+]
 
 
 class Gate(StrEnum):
@@ -98,6 +108,16 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
     gate = rules.prose_gate if view.text.strip() else rules.empty_gate
     return Judgement(gate, None)
+
+
+def settled(view: ReplyView, rules: ReplyRules) -> Judgement | None:
+    """A streamed reply whose outcome is already certain: it began with whole calls to offered
+    tools and the model has run on past them. The rest would be dropped anyway: the caller may
+    stop the generation and act now."""
+    if view.calls or not rules.offered or not ran_on(view.text):
+        return None
+    judgement = judge(view, rules)
+    return judgement if judgement.salvaged else None
 
 
 def holding(view: ReplyView, rules: ReplyRules) -> bool:

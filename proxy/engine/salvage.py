@@ -4,10 +4,13 @@ Small local models often answer with the call as text instead of a structured to
 a bare or fenced JSON object with `name` and `arguments` (or `parameters`), a list of them,
 `<tool_call>...</tool_call>` tags, or `{"function": {...}}`; sometimes near-JSON (single
 quotes, an unbalanced closing brace), mended by `json_repair`. `salvage` returns the calls
-only when the *whole* reply is such a call (whitespace and fences aside), every name is an
-offered tool, and every call's arguments hold the tool's required keys. Prose that mentions
-JSON, a final answer, a call to a tool not offered, or text cut off mid-value is never a
-call: the reply is left as it is.
+when the reply *begins* with such calls (whitespace and fences aside), every name is an
+offered tool, and every call's arguments hold the tool's required keys. What the model
+writes after its calls is dropped, as a server's own tool-call parser ends the message at
+the call: measured on Qwen2.5-Coder-1.5B, it often runs on and makes up the call's result
+("The test suite passed."), which must not reach the agent's transcript. A reply that begins
+with prose (that mentions JSON or not), a final answer, a call to a tool not offered, or text
+cut off mid-value is never a call: the reply is left as it is.
 
 `may_become_call` says whether a streamed reply's text so far can still turn out to be a
 call, so a stream is held only while that is possible.
@@ -15,6 +18,7 @@ call, so a stream is held only while that is possible.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +27,15 @@ from typing import Any
 import json_repair
 import orjson
 
-__all__ = ["MAX_CALL_CHARS", "OfferedTool", "SalvagedCall", "may_become_call", "offered_tools", "salvage"]
+__all__ = [
+    "MAX_CALL_CHARS",
+    "OfferedTool",
+    "SalvagedCall",
+    "may_become_call",
+    "offered_tools",
+    "ran_on",
+    "salvage",
+]
 
 MAX_CALL_CHARS = 256 * 1024
 """Longest text read as a call (a whole file written through an edit tool fits); past it, prose."""
@@ -32,6 +44,7 @@ _FENCE_OPEN = re.compile(r"^```[\w-]*[ \t]*\n")
 _FENCE_CLOSE = re.compile(r"\n?```[\s`]*$")
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _TAG = "<tool_call>"
+_DECODER = json.JSONDecoder()
 _FENCE = "```"
 
 
@@ -118,18 +131,63 @@ def _call(value: Any, offered: Mapping[str, OfferedTool]) -> SalvagedCall | None
     return SalvagedCall(name, arguments)
 
 
+def _leading(text: str) -> list[Any] | None:
+    """The complete JSON values the text begins with (whitespace between them), or None."""
+    values: list[Any] = []
+    at = 0
+    while at < len(text) and text[at] in "{[":
+        try:
+            value, end = _DECODER.raw_decode(text, at)
+        except json.JSONDecodeError:
+            break
+        values.append(value)
+        at = end
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return values or None
+
+
 def _values(text: str) -> list[Any] | None:
-    """The JSON values the whole text consists of, or None."""
+    """The JSON values the text begins with (whole, or leading with more text after), or None."""
+    if text.startswith(_TAG):
+        parts: list[Any] = []
+        for match in _TAGGED.finditer(text):
+            if text[: match.start()].strip() and not parts:
+                return None
+            value = _loads(match.group(1))
+            if value is None:
+                return None
+            parts.append(value)
+        return parts or None
     if _TAG in text:
-        if not text.lstrip().startswith(_TAG) or _TAGGED.sub("", text).strip():
-            return None
-        values = [_loads(part) for part in _TAGGED.findall(text)]
-        return None if any(v is None for v in values) else values
-    body = _FENCE_CLOSE.sub("", _FENCE_OPEN.sub("", text.strip(), count=1), count=1)
-    value = _loads(body)
-    if value is None:
         return None
-    return value if isinstance(value, list) else [value]
+    body = _FENCE_OPEN.sub("", text, count=1)
+    leading = _leading(body)  # strict JSON first: calls, and whatever the model ran on with
+    if leading is None:
+        whole = _loads(_FENCE_CLOSE.sub("", body, count=1))  # then the whole text as near-JSON
+        leading = None if whole is None else [whole]
+    if leading is None:
+        return None
+    flat: list[Any] = []
+    for value in leading:
+        flat.extend(value if isinstance(value, list) else [value])
+    return flat
+
+
+def ran_on(text: str) -> bool:
+    """The text begins with complete JSON and the model has gone on writing something else after
+    it (a streamed reply whose calls, if any, are already whole)."""
+    body = _FENCE_OPEN.sub("", text.lstrip(), count=1)
+    at = 0
+    while at < len(body) and body[at] in "{[":
+        try:
+            at = _DECODER.raw_decode(body, at)[1]
+        except json.JSONDecodeError:
+            return False
+        while at < len(body) and body[at].isspace():
+            at += 1
+    rest = body[at:].lstrip("`").strip()
+    return at > 0 and bool(rest) and rest[0] not in "{[<"
 
 
 def salvage(text: str, offered: Mapping[str, OfferedTool]) -> tuple[SalvagedCall, ...] | None:

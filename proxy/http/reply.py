@@ -26,7 +26,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.dialects import Dialect, Planned
-from proxy.engine.reply import GATE_OUTCOMES, Gate, Judgement, ReplyRules, holding, judge
+from proxy.engine.reply import GATE_OUTCOMES, Gate, Judgement, ReplyRules, holding, judge, settled
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 from proxy.http.forward import downstream_headers, is_streaming, relay, send
 from proxy.http.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER
@@ -67,6 +67,10 @@ async def _watch(
         held.append(chunk)
         try:
             watcher.feed(chunk)
+            early = settled(watcher.view, rules)
+            if early is not None:
+                upstream.close()  # the model ran on past its call: stop the generation
+                return held, early
             reading = holding(watcher.view, rules)
         except Exception:
             log.exception("reply_unreadable", dialect=dialect.name)

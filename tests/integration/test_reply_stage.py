@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import openai
 import orjson
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import OPENHANDS_TOOLS, Chat, test_run, view
 from dialects import ollama_body, responses_body
-from replies import DIALECTS, PATHS, received, reply, reply_bytes
+from replies import DIALECTS, PATHS, STREAM_TYPES, received, reply, reply_bytes
 from support import Upstream, policy_toml, post
 
 FENCED = '```json\n{\n  "name": "execute_bash",\n  "arguments": {\n    "command": "ls -la"\n  }\n}\n```'
@@ -202,6 +204,41 @@ async def test_the_sdk_reads_a_salvaged_stream(proxy: TestServer, upstream: Upst
         upstream.reply_with(reply("responses", FENCED, stream=True))
         async with client.responses.stream(model="m", input=request["input"], tools=request["tools"]) as events:
             response = await events.get_final_response()
+        upstream.reply_with(reply("responses", RUN_ON, stream=True))  # cut short by the proxy
+        async with client.responses.stream(model="m", input=request["input"], tools=request["tools"]) as events:
+            cut = await events.get_final_response()
+    assert [(i.type, getattr(i, "name", None)) for i in cut.output] == [("function_call", "execute_bash")]
     call = final.choices[0].message.tool_calls[0]  # type: ignore[index]
     assert (call.function.name, orjson.loads(call.function.arguments)) == ("execute_bash", {"command": "ls -la"})
     assert [(i.type, getattr(i, "name", None)) for i in response.output] == [("function_call", "execute_bash")]
+
+
+RUN_ON = '{"name": "execute_bash", "arguments": {"command": "ls"}}\n\nThe tests pass now. ' + "Done. " * 400
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_streamed_call_the_model_runs_on_past_is_cut_short_and_salvaged(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """The proxy acts as soon as the model runs on past its call, and stops the generation: the
+    made-up rest never reaches the agent, and the upstream is not read to its end."""
+    pieces = reply_bytes(dialect, RUN_ON, stream=True)
+    written: list[int] = []
+
+    async def slow(request: web.Request, _body: bytes) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": STREAM_TYPES[dialect]})
+        await response.prepare(request)
+        for n, piece in enumerate(pieces):  # bounded: len(pieces) * 10 ms
+            await response.write(piece)
+            written.append(n)
+            await asyncio.sleep(0.01)
+        await response.write_eof()
+        return response
+
+    upstream.reply_with(slow)
+    got = await post(proxy, body(dialect, reading(), True), path=PATHS[dialect])
+    text, calls = received(dialect, got.body, True)
+    assert [(n, a) for n, a, _ in calls] == [("execute_bash", {"command": "ls"})]
+    assert "Done." not in text and got.headers["X-Repair-Salvaged"] == "1"
+    await asyncio.sleep(0.3)
+    assert len(written) < len(pieces) // 2, "the generation was stopped early"

@@ -40,6 +40,13 @@ def calls(text: str) -> list[tuple[str, dict[str, object]]] | None:
             '"arguments": {"command": "ls"}}</tool_call>',
             [("view", {}), *LS],
         ),
+        ('{"name": "execute_bash", "arguments": {"command": "ls"}}\nThat lists the files.', LS),
+        (
+            '{"name": "execute_bash", "arguments": {"command": "ls"}}\n\nThe tests pass.\n\n'
+            '{"name": "finish", "arguments": {"message": "done"}}',
+            LS,
+        ),
+        ('<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"}}</tool_call> and then more text', LS),
     ],
     ids=[
         "bare",
@@ -54,6 +61,9 @@ def calls(text: str) -> list[tuple[str, dict[str, object]]] | None:
         "single_quotes",
         "list",
         "two_tags",
+        "call_then_the_model_runs_on",
+        "call_then_a_made_up_result_and_another_call",
+        "tag_then_text",
     ],
 )
 def test_a_whole_reply_that_is_a_call_is_salvaged(text: str, expected: list[tuple[str, dict[str, object]]]) -> None:
@@ -66,27 +76,25 @@ def test_a_whole_reply_that_is_a_call_is_salvaged(text: str, expected: list[tupl
         "",
         "The tests pass.",
         'I will run {"name": "execute_bash", "arguments": {"command": "ls"}} now.',
-        '{"name": "execute_bash", "arguments": {"command": "ls"}}\nThat lists the files.',
         'Here:\n```json\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n```',
         '{"name": "delete_repo", "arguments": {}}',
         '{"name": "execute_bash", "arguments": {}}',
         '{"name": "execute_bash", "arguments": {"command": "rm -',
         '{"answer": 42}',
         '[{"name": "execute_bash", "arguments": {"command": "ls"}}, {"name": "nope", "arguments": {}}]',
-        '<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"}}</tool_call> and then more text',
+        'Sure.\n<tool_call>{"name": "execute_bash", "arguments": {"command": "ls"}}</tool_call>',
     ],
     ids=[
         "empty",
         "prose",
         "prose_around_json",
-        "json_then_prose",
         "lead_in_then_fence",
         "tool_not_offered",
         "required_key_missing",
         "cut_off_mid_value",
         "json_answer_not_a_call",
         "one_of_two_not_offered",
-        "tag_then_prose",
+        "prose_then_tag",
     ],
 )
 def test_anything_else_is_never_salvaged(text: str) -> None:

@@ -153,12 +153,16 @@ def _call_events(calls: Sequence[SalvagedCall], ids: Sequence[str], first_index:
 
 
 def salvaged_stream(held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
-    """The held events without the message's, the calls' events where the message was."""
+    """The held events without the message's, the calls' events where the message was; a stream
+    cut short (the model ran on past its call) gets its `response.completed`."""
     out: list[dict[str, Any]] = []
-    inserted = False
+    inserted = finished = False
+    created: dict[str, Any] = {}
     for event in _events(held):
         kind = event.get("type")
         item = event.get("item")
+        if kind == "response.created" and isinstance(event.get("response"), dict):
+            created = event["response"]
         about_message = kind in _MESSAGE_EVENTS or (
             kind in ("response.output_item.added", "response.output_item.done")
             and isinstance(item, dict)
@@ -171,11 +175,17 @@ def salvaged_stream(held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: S
         if about_message:
             continue
         if kind in _FINAL_EVENTS and isinstance(event.get("response"), dict):
+            finished = True
             response = dict(event["response"])
             response["output"] = _replace_messages(response.get("output"), _call_items(calls, ids))
             out.append({**event, "response": response})
         else:
             out.append(event)
+    if not inserted:
+        out += _call_events(calls, ids, 0)
+    if not finished:
+        response = {**created, "status": "completed", "output": _call_items(calls, ids)}
+        out.append({"type": "response.completed", "sequence_number": 0, "response": response})
     return _encode(out)
 
 
