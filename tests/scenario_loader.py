@@ -9,11 +9,13 @@ from typing import Any
 import orjson
 from chat import Chat, tool_schemas
 
-from proxy.dialects import CHAT, Dialect, Planned, plan_offline
+from proxy.dialects import CHAT, Dialect, Planned, SpanMemory, plan_offline
 from proxy.engine.core import Engine
 from proxy.settings.policy import Policy, default_policy, policy_from_mapping
 
 SCENARIOS = Path(__file__).parent / "scenarios"
+MEMORY = None if __import__("os").environ.get("NO_SPAN_MEMORY") else SpanMemory()
+"""As the server has one: rewrites reuse what the last one of the conversation found."""
 
 
 @dataclass
@@ -84,4 +86,4 @@ def engine(policy: Policy | None = None) -> Engine:
 
 def analyse(eng: Engine, body: bytes, dialect: Dialect = CHAT, headers: dict[str, str] | None = None) -> Planned | None:
     """One request body through the engine, offline: its decision and the bytes it would send."""
-    return plan_offline(eng, dialect, body, headers or {})
+    return plan_offline(eng, dialect, body, headers or {}, memory=MEMORY)

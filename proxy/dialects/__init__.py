@@ -18,7 +18,7 @@ from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
 from proxy.dialects.protocol import Dialect, ReplyWatcher
 from proxy.dialects.responses import RESPONSES
-from proxy.dialects.splice import SpliceError, loads_piecewise
+from proxy.dialects.splice import SpanMemory, SpliceError, loads_piecewise
 from proxy.engine.core import Engine
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.plan import Decision
@@ -33,6 +33,7 @@ __all__ = [
     "Incoming",
     "Planned",
     "ReplyWatcher",
+    "SpanMemory",
     "parse",
     "plan_offline",
 ]
@@ -50,11 +51,11 @@ class Incoming:
     data: dict[str, Any]
     translation: Translation
 
-    def write(self, edit: Edit | None) -> bytes:
+    def write(self, edit: Edit | None, memory: SpanMemory | None = None, key: tuple[str, str] = ("", "")) -> bytes:
         """The body to send: the original bytes when nothing is edited."""
         if edit is None:
             return self.body
-        return self.dialect.write(self.body, self.data, self.translation, edit)
+        return self.dialect.write(self.body, self.data, self.translation, edit, memory, key)
 
 
 LARGE_BODY = 1024 * 1024
@@ -81,8 +82,9 @@ class Planned:
     """What goes upstream: the original bytes unless the decision edits the request."""
 
     @classmethod
-    def of(cls, incoming: Incoming, decision: Decision) -> Planned:
-        return cls(incoming, decision, incoming.write(decision.edit))
+    def of(cls, incoming: Incoming, decision: Decision, memory: SpanMemory | None = None) -> Planned:
+        key = (decision.request.team, decision.request.conversation)
+        return cls(incoming, decision, incoming.write(decision.edit, memory, key))
 
     def retry(self, gate: Gate) -> bytes:
         """The request a gate sends instead when it holds the reply (written when needed)."""
@@ -90,10 +92,15 @@ class Planned:
 
 
 def plan_offline(
-    engine: Engine, dialect: Dialect, body: bytes, headers: Mapping[str, str], team: str = "default"
+    engine: Engine,
+    dialect: Dialect,
+    body: bytes,
+    headers: Mapping[str, str],
+    team: str = "default",
+    memory: SpanMemory | None = None,
 ) -> Planned | None:
     """Parse, fold and plan with no verdict store (replay, benchmarks, tests); None: not analysable."""
     incoming = parse(dialect, body)
     if incoming is None:
         return None
-    return Planned.of(incoming, engine.decide(incoming.translation, headers, team))
+    return Planned.of(incoming, engine.decide(incoming.translation, headers, team), memory)

@@ -17,7 +17,18 @@ import orjson
 
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
-from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, SpliceError, Value, splice
+from proxy.dialects.splice import (
+    REMOVED,
+    Array,
+    Change,
+    Fresh,
+    Kept,
+    Removed,
+    SpanMemory,
+    SpliceError,
+    Value,
+    splice,
+)
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -76,23 +87,31 @@ def message_changes(data: dict[str, Any], edit: Edit, *, tool_choice: bool = Tru
     return out
 
 
-def write_messages(body: bytes, data: dict[str, Any], edit: Edit, *, tool_choice: bool = True) -> bytes:
+def write_messages(
+    body: bytes,
+    data: dict[str, Any],
+    edit: Edit,
+    *,
+    tool_choice: bool = True,
+    memory: SpanMemory | None = None,
+    key: tuple[str, str] = ("", ""),
+) -> bytes:
     """The body with the edit made: spliced, so what it does not change keeps its bytes (a body
     that cannot be spliced is written whole from its parse)."""
     changes = message_changes(data, edit, tool_choice=tool_choice)
     try:
-        return splice(body, changes)
+        return splice(body, changes, memory, key)
     except SpliceError:
         out = dict(data)
-        for key, change in changes.items():
+        for name, change in changes.items():
             if isinstance(change, Removed):
-                out.pop(key, None)
+                out.pop(name, None)
             elif isinstance(change, Value):
-                out[key] = change.value
+                out[name] = change.value
             else:
-                found = data.get(key)
+                found = data.get(name)
                 source: list[Any] = found if isinstance(found, list) else []
-                out[key] = [source[p.index] if isinstance(p, Kept) else p.value for p in change.items]
+                out[name] = [source[p.index] if isinstance(p, Kept) else p.value for p in change.items]
         return orjson.dumps(out)
 
 
@@ -219,8 +238,16 @@ class Chat:
     def read(self, data: dict[str, Any]) -> Translation | None:
         return read_messages(data)
 
-    def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
-        return write_messages(body, data, edit)
+    def write(
+        self,
+        body: bytes,
+        data: dict[str, Any],
+        translation: Translation,
+        edit: Edit,
+        memory: SpanMemory | None = None,
+        key: tuple[str, str] = ("", ""),
+    ) -> bytes:
+        return write_messages(body, data, edit, memory=memory, key=key)
 
     def read_reply(self, body: bytes) -> ReplyView | None:
         try:

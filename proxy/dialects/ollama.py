@@ -19,6 +19,7 @@ import orjson
 from proxy.dialects.chat import read_messages, write_messages
 from proxy.dialects.lines import LineScanner, ndjson_payloads
 from proxy.dialects.protocol import ReplyWatcher
+from proxy.dialects.splice import SpanMemory
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -67,8 +68,16 @@ class Ollama:
         """Ollama streams unless told `"stream": false`."""
         return read_messages(data, streams_by_default=True)
 
-    def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
-        return write_messages(body, data, edit, tool_choice=False)
+    def write(
+        self,
+        body: bytes,
+        data: dict[str, Any],
+        translation: Translation,
+        edit: Edit,
+        memory: SpanMemory | None = None,
+        key: tuple[str, str] = ("", ""),
+    ) -> bytes:
+        return write_messages(body, data, edit, tool_choice=False, memory=memory, key=key)
 
     def read_reply(self, body: bytes) -> ReplyView | None:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from proxy.dialects.splice import SpanMemory
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -39,8 +40,17 @@ class Dialect(Protocol):
         """The request in chat terms; None when it is not analysable (forwarded untouched)."""
         ...
 
-    def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
-        """The request with `edit` applied, in this dialect's own shape; `body` is as it came."""
+    def write(
+        self,
+        body: bytes,
+        data: dict[str, Any],
+        translation: Translation,
+        edit: Edit,
+        memory: SpanMemory | None = None,
+        key: tuple[str, str] = ("", ""),
+    ) -> bytes:
+        """The request with `edit` applied, in this dialect's own shape; `body` is as it came.
+        `memory` keeps what the conversation's (`key`) last write found, to walk less next time."""
         ...
 
     # --- reply side -------------------------------------------------------------------

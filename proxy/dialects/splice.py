@@ -10,14 +10,28 @@ each kept byte for byte (`Kept`), and the new ones (`Fresh`); a member is replac
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-__all__ = ["REMOVED", "Array", "Fresh", "Kept", "Removed", "SpliceError", "Value", "loads_piecewise", "splice"]
+__all__ = [
+    "REMOVED",
+    "Array",
+    "Fresh",
+    "Kept",
+    "Removed",
+    "SpanMemory",
+    "SpliceError",
+    "Value",
+    "loads_piecewise",
+    "splice",
+]
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
@@ -63,6 +77,47 @@ REMOVED = Removed()
 Change = Array | Value | Removed
 
 
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """Where the elements of one array lay in a conversation's last spliced body, up to `end`."""
+
+    value_start: int
+    end: int
+    digest: bytes
+    spans: tuple[tuple[int, int], ...]
+
+
+def _digest(text: str, start: int, end: int) -> bytes:
+    return hashlib.blake2b(text[start:end].encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class SpanMemory:
+    """What the last splice of each conversation found, so the next one walks only what is new.
+
+    An agent's next request repeats its last one and adds to it: the elements of the edited
+    array up to where the last body's ended are reused when a digest of that stretch of text
+    matches, and only the elements after it are parsed. Bounded (least recently used goes)."""
+
+    def __init__(self, entries: int = 4096) -> None:
+        self._entries: OrderedDict[tuple[str, str], _Known] = OrderedDict()
+        self._max = entries
+        self._lock = threading.Lock()
+
+    def recall(self, key: tuple[str, str]) -> _Known | None:
+        with self._lock:
+            known = self._entries.get(key)
+            if known is not None:
+                self._entries.move_to_end(key)
+            return known
+
+    def keep(self, key: tuple[str, str], known: _Known) -> None:
+        with self._lock:
+            self._entries[key] = known
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+
 def _skip(text: str, at: int) -> int:
     while at < len(text) and text[at] in _WS:
         at += 1
@@ -77,12 +132,25 @@ def _decode(text: str, at: int) -> tuple[Any, int]:
     return value, int(end)
 
 
-def _elements(text: str, start: int) -> list[tuple[int, int, Any]]:
-    """(start, end, value) of each element of the array at `start`, one element at a time."""
+def _elements(text: str, start: int, known: _Known | None = None) -> list[tuple[int, int, Any]]:
+    """(start, end, value) of each element of the array at `start`, one element at a time; the
+    ones `known` from the conversation's last body (their text unchanged) are not parsed again
+    (their value is None)."""
     if text[start] != "[":
         raise SpliceError("not an array")
     at = _skip(text, start + 1)
     found: list[tuple[int, int, Any]] = []
+    if (
+        known is not None
+        and known.value_start == start
+        and known.spans
+        and known.end <= len(text)
+        and _digest(text, start, known.end) == known.digest
+    ):
+        found = [(s, e, None) for s, e in known.spans]
+        at = _skip(text, known.end)
+        if at < len(text) and text[at] == ",":
+            at = _skip(text, at + 1)
     while at < len(text) and text[at] != "]":
         value, end = _decode(text, at)
         found.append((at, end, value))
@@ -94,23 +162,43 @@ def _elements(text: str, start: int) -> list[tuple[int, int, Any]]:
     return found
 
 
-def _member_value(text: str, start: int) -> tuple[Any, int]:
-    """A member's value and end: an array element by element, anything else in one step."""
+@dataclass(frozen=True, slots=True)
+class _Member:
+    key: str
+    start: int
+    value_start: int
+    value_end: int
+    value: Any
+    elements: list[tuple[int, int, Any]] | None
+    """For an array, each element's (start, end, value)."""
+
+
+def _member_value(
+    text: str, start: int, known: _Known | None = None
+) -> tuple[Any, int, list[tuple[int, int, Any]] | None]:
+    """A member's value, end and (for an array) elements: an array element by element."""
     if text[start] != "[":
-        return _decode(text, start)
-    elements = _elements(text, start)
+        value, end = _decode(text, start)
+        return value, end, None
+    elements = _elements(text, start, known)
     close = _skip(text, elements[-1][1]) if elements else _skip(text, start + 1)
-    return [e[2] for e in elements], close + 1
+    return [e[2] for e in elements], close + 1, elements
 
 
-def _members(text: str) -> list[tuple[str, int, int, int, Any]]:
-    """(key, member start, value start, value end, value) of each member of the top-level object."""
+def _members(
+    text: str, until: frozenset[str] | None = None, known: Mapping[str, _Known] | None = None
+) -> list[_Member]:
+    """The members of the top-level object, in order; with `until`, only as far as the last of
+    those keys seen (a splice copies everything after its last change as it is)."""
     at = _skip(text, 0)
     if at >= len(text) or text[at] != "{":
         raise SpliceError("not a JSON object")
     at = _skip(text, at + 1)
-    found: list[tuple[str, int, int, int, Any]] = []
+    found: list[_Member] = []
+    remaining = set(until) if until is not None else None
     while at < len(text) and text[at] != "}":
+        if remaining is not None and not remaining:
+            break
         if text[at] != '"':
             raise SpliceError(f"expected a key at {at}")
         key, after = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
@@ -118,8 +206,10 @@ def _members(text: str) -> list[tuple[str, int, int, int, Any]]:
         if colon >= len(text) or text[colon] != ":":
             raise SpliceError(f"expected ':' at {colon}")
         start = _skip(text, colon + 1)
-        value, end = _member_value(text, start)
-        found.append((key, at, start, end, value))
+        value, end, elements = _member_value(text, start, (known or {}).get(key))
+        found.append(_Member(key, at, start, end, value, elements))
+        if remaining is not None:
+            remaining.discard(key)
         at = _skip(text, end)
         if at < len(text) and text[at] == ",":
             at = _skip(text, at + 1)
@@ -130,8 +220,8 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _array(text: str, start: int, change: Array) -> str:
-    spans = _elements(text, start) if text[start] == "[" else []
+def _array(text: str, member: _Member, change: Array) -> str:
+    spans = member.elements or []
     parts = []
     for item in change.items:
         if isinstance(item, Kept):
@@ -142,29 +232,45 @@ def _array(text: str, start: int, change: Array) -> str:
     return "[" + ",".join(parts) + "]"
 
 
-def splice(body: bytes, changes: Mapping[str, Change]) -> bytes:
-    """`body` with `changes` made, every byte they do not touch kept."""
+def splice(
+    body: bytes,
+    changes: Mapping[str, Change],
+    memory: SpanMemory | None = None,
+    key: tuple[str, str] = ("", ""),
+) -> bytes:
+    """`body` with `changes` made, every byte they do not touch kept. With a `memory` and the
+    conversation's `key`, what the last splice of the conversation found is reused."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpliceError(str(exc)) from None
-    members = _members(text)
-    keys = [m[0] for m in members]
-    if any(keys.count(k) > 1 for k in changes):
-        raise SpliceError("a changed key appears more than once")
+    arrays = [k for k, c in changes.items() if isinstance(c, Array)]
+    known = memory.recall(key) if memory is not None and len(arrays) == 1 else None
+    members = _members(text, frozenset(changes), {arrays[0]: known} if known is not None else None)
+    if memory is not None and len(arrays) == 1:
+        edited = next((m for m in members if m.key == arrays[0] and m.elements), None)
+        if edited is not None and edited.elements:
+            spans = tuple((s, e) for s, e, _v in edited.elements)
+            memory.keep(
+                key, _Known(edited.value_start, spans[-1][1], _digest(text, edited.value_start, spans[-1][1]), spans)
+            )
+    keys = [m.key for m in members]
+    rest = text[members[-1].value_end :] if members else ""
+    if any(keys.count(k) > 1 for k in changes) or any(f'"{k}":' in rest for k in changes):
+        raise SpliceError("a changed key may appear more than once")  # the caller writes the parse
     out: list[str] = []
     cursor = 0
-    for key, member_start, value_start, value_end, _value in members:
-        change = changes.get(key)
+    for member in members:
+        change = changes.get(member.key)
         if change is None:
             continue
         if isinstance(change, Removed):
-            out.append(text[cursor:member_start].rstrip(_WS).removesuffix(","))
-            cursor = value_end
+            out.append(text[cursor : member.start].rstrip(_WS).removesuffix(","))
+            cursor = member.value_end
             continue
-        new = _array(text, value_start, change) if isinstance(change, Array) else _dumps(change.value)
-        out.append(text[cursor:value_start] + new)
-        cursor = value_end
+        new = _array(text, member, change) if isinstance(change, Array) else _dumps(change.value)
+        out.append(text[cursor : member.value_start] + new)
+        cursor = member.value_end
     tail = text[cursor:]
     added = [f'"{k}":{_dumps(c.value)}' for k, c in changes.items() if isinstance(c, Value) and k not in keys]
     if added:
@@ -190,4 +296,4 @@ def loads_piecewise(body: bytes) -> dict[str, Any]:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpliceError(str(exc)) from None
-    return {member[0]: member[4] for member in _members(text)}
+    return {member.key: member.value for member in _members(text)}

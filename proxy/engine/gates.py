@@ -83,12 +83,16 @@ def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
     failure = turn.state.repair
     if not (failure.reverify_owed and repair.done_gate and repair.max_verify_attempts > 0):
         return None
-    call = failure.failing_command or f"{failure.failing_tool} with {failure.failing_arguments}"
-    text = (
-        f"{PREFIX} Do not stop yet: the check that failed has not been re-run since your last edit. "
-        f"Run it now, exactly as before: {call}"
-    )
-    return GatePlan(_retry(turn, role, text, tool_choice=turn.levers.rerun_tool()), repair.max_verify_attempts)
+
+    def build() -> Edit:
+        call = failure.failing_command or f"{failure.failing_tool} with {failure.failing_arguments}"
+        text = (
+            f"{PREFIX} Do not stop yet: the check that failed has not been re-run since your last edit. "
+            f"Run it now, exactly as before: {call}"
+        )
+        return _retry(turn, role, text, tool_choice=turn.levers.rerun_tool())
+
+    return GatePlan(build, repair.max_verify_attempts)
 
 
 def _finish(
@@ -98,14 +102,17 @@ def _finish(
     failure = turn.state.repair
     if not (failure.live and reply.finish_gate and reply.max_finish_attempts > 0 and turn.levers.offered):
         return None
-    head = (
-        f"{PREFIX} Do not finish yet: the last run of the check still fails "
-        f"({failure.same_diagnostic_streak} time(s) in a row):"
-    )
-    tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
-    kept = sorted(turn.levers.offered - finish_tools)
-    edit = _retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
-    return GatePlan(edit, reply.max_finish_attempts)
+
+    def build() -> Edit:
+        head = (
+            f"{PREFIX} Do not finish yet: the last run of the check still fails "
+            f"({failure.same_diagnostic_streak} time(s) in a row):"
+        )
+        tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
+        kept = sorted(turn.levers.offered - finish_tools)
+        return _retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
+
+    return GatePlan(build, reply.max_finish_attempts)
 
 
 def _task_check(rules: Rules, messages: list[Any]) -> str | None:
@@ -143,16 +150,19 @@ def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> Ga
         return None
     if not (turn.mid_task or turn.nagged):
         return None
-    forced = None
-    if turn.unanswered:
-        step = turn.unanswered[-1].text.strip().splitlines()[-1]
-        text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
-        forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
-    else:
-        step = _next_step(rules, translation, turn)
-        text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
-    edit = _retry(turn, role, text, tool_choice=forced, require_call=forced is None)
-    return GatePlan(edit, reply.max_action_attempts)
+
+    def build() -> Edit:
+        forced = None
+        if turn.unanswered:
+            step = turn.unanswered[-1].text.strip().splitlines()[-1]
+            text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
+            forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
+        else:
+            step = _next_step(rules, translation, turn)
+            text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
+        return _retry(turn, role, text, tool_choice=forced, require_call=forced is None)
+
+    return GatePlan(build, reply.max_action_attempts)
 
 
 def reply_rules(

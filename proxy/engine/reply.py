@@ -15,7 +15,7 @@ The plan arms the gates for each request (`ReplyRules`); `judge` reads one whole
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -51,10 +51,15 @@ GATE_OUTCOMES: Mapping[Gate, str] = {
 
 @dataclass(frozen=True, slots=True)
 class GatePlan:
-    """An armed gate: what to send instead, and how many times."""
+    """An armed gate: what to send instead, and how many times. The request is built only when
+    the gate fires (most armed gates never do)."""
 
-    edit: Edit
+    build: Callable[[], Edit]
     max_attempts: int
+
+    @property
+    def edit(self) -> Edit:
+        return self.build()
 
 
 @dataclass(frozen=True, slots=True)

@@ -165,7 +165,10 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
             return None
         incoming, folded = parsed
         prior, asked = await _prior(request, folded)
-        planned = await _step(request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked)))
+        spans = context.runtime.shared.spans
+        planned = await _step(
+            request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), spans)
+        )
     except _Failed:
         return None
     decision = planned.decision

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from proxy.dialects import SpanMemory
 from proxy.engine.core import Engine
 from proxy.engine.state import ConversationState, approx_bytes
 from proxy.engine.statecache import StateCache
@@ -51,6 +52,8 @@ class Shared:
 
     cache: StateCache[ConversationState]
     tokens: TokenCounter
+    spans: SpanMemory
+    """Where each conversation's last rewrite found its messages (see `dialects.splice`)."""
 
     @classmethod
     def of(cls, settings: Settings) -> Shared:
@@ -58,7 +61,7 @@ class Shared:
         cache = StateCache(
             store.state_cache_size, store.state_ttl_seconds, max_bytes=store.state_cache_bytes, sizer=approx_bytes
         )
-        return cls(cache, TokenCounter())
+        return cls(cache, TokenCounter(), SpanMemory(store.state_cache_size))
 
 
 @dataclass(frozen=True, slots=True)

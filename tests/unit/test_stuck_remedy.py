@@ -67,6 +67,18 @@ def test_once_everything_is_read_a_different_change() -> None:
     assert "Make a different change to calc.py than before" in text and "Do not edit" not in text
 
 
+def test_with_no_edit_yet_it_asks_for_a_change() -> None:
+    chat = (
+        Chat()
+        .turn(run())
+        .turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py"))
+        .turn(run())
+        .turn(run())
+    )
+    text = _nudge(chat)
+    assert "Make a change to the code, one that addresses the failure above" in text
+
+
 def test_a_test_run_with_the_repo_test_output_still_names_the_test() -> None:
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
     assert "tests/test_parse.py::test_addition" in _nudge(chat)

@@ -10,7 +10,7 @@ import orjson
 
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.responses import reply, request
-from proxy.dialects.splice import SpliceError, splice
+from proxy.dialects.splice import SpanMemory, SpliceError, splice
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -25,9 +25,17 @@ class Responses:
     def read(self, data: dict[str, Any]) -> Translation | None:
         return request.read(data)
 
-    def write(self, body: bytes, data: dict[str, Any], translation: Translation, edit: Edit) -> bytes:
+    def write(
+        self,
+        body: bytes,
+        data: dict[str, Any],
+        translation: Translation,
+        edit: Edit,
+        memory: SpanMemory | None = None,
+        key: tuple[str, str] = ("", ""),
+    ) -> bytes:
         try:
-            return splice(body, request.changes(data, edit))
+            return splice(body, request.changes(data, edit), memory, key)
         except SpliceError:
             return orjson.dumps(request.write(data, edit))
 

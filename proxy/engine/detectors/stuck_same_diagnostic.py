@@ -130,10 +130,10 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not
         # the one already tried.
-        target = f" to {edited}" if edited else ""
+        change = f"a different change to {edited} than before" if edited else "a change to the code"
         tail = (
-            f"You have read the failing test and the code it exercises. Make a different change{target} "
-            f"than before, one that addresses the assertion above, then re-run {failing_call(state)}."
+            f"You have read the failing test and the code it exercises. Make {change}, one that "
+            f"addresses the failure above, then re-run {failing_call(state)}."
         )
         return context.fit(head, state.snippet, tail)
     what, call = read
