@@ -233,9 +233,10 @@ def free_port() -> int:
 
 
 async def spawn_proxy(
-    *args: str, env: dict[str, str] | None = None, stdout: int = asyncio.subprocess.DEVNULL
+    *args: str, env: dict[str, str] | None = None, stdout: int = asyncio.subprocess.DEVNULL, workers: int = 1
 ) -> tuple[asyncio.subprocess.Process, int]:
-    """`python -m proxy serve` as a real process on a free loopback port, with a clean environment."""
+    """`python -m proxy serve` as a real process (`workers` of them on one port) on a free loopback
+    port, with a clean environment."""
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
     process = await asyncio.create_subprocess_exec(
@@ -245,6 +246,8 @@ async def spawn_proxy(
         "serve",
         "--port",
         str(port),
+        "--workers",
+        str(workers),
         *args,
         env={**clean, **(env or {})},
         stdout=stdout,

@@ -9,18 +9,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import structlog
-from aiohttp import web
-
 from proxy.cli.demo import run_demo
 from proxy.cli.replay import ReplayInputError, replay_file
 from proxy.cli.report import fetch, recovery_table
+from proxy.cli.serving import run_worker, supervise
 from proxy.engine.rules import Rules
 from proxy.engine.tokens import EncodingUnavailable
-from proxy.http.app import make_app, server_options
+from proxy.http.app import make_app
 from proxy.http.logs import configure_logging
 from proxy.http.reload import Reloader
 from proxy.http.tenancy import build_runtime
+from proxy.http.workers import Worker
 from proxy.settings.config import load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
@@ -37,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--upstream", help="upstream base URL, e.g. http://127.0.0.1:11434/v1")
     serve.add_argument("--no-repair", action="store_true", help="byte-transparent: analyse and change nothing")
+    serve.add_argument("--workers", type=int, help="processes on the port (0: one per core, at most 4)")
+    serve.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # set by the supervisor
+    serve.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)
     check = sub.add_parser("check-config", help="validate a config file and the policies it names")
     check.add_argument("file")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
@@ -51,35 +53,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
+def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str]) -> int:
     overrides: dict[str, dict[str, Any]] = {}
     if args.host:
         overrides.setdefault("server", {})["host"] = args.host
     if args.port is not None:
         overrides.setdefault("server", {})["port"] = args.port
+    if args.workers is not None:
+        overrides.setdefault("server", {})["workers"] = args.workers
     if args.upstream:
         overrides.setdefault("upstream", {})["base_url"] = args.upstream
     if args.no_repair:
         overrides.setdefault("repair", {})["enabled"] = False
     settings = load_settings(args.config, environ=environ, overrides=overrides)
     configure_logging(settings.logging.level)
-    app = make_app(build_runtime(settings), Reloader(args.config, environ, overrides))
-    structlog.get_logger("repair_proxy").info(
-        "listening",
-        host=settings.server.host,
-        port=settings.server.port,
-        upstream=settings.upstream.base_url,
-        repair=settings.repair.enabled,
-    )
-    web.run_app(
-        app,
-        host=settings.server.host,
-        port=settings.server.port,
-        shutdown_timeout=settings.server.drain_timeout,
-        **server_options(settings),
-        access_log=None,
-        print=None,
-    )
+    count = settings.server.worker_count()
+    if args.worker is None and count > 1:
+        build_runtime(settings)  # policy errors stop here, said once, before any worker starts
+        return supervise(argv, settings, count)
+    worker = Worker(args.worker, args.run_dir)
+    app = make_app(build_runtime(settings), Reloader(args.config, environ, overrides), worker)
+    run_worker(app, settings, worker)
     return 0
 
 
@@ -103,11 +97,12 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    given = list(argv) if argv is not None else sys.argv[1:]
+    args = _parser().parse_args(given)
     env = dict(environ) if environ is not None else dict(os.environ)
     try:
         if args.command == "serve":
-            return _serve(args, env)
+            return _serve(args, env, given[given.index("serve") + 1 :])
         if args.command == "check-config":
             return _check_config(args)
         if args.command == "check-policy":

@@ -17,6 +17,7 @@ from typing import Any
 from proxy.engine.budget import Budget
 from proxy.engine.detectors import BY_NAME, RemedyContext, Trip
 from proxy.engine.exchange import Translation
+from proxy.engine.failure import RepairState
 from proxy.engine.fold import fold_messages
 from proxy.engine.identity import conversation_id, task_id
 from proxy.engine.plan import Decision, Effects, Request, decide, passed
@@ -45,8 +46,10 @@ class Folded:
 
     request: Request
     before: ConversationState
+    """The state before the request's latest turn (see `fold.Caught`)."""
     state: ConversationState
     new_trips: tuple[Trip, ...]
+    """The latest turn's trips (earlier turns' were reported by the requests that followed them)."""
     new_injections: tuple[Injection, ...]
     memory_due: bool
     """Memory is on and the verdict store has not been asked about this conversation's task yet."""
@@ -83,12 +86,15 @@ class Engine:
         """The conversation's state with this request's new turns folded and new trips' remedies
         written; `BudgetExceeded` past the budget's deadline (nothing is kept)."""
         before = self.cache.get((request.team, request.conversation)) or ConversationState()
-        state, trips = fold_messages(before, request.translation.messages, self.rules, budget)
-        injections = self._remedies(state, trips, request.translation.tools)
+        caught = fold_messages(before, request.translation.messages, self.rules, budget)
+        state = caught.state
+        injections = self._remedies(caught.trips, request.translation.tools)
         if injections:
             state = replace(state, injections=(*state.injections, *injections)[-INJECTIONS_KEPT:])
+        new_trips = caught.latest_trips
+        latest = tuple(i for i in injections if i.turn == state.turns)
         due = self.policy.memory.enabled and not state.memory_checked
-        return Folded(request, before, state, tuple(trips), injections, due)
+        return Folded(request, caught.before_latest, state, new_trips, latest, due)
 
     def plan(self, folded: Folded, prior: Verdict | None = None, *, asked: bool = False) -> Decision:
         """Decide the request. `asked`: the verdict store was asked about the task (`prior` is
@@ -122,17 +128,22 @@ class Engine:
         """Fold and plan with no verdict store (replay, benchmarks)."""
         return self.plan(self.fold(self.request(translation, headers, team)))
 
-    def _remedies(self, state: ConversationState, trips: list[Trip], tools: list[Any] | None) -> tuple[Injection, ...]:
-        injecting = [t for t in trips if t.action in _INJECTING]
+    def _remedies(self, trips: tuple[tuple[Trip, RepairState], ...], tools: list[Any] | None) -> tuple[Injection, ...]:
+        """Each injecting trip's remedy, written from the failure model as it stood on its turn."""
+        injecting = [(t, repair) for t, repair in trips if t.action in _INJECTING]
         if not injecting:
             return ()
-        context = RemedyContext(
-            repair=state.repair,
-            vocabulary=learn_vocabulary(tools, self.rules.classifier),
-            fit=fitter(self.tokens, self.policy.repair.max_injected_tokens),
-            offered=offered_tools(tools),
-        )
+        vocabulary = learn_vocabulary(tools, self.rules.classifier)
+        fit = fitter(self.tokens, self.policy.repair.max_injected_tokens)
+        offered = offered_tools(tools)
         placement = self.policy.repair.placement
         return tuple(
-            Injection(t.anchor, t.pattern, BY_NAME[t.pattern].remedy(t, context), placement, t.turn) for t in injecting
+            Injection(
+                t.anchor,
+                t.pattern,
+                BY_NAME[t.pattern].remedy(t, RemedyContext(repair, vocabulary, fit, offered)),
+                placement,
+                t.turn,
+            )
+            for t, repair in injecting
         )

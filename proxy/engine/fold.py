@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -39,7 +39,7 @@ from proxy.engine.state import (
 from proxy.engine.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action
 
-__all__ = ["FIRST_FOLD_MESSAGES", "fold_messages", "fold_turn", "fold_user"]
+__all__ = ["FIRST_FOLD_MESSAGES", "Caught", "fold_messages", "fold_turn", "fold_user"]
 
 EPISODIC = frozenset(d.name for d in REGISTRY if d.episodic)
 FIRST_FOLD_MESSAGES = 500
@@ -199,14 +199,41 @@ def _cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
     return Cursor(end, _digest(messages[end - 1])) if end > 0 else None
 
 
+@dataclass(frozen=True, slots=True)
+class Caught:
+    """A request's unseen turns folded into a conversation's state.
+
+    An agent sends one request per turn, so a proxy that has seen every request folds one new
+    turn each time. One that has not (another worker or replica served the earlier requests,
+    or this one restarted) folds several at once and must decide as the others did: each
+    trip's remedy is written from the failure model as it stood on the trip's own turn, and
+    what the earlier turns did (their trips, outcomes, a pass) was reported by the request
+    that followed each of them. Only the latest turn's are this request's news.
+    """
+
+    state: ConversationState
+    trips: tuple[tuple[Trip, RepairState], ...]
+    """Every trip on the folded turns, with the failure model right after its turn."""
+    before_latest: ConversationState
+    """The state before the latest folded turn (the starting state when there is none)."""
+
+    @property
+    def latest_trips(self) -> tuple[Trip, ...]:
+        """The trips of the latest folded turn: the ones this request reports."""
+        if self.state.turns == self.before_latest.turns:
+            return ()
+        return tuple(trip for trip, _ in self.trips if trip.turn == self.state.turns)
+
+
 def fold_messages(
     state: ConversationState, messages: Sequence[Any], rules: Rules, budget: Budget | None = None
-) -> tuple[ConversationState, list[Trip]]:
-    """Fold the turns of `messages` that `state` has not seen; return the new trips."""
+) -> Caught:
+    """Fold the turns of `messages` that `state` has not seen."""
     turns, users = read_turns(messages, _resume_at(state, messages))
     events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
     volatile = frozenset(rules.policy.loops.volatile_keys)
-    trips: list[Trip] = []
+    trips: list[tuple[Trip, RepairState]] = []
+    before_latest = state
     for event in events:
         if budget is not None:
             budget.check()
@@ -216,6 +243,7 @@ def fold_messages(
         observed = observe(event, state.turns + 1, rules.classifier, frozenset(state.folded), volatile)
         if not observed.calls and event.calls:
             continue  # calls not answered yet, or answered and folded already
+        before_latest = state
         state, found = fold_turn(state, observed, rules)
-        trips.extend(found)
-    return replace(state, cursor=_cursor_after(turns, messages)), trips
+        trips.extend((trip, state.repair) for trip in found)
+    return Caught(replace(state, cursor=_cursor_after(turns, messages)), tuple(trips), before_latest)

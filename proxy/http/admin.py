@@ -8,6 +8,10 @@
 
 Tokens come from `[admin] tokens` in the config, each scoped to teams. With no token
 configured every admin request is refused: the API is never on by default.
+
+With several workers, the conversation views cover every worker: the one that answers asks
+the others (`proxy.http.workers.ask_siblings`) and keeps, for each conversation, the fold that
+has seen the most turns; a reset reaches every worker.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from aiohttp import web
 
 from proxy.engine.state import ConversationState
 from proxy.engine.verdict import Verdict
-from proxy.http.appkeys import RUNTIME, STORES
+from proxy.http.appkeys import RUNTIME, STORES, WORKER
 from proxy.http.replies import openai_error
+from proxy.http.workers import SIBLING_HEADER, ask_siblings
 
 __all__ = ["add_admin_routes"]
 
@@ -56,12 +61,33 @@ def _states(request: web.Request, team: str) -> dict[str, ConversationState]:
     return {conv: state for (t, conv), state in runtime.shared.cache.items() if t == team}
 
 
+async def _siblings(request: web.Request) -> list[Any]:
+    """The other workers' answers to this same request ([] for the only worker, or when asked
+    by a sibling)."""
+    if SIBLING_HEADER in request.headers:
+        return []
+    authorization = request.headers.get("Authorization", "")
+    return await ask_siblings(request.app[WORKER], request.method, request.path_qs, authorization)
+
+
+def _most_turns(views: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per conversation, the view of the worker that has folded the most of it."""
+    best: dict[str, dict[str, Any]] = {}
+    for view in views:
+        kept = best.get(view["conversation"])
+        if kept is None or view["turns"] > kept["turns"]:
+            best[view["conversation"]] = view
+    return best
+
+
 async def conversations(request: web.Request) -> web.Response:
     team = request.match_info["team"]
     if (refusal := _allowed(request, team)) is not None:
         return refusal
-    items = sorted(_states(request, team).items(), key=lambda kv: -kv[1].turns)
-    return web.json_response({"team": team, "conversations": [_summary(c, s) for c, s in items]})
+    views = [_summary(c, s) for c, s in _states(request, team).items()]
+    views += [v for answer in await _siblings(request) for v in answer["conversations"]]
+    merged = sorted(_most_turns(views).values(), key=lambda v: -v["turns"])
+    return web.json_response({"team": team, "conversations": merged})
 
 
 async def conversation(request: web.Request) -> web.Response:
@@ -69,8 +95,14 @@ async def conversation(request: web.Request) -> web.Response:
     if (refusal := _allowed(request, team)) is not None:
         return refusal
     state = _states(request, team).get(conv)
-    if state is None:
+    views = [] if state is None else [_timeline(conv, state)]
+    views += await _siblings(request)
+    if not views:
         return openai_error(404, f"no conversation {conv!r} in team {team!r}", code="not_found", kind="not_found_error")
+    return web.json_response(_most_turns(views)[conv])
+
+
+def _timeline(conv: str, state: ConversationState) -> dict[str, Any]:
     injected: dict[int, list[str]] = {}
     for injection in state.injections:
         injected.setdefault(injection.turn, []).append(injection.text)
@@ -86,7 +118,7 @@ async def conversation(request: web.Request) -> web.Response:
         }
         for e in state.timeline
     ]
-    return web.json_response({**_summary(conv, state), "timeline": timeline})
+    return {**_summary(conv, state), "timeline": timeline}
 
 
 async def reset_conversation(request: web.Request) -> web.Response:
@@ -95,6 +127,7 @@ async def reset_conversation(request: web.Request) -> web.Response:
         return refusal
     runtime = request.app[RUNTIME].current
     removed = team in runtime.teams and runtime.shared.cache.pop((team, conv)) is not None
+    removed = any([removed, *(answer["reset"] for answer in await _siblings(request))])
     return web.json_response({"reset": removed})
 
 

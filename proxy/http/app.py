@@ -14,16 +14,31 @@ from aiohttp import web
 
 from proxy.dialects import ROUTES
 from proxy.engine.budget import GcAccounting
-from proxy.http.appkeys import GC, METRICS, REQUEST_LOG, RUNTIME, SESSION, STORES, RequestLog, RuntimeHolder, Stores
+from proxy.http.appkeys import (
+    GC,
+    METRICS,
+    REQUEST_LOG,
+    RUNTIME,
+    SESSION,
+    STORES,
+    WORKER,
+    RequestLog,
+    RuntimeHolder,
+    Stores,
+)
 from proxy.http.forward import RelayEnd
 from proxy.http.metrics import Metrics
 from proxy.http.reload import Reloader
 from proxy.http.routes import add_routes
 from proxy.http.tenancy import Runtime
+from proxy.http.workers import Worker
 from proxy.settings.config import Settings
 from proxy.store import open_store
 
-__all__ = ["CLIENT_CLOSED_REQUEST", "make_app", "server_options"]
+__all__ = ["CLIENT_CLOSED_REQUEST", "WORKER_HEADER", "make_app", "server_options"]
+
+WORKER_HEADER = "X-Repair-Worker"
+"""With several workers, which one answered (its index)."""
 
 CLIENT_CLOSED_REQUEST = 499
 """The status logged and counted when the agent went away before its response was complete
@@ -44,6 +59,9 @@ async def request_log_middleware(request: web.Request, handler: Handler) -> web.
     try:
         response = await handler(request)
         status = response.status
+        worker = request.app[WORKER]
+        if worker.index is not None and not response.prepared:
+            response.headers[WORKER_HEADER] = str(worker.index)
         return response
     except web.HTTPException as exc:
         status = exc.status
@@ -130,13 +148,16 @@ def server_options(settings: Settings) -> dict[str, Any]:
     return {"keepalive_timeout": settings.server.header_timeout, "handler_cancellation": True}
 
 
-def make_app(runtime: Runtime, reloader: Reloader | None = None) -> web.Application:
-    """The proxy application on `runtime`; with a `reloader`, SIGHUP reloads config and policies."""
+def make_app(runtime: Runtime, reloader: Reloader | None = None, worker: Worker | None = None) -> web.Application:
+    """The proxy application on `runtime`; with a `reloader`, SIGHUP reloads config and policies;
+    `worker` says which of several workers this one is."""
     settings = runtime.settings
     app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
     app[RUNTIME] = RuntimeHolder(runtime)
     app[STORES] = Stores()
-    app[METRICS] = Metrics()
+    worker = worker or Worker()
+    app[WORKER] = worker
+    app[METRICS] = Metrics(worker.metrics_dir)
     app[GC] = GcAccounting()
     app.cleanup_ctx.append(_gc_accounting)
     app.cleanup_ctx.append(_client_session)

@@ -12,6 +12,7 @@ from proxy.engine.budget import GcAccounting
 from proxy.http.metrics import Metrics
 from proxy.http.tenancy import Runtime, Team
 from proxy.http.upstream import Timeouts
+from proxy.http.workers import Worker
 from proxy.store import VerdictStore
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "RUNTIME",
     "SESSION",
     "STORES",
+    "WORKER",
     "Context",
     "RequestLog",
     "RuntimeHolder",
@@ -44,6 +46,7 @@ class Stores:
 
 
 RUNTIME = web.AppKey("runtime", RuntimeHolder)
+WORKER = web.AppKey("worker", Worker)
 GC = web.AppKey("gc", GcAccounting)
 """Garbage-collection time per thread, kept off the analysis budget."""
 STORES = web.AppKey("stores", Stores)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any
 
+import orjson
 import structlog
 
 __all__ = ["REDACTED_KEYS", "configure_logging", "redact"]
@@ -26,7 +27,8 @@ def redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Mutable
 
 
 def configure_logging(level: str = "info") -> None:
-    """JSON lines on stdout at `level`."""
+    """JSON lines on stdout at `level`, each written whole in one write: several workers share
+    stdout, and a line split in two writes could be cut by another worker's line."""
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -34,9 +36,9 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact,
             structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
+            structlog.processors.JSONRenderer(serializer=orjson.dumps),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        logger_factory=structlog.BytesLoggerFactory(sys.stdout.buffer),
         cache_logger_on_first_use=False,
     )

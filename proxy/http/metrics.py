@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
@@ -11,9 +13,11 @@ _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 
 
 class Metrics:
-    """Every counter and histogram the proxy exports, labelled by team where it applies."""
+    """Every counter and histogram the proxy exports, labelled by team where it applies. With a
+    `multiprocess_dir` (several workers), `/metrics` adds up every worker's values."""
 
-    def __init__(self) -> None:
+    def __init__(self, multiprocess_dir: Path | None = None) -> None:
+        self._multiprocess_dir = multiprocess_dir
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -78,4 +82,8 @@ class Metrics:
         )
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        if self._multiprocess_dir is None:
+            return generate_latest(self.registry)
+        every = CollectorRegistry()
+        multiprocess.MultiProcessCollector(every, path=str(self._multiprocess_dir))  # type: ignore[no-untyped-call]
+        return generate_latest(every)

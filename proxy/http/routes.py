@@ -6,7 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.http.admin import add_admin_routes
-from proxy.http.appkeys import METRICS, RUNTIME, SESSION
+from proxy.http.appkeys import METRICS, RUNTIME, SESSION, WORKER
 from proxy.http.forward import target_url
 from proxy.http.metrics import CONTENT_TYPE_LATEST
 from proxy.http.pipeline import proxy_v1
@@ -25,8 +25,12 @@ async def healthz(_request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Ready when the upstream answers at all (any HTTP status below 500)."""
+    """Ready when every worker of the set is running and the upstream answers at all (any HTTP
+    status below 500)."""
     settings = request.app[RUNTIME].current.settings
+    missing = request.app[WORKER].missing()
+    if missing:
+        return web.json_response({"status": "unready", "workers_down": missing}, status=503)
     url = target_url(settings.upstream.base_url, "models", "")
     try:
         async with request.app[SESSION].get(

@@ -6,6 +6,7 @@ Precedence, lowest first: embedded defaults, the config file, environment variab
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UPSTREAM",
     "ENV_OVERRIDES",
+    "MAX_AUTO_WORKERS",
     "Settings",
     "TeamSettings",
     "load_settings",
@@ -37,12 +39,16 @@ DEFAULT_BODY_TIMEOUT = 60.0
 """Seconds of silence allowed while a request body arrives."""
 DEFAULT_ANALYSIS_BUDGET_MS = 100.0
 """Milliseconds one request's analysis may run before it is given up (fail-open, counted)."""
+MAX_AUTO_WORKERS = 4
+"""`server.workers = 0` runs one worker per usable core, at most this many."""
+MAX_WORKERS = 64
 
 ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "REPAIR_PROXY_UPSTREAM": ("upstream", "base_url"),
     "REPAIR_PROXY_UPSTREAM_API_KEY": ("upstream", "api_key"),
     "REPAIR_PROXY_HOST": ("server", "host"),
     "REPAIR_PROXY_PORT": ("server", "port"),
+    "REPAIR_PROXY_WORKERS": ("server", "workers"),
     "REPAIR_PROXY_REPAIR": ("repair", "enabled"),
     "REPAIR_PROXY_POLICY": ("repair", "policy"),
     "REPAIR_PROXY_LOG_LEVEL": ("logging", "level"),
@@ -67,6 +73,14 @@ class ServerSettings(_Frozen):
     may sit idle between requests; then it is closed (slow clients never hold a connection)."""
     body_timeout: float = Field(default=DEFAULT_BODY_TIMEOUT, gt=0)
     """Longest silence while a request body is being sent (then 408)."""
+    workers: int = Field(default=0, ge=0, le=MAX_WORKERS)
+    """Processes serving the port; 0: one per usable core, at most `MAX_AUTO_WORKERS`. In a
+    container with a CPU limit, set it to the limit (the core count seen is the node's)."""
+
+    def worker_count(self) -> int:
+        if self.workers:
+            return self.workers
+        return max(1, min(len(os.sched_getaffinity(0)), MAX_AUTO_WORKERS))
 
 
 class UpstreamSettings(_Frozen):

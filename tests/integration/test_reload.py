@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import pytest
 from chat import Chat, test_run
 from support import Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply, wait_healthy
 
@@ -16,22 +17,29 @@ ACTING = completion(
 )
 
 
-async def wait_for_line(stream: asyncio.StreamReader, event: str) -> dict[str, object]:
-    while True:
+async def wait_for_lines(stream: asyncio.StreamReader, event: str, count: int) -> list[dict[str, object]]:
+    """The next `count` log lines of `event` (one per worker)."""
+    found: list[dict[str, object]] = []
+    while len(found) < count:
         line = await asyncio.wait_for(stream.readline(), 15)
         assert line, f"the proxy exited before logging {event}"
         if line.startswith(b"{") and orjson.loads(line).get("event") == event:
-            return orjson.loads(line)  # type: ignore[no-any-return]
+            found.append(orjson.loads(line))
+    return found
 
 
-async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(upstream: Upstream, tmp_path: Path) -> None:
-    """placement changes on SIGHUP; a broken policy is rejected (logged with file and key) and the last good one stays."""
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(
+    upstream: Upstream, tmp_path: Path, workers: int
+) -> None:
+    """placement changes on SIGHUP (in every worker); a broken policy is rejected (logged with file
+    and key) and the last good one stays."""
     policy = tmp_path / "team.toml"
     policy.write_text(policy_toml({"repair": {"placement": "system"}}))
     config = tmp_path / "config.toml"
     config.write_text(f'[repair]\npolicy = "{policy}"\n[store]\nverdicts = ""\n')
     process, port = await spawn_proxy(
-        "--config", str(config), "--upstream", upstream.base_url, stdout=asyncio.subprocess.PIPE
+        "--config", str(config), "--upstream", upstream.base_url, stdout=asyncio.subprocess.PIPE, workers=workers
     )
     assert process.stdout is not None
     base = f"http://127.0.0.1:{port}/v1/chat/completions"
@@ -55,13 +63,18 @@ async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(upstre
             process.send_signal(signal.SIGHUP)
             rest = await r.read()
         assert first + rest == b"".join(chunks)
-        await wait_for_line(process.stdout, "reloaded")
+        reloaded = await wait_for_lines(process.stdout, "reloaded", workers)
+        if workers > 1:
+            assert sorted(str(line["worker"]) for line in reloaded) == [str(i) for i in range(workers)]
         assert await stuck_request("b") == "user"
         policy.write_text('[repair]\nplacement = "sideways"\n')
         process.send_signal(signal.SIGHUP)
-        rejected = await wait_for_line(process.stdout, "reload_rejected")
-        assert any(f"{policy}: repair.placement" in p for p in rejected["problems"])  # type: ignore[union-attr]
-        assert await stuck_request("c") == "user"
+        for rejected in await wait_for_lines(process.stdout, "reload_rejected", workers):
+            problems = rejected["problems"]
+            assert isinstance(problems, list)
+            assert any(f"{policy}: repair.placement" in p for p in problems)
+        for prefix in "cdef":  # whichever worker answers
+            assert await stuck_request(prefix) == "user"
     finally:
         process.terminate()
         await process.wait()

@@ -8,11 +8,16 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import pytest
 from support import Upstream, spawn_proxy, sse_reply, wait_healthy
 
 
-async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstream, tmp_path: Path) -> None:
-    """SIGTERM mid-stream: the stream finishes, the process exits 0, each request logged once as JSON without secrets."""
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_serve_logs_json_drains_streams_and_exits_cleanly(
+    upstream: Upstream, tmp_path: Path, workers: int
+) -> None:
+    """SIGTERM mid-stream: the stream finishes, the process (every worker) exits 0, each request
+    logged once as JSON without secrets."""
     chunks = [b'data: {"n": %d}\n\n' % i for i in range(8)] + [b"data: [DONE]\n\n"]
     upstream.reply_with(sse_reply(chunks, gap=0.15))
     process, port = await spawn_proxy(
@@ -20,9 +25,14 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstre
         upstream.base_url,
         env={"REPAIR_PROXY_VERDICTS": str(tmp_path / "verdicts.sqlite3")},
         stdout=asyncio.subprocess.PIPE,
+        workers=workers,
     )
+    assert process.stdout is not None
+    early: list[bytes] = []
     try:
         await wait_healthy(port)
+        while sum(b'"listening"' in line for line in early) < workers:  # every worker, not only the first
+            early.append(await asyncio.wait_for(process.stdout.readline(), 20))
         async with (
             aiohttp.ClientSession() as client,
             client.post(
@@ -37,13 +47,14 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(upstream: Upstre
         assert first + rest == b"".join(chunks)
         code = await asyncio.wait_for(process.wait(), 20)
         assert code == 0
-        out = (await process.stdout.read()).decode()  # type: ignore[union-attr]
+        out = (b"".join(early) + await process.stdout.read()).decode()
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
     assert "sk-very-secret" not in out
     events = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert sum(e["event"] == "listening" for e in events) == workers
     requests = [e for e in events if e["event"] == "request"]
     assert len(requests) == 1
     line = requests[0]

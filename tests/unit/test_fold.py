@@ -15,8 +15,8 @@ RULES = Rules.of(default_policy())
 
 
 def fold(state: ConversationState, messages: list[dict[str, object]]) -> tuple[ConversationState, list[str]]:
-    state, trips = fold_messages(state, messages, RULES)
-    return state, [t.pattern for t in trips]
+    caught = fold_messages(state, messages, RULES)
+    return caught.state, [t.pattern for t, _ in caught.trips]
 
 
 def thrash() -> Chat:
