@@ -134,4 +134,24 @@ def view(
     return ("str_replace_editor", {"command": "view", "path": path}, content)
 
 
+def stuck_requests(prefix: str = "w") -> list[bytes]:
+    """The request bodies of one conversation that stalls on one failure (and gets instructions
+    from the proxy) as it grows: edits that change nothing, re-runs, a look at the code."""
+    chat = Chat(id_prefix=prefix)
+    steps = []
+    for call in (
+        test_run(),
+        edit(),
+        test_run(),
+        edit(old="a + b", new="a + b + 0"),
+        test_run(),
+        test_run(),
+        view(),
+        test_run(),
+        test_run(),
+    ):
+        steps.append(chat.turn(call).bytes())
+    return steps
+
+
 test_run.__test__ = False  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 import pytest
-from chat import Chat, edit, test_run, view
+from chat import stuck_requests
 from support import Upstream, completion, json_reply, spawn_proxy, wait_healthy
 
 from proxy.http.app import WORKER_HEADER
@@ -24,26 +24,6 @@ ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
 )
 ADMIN_TOKEN = "workers-admin-token-0123456789"
-
-
-def stuck_steps() -> list[bytes]:
-    """The request bodies of one conversation that stalls (and gets instructions) as it grows."""
-    chat = Chat(id_prefix="w")
-    steps = []
-    for calls in (
-        test_run(),
-        edit(),
-        test_run(),
-        edit(old="a + b", new="a + b + 0"),
-        test_run(),
-        test_run(),
-        view(),
-        test_run(),
-        test_run(),
-    ):
-        chat.turn(calls)
-        steps.append(chat.bytes())
-    return steps
 
 
 @dataclass
@@ -132,7 +112,7 @@ async def test_a_conversation_spread_over_two_workers_gets_what_one_worker_gives
     """Requests of one stuck conversation alternate between two workers: the upstream receives
     the same bodies, instructions included, as from a single worker; /metrics adds both up."""
     upstream.reply_with(json_reply(ACTING))
-    steps = stuck_steps()
+    steps = stuck_requests()
     one = await serve(1)
     async with aiohttp.ClientSession() as client:
         for body in steps:
@@ -167,7 +147,7 @@ async def test_the_port_spreads_connections_and_admin_views_cover_every_worker(u
     upstream.reply_with(json_reply(ACTING))
     two = await serve(2)
     assert two.run_dir is not None
-    steps = stuck_steps()
+    steps = stuck_requests()
     for i, body in enumerate(steps):
         await via_socket(two.run_dir / f"worker-{i % 2}.sock", body)
     workers = set()

@@ -1,0 +1,139 @@
+"""deploy/: the Kubernetes manifests validate against the API schemas and agree with the proxy
+(probes, drain, workers, the verdict store); the replicas compose file balances over both."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from proxy.settings.config import load_settings
+from proxy.settings.policy import load_policy
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+K8S = DEPLOY / "k8s"
+KUBERNETES_VERSIONS = ("1.29.0", "1.33.0", "1.37.0")
+"""From the oldest release still common on managed clusters to the newest the validator knows."""
+
+
+def kustomization() -> dict[str, Any]:
+    return yaml.safe_load((K8S / "kustomization.yaml").read_text())  # type: ignore[no-any-return]
+
+
+def documents() -> list[dict[str, Any]]:
+    """Every object `kubectl apply -k deploy/k8s` would create, the generated ConfigMap included."""
+    docs = [doc for name in kustomization()["resources"] for doc in yaml.safe_load_all((K8S / name).read_text())]
+    for generator in kustomization()["configMapGenerator"]:
+        data = {name: (K8S / name).read_text() for name in generator["files"]}
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": generator["name"]}, "data": data})
+    return docs
+
+
+def one(kind: str, name: str) -> dict[str, Any]:
+    (found,) = [d for d in documents() if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def proxy_container() -> dict[str, Any]:
+    (container,) = one("Deployment", "repair-proxy")["spec"]["template"]["spec"]["containers"]
+    return container  # type: ignore[no-any-return]
+
+
+def image_env() -> dict[str, str]:
+    """The ENV lines of the Dockerfile (what the container starts with)."""
+    env: dict[str, str] = {}
+    for line in (DEPLOY / "Dockerfile").read_text().splitlines():
+        if line.startswith("ENV "):
+            env.update(dict(re.findall(r"(\w+)=(\S+)", line)))
+    return env
+
+
+def cluster_settings() -> Any:
+    """The settings a replica runs with: the image's environment, the pod's, the mounted config."""
+    environ = {**image_env(), **{e["name"]: e["value"] for e in proxy_container().get("env", [])}}
+    return load_settings(K8S / "config.toml", environ=environ)
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_every_manifest_validates_against_the_kubernetes_schema(version: str) -> None:
+    """Strict: an unknown or misspelt field fails, as `kubectl apply --validate=strict` would."""
+    kinds = set()
+    for doc in documents():
+        kubernetes_validate.validate(doc, version, strict=True)
+        kinds.add(doc["kind"])
+    expected = {"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "StatefulSet", "ConfigMap"}
+    assert kinds == expected
+
+
+def test_the_validator_rejects_a_broken_manifest() -> None:
+    """The check above can fail: a misspelt field is refused."""
+    broken = one("Deployment", "repair-proxy")
+    broken["spec"]["replica"] = 2
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+def test_replicas_probes_and_the_drain_agree_with_the_proxy() -> None:
+    """Two or more replicas; readiness is /readyz, liveness /healthz, on the port the proxy
+    listens on; the grace period covers preStop, the drain and the supervisor's margin."""
+    deployment = one("Deployment", "repair-proxy")
+    settings = cluster_settings()
+    pod = deployment["spec"]["template"]["spec"]
+    container = proxy_container()
+    assert deployment["spec"]["replicas"] >= 2
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    (port,) = container["ports"]
+    assert port["containerPort"] == settings.server.port
+    assert settings.server.host == "0.0.0.0"
+    pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
+    supervisor_margin = 5
+    assert pod["terminationGracePeriodSeconds"] > pre_stop + settings.server.drain_timeout + supervisor_margin
+
+
+def test_workers_match_the_cpu_limit_and_the_policy_loads() -> None:
+    settings = cluster_settings()
+    assert settings.server.workers == int(proxy_container()["resources"]["limits"]["cpu"])
+    assert settings.repair.policy == "/etc/repair-proxy/policy.toml"
+    mount = next(m for m in proxy_container()["volumeMounts"] if m["name"] == "config")
+    assert mount["mountPath"] == "/etc/repair-proxy"
+    assert load_policy(K8S / "policy.toml").name == "cluster"
+
+
+def test_the_verdict_store_is_the_redis_service() -> None:
+    """Every replica's store is the Redis Service of redis.yaml (not the image's SQLite file)."""
+    settings = cluster_settings()
+    service = one("Service", "repair-proxy-redis")
+    match = re.fullmatch(r"redis://([\w-]+):(\d+)/\d+", settings.store.verdicts)
+    assert match is not None, settings.store.verdicts
+    assert match.group(1) == service["metadata"]["name"]
+    assert int(match.group(2)) == service["spec"]["ports"][0]["port"]
+
+
+def test_the_disruption_budget_and_autoscaler_target_the_deployment() -> None:
+    labels = one("Deployment", "repair-proxy")["spec"]["selector"]["matchLabels"]
+    assert one("PodDisruptionBudget", "repair-proxy")["spec"]["selector"]["matchLabels"] == labels
+    assert one("Service", "repair-proxy")["spec"]["selector"] == labels
+    hpa = one("HorizontalPodAutoscaler", "repair-proxy")["spec"]
+    assert hpa["scaleTargetRef"]["name"] == "repair-proxy"
+    assert hpa["minReplicas"] >= 2
+    assert one("PodDisruptionBudget", "repair-proxy")["spec"]["minAvailable"] < hpa["minReplicas"]
+
+
+def test_the_replicas_compose_file_balances_over_two_proxies_sharing_redis() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.replicas.yaml").read_text())
+    services = compose["services"]
+    proxies = sorted(name for name in services if name.startswith("repair-proxy-"))
+    assert len(proxies) == 2
+    for name in proxies:
+        env = services[name]["environment"]
+        assert env["REPAIR_PROXY_VERDICTS"] == "redis://redis:6379/0"
+        assert "redis" in services[name]["depends_on"]
+    conf = (DEPLOY / "nginx.replicas.conf").read_text()
+    assert sorted(re.findall(r"server ([\w-]+):8400;", conf)) == proxies
+    assert "proxy_buffering off;" in conf
+    assert services["balancer"]["ports"] == ["127.0.0.1:8400:8400"]
