@@ -1,23 +1,31 @@
 """Proxy overhead, measured side by side in one run.
 
-Targets, each a separate process on loopback in front of the same instant upstream:
+Targets, each its own process(es) on loopback in front of the same instant upstream:
   direct        the upstream itself
   minimal       bench/minimal_relay.py, the floor of what a Python aiohttp hop costs
-  repair_off    repair-proxy --no-repair (byte-transparent)
-  repair_on     repair-proxy with the default policy, as agents use it: each measured request
-                is the next request of its own conversation (the proxy has seen the
+  repair_off    repair-proxy --no-repair --workers 1 (byte-transparent)
+  repair_on     repair-proxy --workers 1 with the default policy, as agents use it: each measured
+                request is the next request of its own conversation (the proxy has seen the
                 transcript up to the previous turn), so it folds one new turn, a failing
                 test run with its multi-KB output, and re-inserts the nudges made so far
+  workers=2     repair-proxy --workers 2: two processes on one port, the kernel spreading
+                connections between them
+  replicas=2    two repair-proxy processes (one worker each) that the client alternates
+                between, as a Kubernetes Service (kube-proxy, in the kernel) spreads
+                connections: a conversation's requests alternate, so every measured request
+                lands on the replica that did not see the previous turn (it folds two)
 
 Workload: a 50-message agent transcript (tool calls, multi-KB outputs), non-streaming and
 streaming. Prints added latency p50/p99 over direct, time to first byte, requests/s at a fixed
-concurrency, and the ratios the targets are stated in.
+concurrency, idle RSS, and the ratios the targets are stated in. On a 2-core machine the load
+generator and the upstream share the cores with the proxy: scaling with workers is bounded by
+what is left to them.
 
   repair_on@base  (with --baseline DIR) the same, run from another checkout of the project
                 (say, `git worktree add /tmp/base <commit>`): a change measured against its
                 baseline in one run, on the same machine at the same time
 
-Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR]
+Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR] [--only NAMES]
 """
 
 from __future__ import annotations
@@ -62,28 +70,63 @@ async def wait_ready(url: str, deadline: float = 20.0) -> None:
     raise RuntimeError(f"{url} did not come up within {deadline}s")
 
 
+Command = tuple[list[str], dict[str, str]]
+"""argv and extra environment of one process."""
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    urls: tuple[str, ...]
+    """Base URLs; with several, each conversation's requests alternate between them."""
+    warm: bool
+    """Conversations are primed with their earlier turns, as an agent sends them."""
+    processes: tuple[str, ...] = ()
+    """The processes serving it (for idle RSS)."""
+
+
 @contextmanager
-def processes(commands: list[tuple[list[str], dict[str, str]]]) -> Iterator[None]:
-    """Each (argv, extra environment) as a process, stopped on exit; a PYTHONPATH in the extra
-    environment is also the process's working directory (`python -m` looks there first)."""
+def processes(commands: dict[str, Command]) -> Iterator[dict[str, int]]:
+    """Each name's (argv, extra environment) as a process, stopped on exit; a PYTHONPATH in the
+    extra environment is also the process's working directory (`python -m` looks there first).
+    Yields each name's pid."""
     env = {**os.environ, "REPAIR_PROXY_VERDICTS": ""}  # no durable memory: nothing written by a benchmark
-    procs = [
-        subprocess.Popen(
+    procs = {
+        name: subprocess.Popen(
             cmd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**env, **extra},
             cwd=extra.get("PYTHONPATH"),
         )
-        for cmd, extra in commands
-    ]
+        for name, (cmd, extra) in commands.items()
+    }
     try:
-        yield
+        yield {name: proc.pid for name, proc in procs.items()}
     finally:
-        for proc in procs:
+        for proc in procs.values():
             proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=10)
+        for proc in procs.values():
+            proc.wait(timeout=40)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children (a supervisor's workers), in MB."""
+    total = 0.0
+    for one_pid in [pid, *_children(pid)]:
+        try:
+            status = Path(f"/proc/{one_pid}/status").read_text()
+        except OSError:
+            continue
+        total += int(status.split("VmRSS:")[1].split()[0]) / 1024
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -94,8 +137,9 @@ def percentile(values: list[float], q: float) -> float:
 @dataclass(frozen=True)
 class Workload:
     body: bytes
-    previous: bytes
-    """The same conversation one turn earlier: sent (untimed) first where `warm` is set."""
+    history: tuple[bytes, ...]
+    """The same conversation's earlier requests (two turns back, then one): sent untimed first,
+    in order, where the target is warm."""
 
 
 async def one(client: aiohttp.ClientSession, url: str, body: bytes, conversation: str | None) -> tuple[float, float]:
@@ -115,120 +159,169 @@ async def one(client: aiohttp.ClientSession, url: str, body: bytes, conversation
     return end - start, (first or end) - start
 
 
-async def prime(client: aiohttp.ClientSession, url: str, body: bytes, conversations: list[str]) -> None:
-    """Send each conversation's previous request (untimed), as the agent did one turn earlier."""
-    for conversation in conversations:
-        await one(client, url, body, conversation)
+def _url(target: Target, position: int) -> str:
+    """Where a conversation's request at `position` (0: its first) goes: replicas alternate."""
+    return target.urls[position % len(target.urls)] + "/chat/completions"
 
 
-async def latency(url: str, work: Workload, count: int, warm: bool) -> tuple[list[float], list[float]]:
+async def latency(target: Target, work: Workload, count: int) -> tuple[list[float], list[float]]:
     totals, firsts = [], []
-    conversations: list[str | None] = [uuid.uuid4().hex for _ in range(count)] if warm else [None] * count
+    conversations: list[str | None] = [uuid.uuid4().hex for _ in range(count)] if target.warm else [None] * count
     async with aiohttp.ClientSession() as client:
-        if warm:
-            await prime(client, url, work.previous, [c for c in conversations if c is not None])
-        for _ in range(5):
-            await one(client, url, work.body, None)
         for conversation in conversations:
-            total, first = await one(client, url, work.body, conversation)
+            if conversation is not None:
+                for position, earlier in enumerate(work.history):
+                    await one(client, _url(target, position), earlier, conversation)
+        for _ in range(5):
+            await one(client, _url(target, 0), work.body, None)
+        for conversation in conversations:
+            total, first = await one(client, _url(target, len(work.history)), work.body, conversation)
             totals.append(total)
             firsts.append(first)
     return totals, firsts
 
 
-async def throughput(url: str, work: Workload, count: int, concurrency: int, warm: bool) -> float:
+async def throughput(target: Target, work: Workload, count: int, concurrency: int) -> float:
     """Requests per second at `concurrency`; warm conversations are primed before the clock starts."""
     ids = [uuid.uuid4().hex for _ in range(count)]
     headers = {"Content-Type": "application/json"}
 
-    async def send(client: aiohttp.ClientSession, body: bytes, conversation: str) -> None:
-        extra = {"X-Repair-Conversation": conversation} if warm else {}
+    async def send(client: aiohttp.ClientSession, url: str, body: bytes, conversation: str) -> None:
+        extra = {"X-Repair-Conversation": conversation} if target.warm else {}
         async with client.post(url, data=body, headers={**headers, **extra}) as response:
             await response.read()
             assert response.status == 200, response.status
 
-    async def drain(client: aiohttp.ClientSession, body: bytes) -> None:
+    async def drain(client: aiohttp.ClientSession, position: int, body: bytes) -> None:
         queue = list(ids)
 
         async def worker() -> None:
             while queue:
-                await send(client, body, queue.pop())
+                await send(client, _url(target, position), body, queue.pop())
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as client:
-        if warm:
-            await drain(client, work.previous)
+        if target.warm:
+            for position, earlier in enumerate(work.history):
+                await drain(client, position, earlier)
         start = time.perf_counter()
-        await drain(client, work.body)
+        await drain(client, len(work.history), work.body)
         return count / (time.perf_counter() - start)
 
 
-async def run(requests: int, concurrency: int, baseline: Path | None) -> None:
-    names = ["upstream", "minimal", "repair_off", "repair_on"] + (["repair_on@base"] if baseline else [])
-    ports = {name: free_port() for name in names}
-    upstream = f"http://127.0.0.1:{ports['upstream']}/v1"
+def _supports_workers(checkout: Path) -> bool:
+    return "--workers" in (checkout / "proxy" / "cli" / "main.py").read_text()
+
+
+def plan(upstream_port: int, baseline: Path | None, only: set[str] | None) -> tuple[list[Target], dict[str, Command]]:
+    """The targets to measure and the processes they need (each on a port of its own)."""
+    upstream = f"http://127.0.0.1:{upstream_port}/v1"
     py = sys.executable
-    serve = [py, "-m", "proxy", "serve", "--upstream", upstream, "--port"]
-    commands = [
-        ([py, str(HERE / "fast_upstream.py"), str(ports["upstream"])], {}),
-        ([py, str(HERE / "minimal_relay.py"), str(ports["minimal"]), upstream], {}),
-        ([*serve, str(ports["repair_off"]), "--no-repair"], {}),
-        ([*serve, str(ports["repair_on"])], {}),
+    ports: dict[str, int] = {}
+
+    def at(process: str) -> int:
+        return ports.setdefault(process, free_port())
+
+    def serve(process: str, *flags: str, env: dict[str, str] | None = None) -> dict[str, Command]:
+        argv = [py, "-m", "proxy", "serve", "--upstream", upstream, "--port", str(at(process)), *flags]
+        return {process: (argv, env or {})}
+
+    single = ("--workers", "1")
+    wanted: list[tuple[str, bool, dict[str, Command]]] = [
+        ("minimal", False, {"minimal": ([py, str(HERE / "minimal_relay.py"), str(at("minimal")), upstream], {})}),
+        ("repair_off", False, serve("repair_off", "--no-repair", *single)),
+        ("repair_on", True, serve("repair_on", *single)),
+        ("workers=2", True, serve("workers=2", "--workers", "2")),
+        ("replicas=2", True, serve("replica-a", *single) | serve("replica-b", *single)),
     ]
     if baseline is not None:  # the other checkout's package first on the path, run from there
-        commands.append(([*serve, str(ports["repair_on@base"])], {"PYTHONPATH": str(baseline.resolve())}))
-    targets = {"direct": upstream} | {name: f"http://127.0.0.1:{ports[name]}/v1" for name in names[1:]}
+        flags = single if _supports_workers(baseline) else ()
+        wanted.append(("repair_on@base", True, serve("base", *flags, env={"PYTHONPATH": str(baseline.resolve())})))
+    targets = [Target("direct", (upstream,), False)]
+    commands: dict[str, Command] = {}
+    for name, warm, needs in wanted:
+        if only and name not in only | {"minimal"}:
+            continue
+        urls = tuple(f"http://127.0.0.1:{at(process)}/v1" for process in needs)
+        targets.append(Target(name, urls, warm, tuple(needs)))
+        commands.update(needs)
+    return targets, commands
+
+
+async def run(requests: int, concurrency: int, baseline: Path | None, only: set[str] | None) -> None:
+    upstream_port = free_port()
+    targets, commands = plan(upstream_port, baseline, only)
+    commands = {"upstream": ([sys.executable, str(HERE / "fast_upstream.py"), str(upstream_port)], {}), **commands}
     messages = transcript(24, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
-    bodies = {
-        "non-streaming": Workload(request_body(messages), request_body(messages[:-2])),
-        "streaming": Workload(request_body(messages, stream=True), request_body(messages[:-2], stream=True)),
-    }
+
+    def workload(stream: bool) -> Workload:
+        earlier = (request_body(messages[:-4], stream=stream), request_body(messages[:-2], stream=stream))
+        return Workload(request_body(messages, stream=stream), earlier)
+
+    bodies = {"non-streaming": workload(False), "streaming": workload(True)}
     print(
         f"workload: {len(messages)} messages, {len(bodies['non-streaming'].body) / 1024:.0f} KiB per request; "
         f"{requests} sequential requests per target, throughput at concurrency {concurrency}"
     )
-    with processes(commands):
-        for url in targets.values():
-            await wait_ready(url + "/models")
+    with processes(commands) as pids:
+        for target in targets:
+            for url in target.urls:
+                await wait_ready(url + "/models")
+        await asyncio.sleep(1.0)
+        idle = {t.name: sum(rss_mb(pids[p]) for p in t.processes) for t in targets}
         for mode, body in bodies.items():
-            stats: dict[str, dict[str, float]] = {}
-            # interleave targets round by round so machine noise hits all of them alike
-            samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in targets}
-            for _round in range(5):
-                for name, url in targets.items():
-                    totals, firsts = await latency(
-                        url + "/chat/completions", body, requests // 5, name.startswith("repair_on")
-                    )
-                    samples[name][0].extend(totals)
-                    samples[name][1].extend(firsts)
-            for name, url in targets.items():
-                totals, firsts = samples[name]
-                stats[name] = {
-                    "p50": statistics.median(totals) * 1000,
-                    "p99": percentile(totals, 0.99) * 1000,
-                    "ttfb": statistics.median(firsts) * 1000,
-                    "rps": await throughput(
-                        url + "/chat/completions", body, requests, concurrency, name.startswith("repair_on")
-                    ),
-                }
-            direct = stats["direct"]
-            print(f"\n{mode}")
-            print(
-                f"  {'target':<15} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} {'ttfb ms':>8} {'req/s':>8} {'vs direct':>10}"
-            )
-            for name, s in stats.items():
-                print(
-                    f"  {name:<15} {s['p50']:8.2f} {s['p99']:8.2f} {s['p50'] - direct['p50']:10.2f} "
-                    f"{s['p99'] - direct['p99']:10.2f} {s['ttfb']:8.2f} {s['rps']:8.0f} {s['rps'] / direct['rps']:9.0%}"
-                )
-            floor = stats["minimal"]["p50"] - direct["p50"]
-            for name in [n for n in stats if n.startswith("repair_")]:
-                added = stats[name]["p50"] - direct["p50"]
-                print(
-                    f"  {name}: added p50 = {added / floor:.2f}x the minimal relay's (target <= 1.25x for repair_on); "
-                    f"throughput = {stats[name]['rps'] / direct['rps']:.0%} of direct (target >= 60%)"
-                )
+            report(mode, await measure(targets, body, requests, concurrency), idle)
+
+
+async def measure(
+    targets: list[Target], work: Workload, requests: int, concurrency: int
+) -> dict[str, dict[str, float]]:
+    # interleave targets round by round so machine noise hits all of them alike
+    samples: dict[str, tuple[list[float], list[float]]] = {t.name: ([], []) for t in targets}
+    for _round in range(5):
+        for target in targets:
+            totals, firsts = await latency(target, work, requests // 5)
+            samples[target.name][0].extend(totals)
+            samples[target.name][1].extend(firsts)
+    stats: dict[str, dict[str, float]] = {}
+    for target in targets:
+        totals, firsts = samples[target.name]
+        stats[target.name] = {
+            "p50": statistics.median(totals) * 1000,
+            "p99": percentile(totals, 0.99) * 1000,
+            "ttfb": statistics.median(firsts) * 1000,
+            "rps": await throughput(target, work, requests, concurrency),
+        }
+    return stats
+
+
+def report(mode: str, stats: dict[str, dict[str, float]], idle: dict[str, float]) -> None:
+    direct = stats["direct"]
+    print(f"\n{mode}")
+    print(
+        f"  {'target':<15} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10} {'added p99':>10} "
+        f"{'ttfb ms':>8} {'req/s':>8} {'vs direct':>10} {'idle RSS':>9}"
+    )
+    for name, s in stats.items():
+        rss = f"{idle[name]:.0f} MB" if idle.get(name) else ""
+        print(
+            f"  {name:<15} {s['p50']:8.2f} {s['p99']:8.2f} {s['p50'] - direct['p50']:10.2f} "
+            f"{s['p99'] - direct['p99']:10.2f} {s['ttfb']:8.2f} {s['rps']:8.0f} {s['rps'] / direct['rps']:9.0%} {rss:>9}"
+        )
+    floor50 = stats["minimal"]["p50"] - direct["p50"]
+    floor99 = stats["minimal"]["p99"] - direct["p99"]
+    for name in [n for n in stats if n not in ("direct", "minimal")]:
+        added50 = stats[name]["p50"] - direct["p50"]
+        added99 = stats[name]["p99"] - direct["p99"]
+        print(
+            f"  {name}: added p50 {added50 / floor50:.2f}x the minimal relay's (bar 1.25x), "
+            f"added p99 {added99 / floor99:.2f}x (bar 1.5x); throughput {stats[name]['rps'] / direct['rps']:.0%} "
+            "of direct (bar 60%)"
+        )
+    for name in ("workers=2", "replicas=2"):
+        if name in stats and "repair_on" in stats:
+            print(f"  {name}: throughput {stats[name]['rps'] / stats['repair_on']['rps']:.2f}x one worker's (bar 1.7x)")
 
 
 def main() -> None:
@@ -236,8 +329,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--baseline", type=Path, help="another checkout of the project, measured beside this one")
+    parser.add_argument("--only", help="comma-separated targets to measure besides direct and minimal")
     args = parser.parse_args()
-    asyncio.run(run(args.requests, args.concurrency, args.baseline))
+    only = set(args.only.split(",")) if args.only else None
+    asyncio.run(run(args.requests, args.concurrency, args.baseline, only))
 
 
 if __name__ == "__main__":

