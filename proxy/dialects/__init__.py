@@ -18,7 +18,8 @@ from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
 from proxy.dialects.protocol import Dialect, ReplyWatcher
 from proxy.dialects.responses import RESPONSES
-from proxy.dialects.splice import SpanMemory, SpliceError, loads_piecewise
+from proxy.dialects.spans import SpanMemory
+from proxy.dialects.splice import SpliceError, loads_piecewise
 from proxy.engine.core import Engine
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.plan import Decision

@@ -17,6 +17,7 @@ import orjson
 
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
+from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import (
     REMOVED,
     Array,
@@ -24,7 +25,6 @@ from proxy.dialects.splice import (
     Fresh,
     Kept,
     Removed,
-    SpanMemory,
     SpliceError,
     Value,
     splice,

@@ -19,7 +19,7 @@ import orjson
 from proxy.dialects.chat import read_messages, write_messages
 from proxy.dialects.lines import LineScanner, ndjson_payloads
 from proxy.dialects.protocol import ReplyWatcher
-from proxy.dialects.splice import SpanMemory
+from proxy.dialects.spans import SpanMemory
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from proxy.dialects.splice import SpanMemory
+from proxy.dialects.spans import SpanMemory
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView

@@ -10,15 +10,14 @@ each kept byte for byte (`Kept`), and the new ones (`Fresh`); a member is replac
 
 from __future__ import annotations
 
-import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from proxy.dialects.spans import Known, SpanMemory, Walk, running_hash
 
 __all__ = [
     "REMOVED",
@@ -26,7 +25,6 @@ __all__ = [
     "Fresh",
     "Kept",
     "Removed",
-    "SpanMemory",
     "SpliceError",
     "Value",
     "loads_piecewise",
@@ -77,55 +75,6 @@ REMOVED = Removed()
 Change = Array | Value | Removed
 
 
-@dataclass(frozen=True, slots=True)
-class _Known:
-    """Where the elements of one array lay in a conversation's last spliced body, up to `end`."""
-
-    value_start: int
-    end: int
-    digest: bytes
-    spans: tuple[tuple[int, int], ...]
-
-
-def _hasher(text: str, start: int, end: int) -> Any:
-    """A running hash of `text[start:end]` (SHA-1: fast, and no accidental collision), to be
-    extended with what follows."""
-    return hashlib.sha1(text[start:end].encode("utf-8", "surrogatepass"), usedforsecurity=False)
-
-
-def _extend(hasher: Any, text: str, start: int, end: int) -> bytes:
-    extended = hasher.copy()
-    extended.update(text[start:end].encode("utf-8", "surrogatepass"))
-    return extended.digest()  # type: ignore[no-any-return]
-
-
-class SpanMemory:
-    """What the last splice of each conversation found, so the next one walks only what is new.
-
-    An agent's next request repeats its last one and adds to it: the elements of the edited
-    array up to where the last body's ended are reused when a digest of that stretch of text
-    matches, and only the elements after it are parsed. Bounded (least recently used goes)."""
-
-    def __init__(self, entries: int = 4096) -> None:
-        self._entries: OrderedDict[tuple[str, str], _Known] = OrderedDict()
-        self._max = entries
-        self._lock = threading.Lock()
-
-    def recall(self, key: tuple[str, str]) -> _Known | None:
-        with self._lock:
-            known = self._entries.get(key)
-            if known is not None:
-                self._entries.move_to_end(key)
-            return known
-
-    def keep(self, key: tuple[str, str], known: _Known) -> None:
-        with self._lock:
-            self._entries[key] = known
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-
-
 def _skip(text: str, at: int) -> int:
     while at < len(text) and text[at] in _WS:
         at += 1
@@ -140,24 +89,7 @@ def _decode(text: str, at: int) -> tuple[Any, int]:
     return value, int(end)
 
 
-@dataclass(slots=True)
-class _Walk:
-    """An array's elements as found: (start, end, value) each, and the running hash of the
-    text from the array's start to the end of the elements known to be unchanged."""
-
-    elements: list[tuple[int, int, Any]]
-    hashed_to: int
-    hasher: Any
-
-    def digest(self, text: str, start: int) -> bytes:
-        """The digest of the text from `start` to the last element's end."""
-        end = self.elements[-1][1]
-        if self.hasher is None:
-            return _hasher(text, start, end).digest()  # type: ignore[no-any-return]
-        return _extend(self.hasher, text, self.hashed_to, end)
-
-
-def _elements(text: str, start: int, known: _Known | None = None) -> _Walk:
+def _elements(text: str, start: int, known: Known | None = None) -> Walk:
     """(start, end, value) of each element of the array at `start`, one element at a time; the
     ones `known` from the conversation's last body (their text unchanged) are not parsed again
     (their value is None)."""
@@ -165,9 +97,9 @@ def _elements(text: str, start: int, known: _Known | None = None) -> _Walk:
         raise SpliceError("not an array")
     at = _skip(text, start + 1)
     found: list[tuple[int, int, Any]] = []
-    walk = _Walk(found, start, None)
+    walk = Walk(found, start, None)
     if known is not None and known.value_start == start and known.spans and known.end <= len(text):
-        hasher = _hasher(text, start, known.end)
+        hasher = running_hash(text, start, known.end)
         if hasher.digest() == known.digest:
             found.extend((s, e, None) for s, e in known.spans)
             walk.hashed_to, walk.hasher = known.end, hasher
@@ -192,7 +124,7 @@ class _Member:
     value_start: int
     value_end: int
     value: Any
-    walk: _Walk | None
+    walk: Walk | None
     """For an array, its elements as found."""
 
     @property
@@ -201,7 +133,7 @@ class _Member:
         return None if self.walk is None else self.walk.elements
 
 
-def _member_value(text: str, start: int, known: _Known | None = None) -> tuple[Any, int, _Walk | None]:
+def _member_value(text: str, start: int, known: Known | None = None) -> tuple[Any, int, Walk | None]:
     """A member's value, end and (for an array) elements: an array element by element."""
     if text[start] != "[":
         value, end = _decode(text, start)
@@ -212,9 +144,7 @@ def _member_value(text: str, start: int, known: _Known | None = None) -> tuple[A
     return [e[2] for e in elements], close + 1, walk
 
 
-def _members(
-    text: str, until: frozenset[str] | None = None, known: Mapping[str, _Known] | None = None
-) -> list[_Member]:
+def _members(text: str, until: frozenset[str] | None = None, known: Mapping[str, Known] | None = None) -> list[_Member]:
     """The members of the top-level object, in order; with `until`, only as far as the last of
     those keys seen (a splice copies everything after its last change as it is)."""
     at = _skip(text, 0)
@@ -279,7 +209,7 @@ def splice(
         if edited is not None and edited.walk is not None and edited.walk.elements:
             spans = tuple((s, e) for s, e, _v in edited.walk.elements)
             digest = edited.walk.digest(text, edited.value_start)
-            memory.keep(key, _Known(edited.value_start, spans[-1][1], digest, spans))
+            memory.keep(key, Known(edited.value_start, spans[-1][1], digest, spans))
     keys = [m.key for m in members]
     rest = text[members[-1].value_end :] if members else ""
     if any(keys.count(k) > 1 for k in changes) or any(f'"{k}":' in rest for k in changes):

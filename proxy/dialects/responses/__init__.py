@@ -10,7 +10,8 @@ import orjson
 
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.responses import reply, request
-from proxy.dialects.splice import SpanMemory, SpliceError, splice
+from proxy.dialects.spans import SpanMemory
+from proxy.dialects.splice import SpliceError, splice
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
