@@ -161,6 +161,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _require_free(port: int) -> None:
+    """Refuse a port another process listens on (its /health would answer for ours)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise Unavailable(f"port {port} is in use ({exc.strerror}); pick another with --port") from None
+
+
 @dataclass(frozen=True)
 class RunningServer:
     base_url: str
@@ -176,6 +185,8 @@ def serve(
     binary = server_binary()
     if not binary.exists():
         raise Unavailable(f"no llama-server build at {binary}; run: python scripts/real_model.py build")
+    if port:
+        _require_free(port)
     port = port or free_port()
     command = [
         str(binary),
@@ -207,7 +218,7 @@ def serve(
                 raise Unavailable(f"llama-server exited with {process.returncode}; see {log.name}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                    if response.status == 200:
+                    if response.status == 200 and process.poll() is None:  # ours answered, not another
                         break
             except OSError:
                 time.sleep(0.5)
@@ -239,11 +250,14 @@ def main() -> None:
         elif args.command == "fetch":
             print(fetch_qwen() if args.model == "qwen" else fetch_smollm())
         else:
+            _require_free(args.port)  # before fetching or building anything
             model = fetch_qwen() if args.model == "qwen" else fetch_smollm()
             template = qwen_template()  # llama.cpp's stock Qwen2.5 template, for both models
             with serve(model, args.port, template=template) as server:
                 print(f"llama-server ready: OPENAI_BASE_URL={server.base_url}", flush=True)
-                server.process.wait()
+                code = server.process.wait()
+                if code != 0:
+                    raise Unavailable(f"llama-server exited with {code}; see {cache_dir() / 'llama-server.log'}")
     except Unavailable as exc:
         raise SystemExit(f"unavailable: {exc}") from None
 

@@ -58,13 +58,15 @@ def _authenticate(request: web.Request) -> Team:
     runtime = request.app[RUNTIME].current
     team = runtime.team_for(request.headers)
     if team is None:
-        request[REQUEST_LOG].end = "unknown_key"
+        header = runtime.settings.server.key_header
+        given = request.headers.get(header) or request.headers.get("Authorization", "")[7:].strip()
+        request[REQUEST_LOG].end = "unknown_key" if given else "no_key"
+        what = "no team of this proxy has that key" if given else "this proxy needs a team's proxy key and got none"
         raise Refused(
             openai_error(
                 401,
-                "no team of this proxy has that key: send it as 'Authorization: Bearer <key>' "
-                f"or in the {runtime.settings.server.key_header} header",
-                code="invalid_proxy_key",
+                f"{what}: send it as 'Authorization: Bearer <key>' or in the {header} header",
+                code="invalid_proxy_key" if given else "missing_proxy_key",
                 kind="authentication_error",
             )
         )

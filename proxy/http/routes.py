@@ -25,8 +25,9 @@ async def healthz(_request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    """Ready when every worker of the set is running and the upstream answers at all (any HTTP
-    status below 500)."""
+    """Ready when every worker of the set is running and the upstream answers its models
+    endpoint with any status below 500 but 404: a 401 only means it wants a key, while a 404
+    there means the base URL is not an OpenAI-compatible one (often: `/v1` left out)."""
     settings = request.app[RUNTIME].current.settings
     missing = request.app[WORKER].missing()
     if missing:
@@ -43,10 +44,11 @@ async def readyz(request: web.Request) -> web.Response:
             {"status": "unready", "upstream": settings.upstream.base_url, "error": str(exc) or type(exc).__name__},
             status=503,
         )
-    return web.json_response(
-        {"status": "ready" if ok else "unready", "upstream": settings.upstream.base_url, "upstream_status": status},
-        status=200 if ok else 503,
-    )
+    answer: dict[str, object] = {"upstream": settings.upstream.base_url, "upstream_status": status}
+    if status == 404:
+        ok = False
+        answer["error"] = f"{url} answered 404: is the upstream base URL missing its /v1?"
+    return web.json_response({"status": "ready" if ok else "unready", **answer}, status=200 if ok else 503)
 
 
 def add_routes(app: web.Application) -> None:

@@ -21,7 +21,7 @@ from proxy.engine.state import ConversationState, approx_bytes
 from proxy.engine.statecache import StateCache
 from proxy.engine.tokens import TokenCounter
 from proxy.settings.config import Settings
-from proxy.settings.policy import load_policy
+from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
 
 __all__ = ["DEFAULT_TEAM", "Runtime", "Shared", "Team", "build_runtime"]
@@ -98,9 +98,19 @@ class Runtime:
 
 
 def _policy_path(settings: Settings, path: str) -> str:
-    if not path or Path(path).is_absolute() or settings.source == "<defaults>":
+    """A policy path relative to the config file; a preset name as it is."""
+    if not path or is_preset_name(path) or Path(path).is_absolute() or settings.source == "<defaults>":
         return path
     return str(Path(settings.source).parent / path)
+
+
+def _named(exc: ConfigError, settings: Settings, key: str, path: str) -> list[ConfigProblem]:
+    """A policy that cannot be read at all is the config key's problem (which file named it,
+    and where); a policy with bad keys names its own file."""
+    return [
+        ConfigProblem(settings.source, key, f"{path}: {p.message}") if p.key in ("<file>", "<name>") else p
+        for p in exc.problems
+    ]
 
 
 def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
@@ -109,16 +119,19 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
     default_policy_path = _policy_path(settings, settings.repair.policy)
     engines: dict[str, Engine] = {}
 
-    def engine(path: str) -> Engine:
+    def engine(path: str, key: str) -> Engine:
         """One engine per policy file; teams that share a policy share its compiled rules."""
         if path not in engines:
-            engines[path] = Engine(load_policy(path), shared.cache, shared.tokens)
+            try:
+                engines[path] = Engine(load_policy(path), shared.cache, shared.tokens)
+            except ConfigError as exc:
+                raise ConfigError(_named(exc, settings, key, path)) from None
         return engines[path]
 
     if not settings.team:
         team = Team(
             DEFAULT_TEAM,
-            engine(default_policy_path),
+            engine(default_policy_path, "repair.policy"),
             settings.upstream.base_url,
             settings.upstream.api_key,
             settings.repair.holdout_percent,
@@ -126,10 +139,10 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
         return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared)
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
-    for entry in settings.team:
+    for index, entry in enumerate(settings.team):
         path = _policy_path(settings, entry.policy) if entry.policy else default_policy_path
         try:
-            team_engine = engine(path)
+            team_engine = engine(path, f"team.{index}.policy" if entry.policy else "repair.policy")
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue

@@ -10,8 +10,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
 
@@ -23,6 +24,7 @@ __all__ = [
     "MAX_AUTO_WORKERS",
     "Settings",
     "TeamSettings",
+    "check_base_url",
     "load_settings",
 ]
 
@@ -61,6 +63,16 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def check_base_url(value: str) -> str:
+    """An upstream base URL: http(s), a host, no query; refused with an example otherwise."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http:// or https:// URL with a host (e.g. http://127.0.0.1:11434/v1)")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{value!r}: a base URL has no query or fragment")
+    return value
+
+
 class ServerSettings(_Frozen):
     host: str = DEFAULT_HOST
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
@@ -85,6 +97,7 @@ class ServerSettings(_Frozen):
 
 class UpstreamSettings(_Frozen):
     base_url: str = DEFAULT_UPSTREAM
+    """The OpenAI-compatible base URL (with its `/v1`); see `check_base_url`."""
     api_key: str = ""
     """When set, replaces the agent's `Authorization` with this key."""
     connect_timeout: float = Field(default=10.0, gt=0)
@@ -93,6 +106,11 @@ class UpstreamSettings(_Frozen):
     idle_timeout: float = Field(default=300.0, gt=0)
     """Longest gap between two chunks of a response body; a stream that keeps producing is never cut."""
     max_connections: int = Field(default=100, ge=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str) -> str:
+        return check_base_url(value)
 
 
 class LimitSettings(_Frozen):
@@ -157,6 +175,11 @@ class TeamSettings(_Frozen):
     holdout_percent: float | None = Field(default=None, ge=0, le=100)
     """This team's holdout share; unset: `repair.holdout_percent`."""
 
+    @field_validator("upstream")
+    @classmethod
+    def _check_upstream(cls, value: str) -> str:
+        return check_base_url(value) if value else value
+
 
 class Settings(_Frozen):
     server: ServerSettings = ServerSettings()
@@ -194,17 +217,29 @@ def load_settings(
         raise ConfigError([ConfigProblem(str(path), "source", "not a config key")])
     file = str(path) if path else "<defaults>"
     merged: dict[str, Any] = {}
+    origins: dict[tuple[str, str], str] = {}
+    """Where a key's value came from when not the file: an environment variable, a flag."""
     for section, value in raw.items():
         merged[section] = dict(value) if isinstance(value, dict) else value
     for var, (section, key) in ENV_OVERRIDES.items():
         if environ is not None and var in environ:
             merged.setdefault(section, {})[key] = environ[var]
+            origins[(section, key)] = f"environment {var}"
     for section, values in (overrides or {}).items():
         if isinstance(values, Mapping) and isinstance(merged.get(section, {}), dict):
             merged.setdefault(section, {}).update(values)
+            origins.update({(section, key): "command line" for key in values})
         else:
             merged[section] = values
     try:
         return Settings.model_validate({**merged, "source": file})
     except ValidationError as exc:
-        raise ConfigError(problems_of(exc, file)) from None
+        problems = problems_of(exc, file)
+        raise ConfigError([_blamed(p, origins) for p in problems]) from None
+
+
+def _blamed(problem: ConfigProblem, origins: Mapping[tuple[str, str], str]) -> ConfigProblem:
+    """The problem named after where its value came from (a flag, a variable) when not the file."""
+    section, _, key = problem.key.partition(".")
+    origin = origins.get((section, key.split(".")[0]))
+    return ConfigProblem(origin, problem.key, problem.message) if origin else problem

@@ -236,9 +236,8 @@ def bundled_presets() -> list[str]:
 def _read_bundled(name: str, source: str) -> tuple[dict[str, Any], str]:
     if name not in bundled_presets():
         known = ", ".join(bundled_presets())
-        raise ConfigError(
-            [ConfigProblem(source, "extends", f"no preset {name!r} (bundled: {known}); or give a .toml path")]
-        )
+        key = "extends" if source != "<policy>" else "<name>"
+        raise ConfigError([ConfigProblem(source, key, f"no preset {name!r} (bundled: {known}); or give a .toml path")])
     text = resources.files("proxy").joinpath(f"defaults/{name}.toml").read_text(encoding="utf-8")
     return tomllib.loads(text), f"<bundled>/{name}.toml"
 
@@ -284,10 +283,18 @@ def default_policy() -> Policy:
     return parse_policy(raw, source)
 
 
+def is_preset_name(value: str) -> bool:
+    """A bundled preset's name (`openhands`), not a path: no slash and no `.toml`."""
+    return bool(value) and "/" not in value and not value.endswith(".toml")
+
+
 def load_policy(path: str | Path | None) -> Policy:
-    """Read a policy file laid over what it extends (the default unless it says otherwise);
-    `ConfigError` names the file and every bad key."""
+    """Read a policy file laid over what it extends (the default unless it says otherwise), or
+    a bundled preset by name; `ConfigError` names the file and every bad key."""
     if not path:
         return default_policy()
+    if isinstance(path, str) and is_preset_name(path):
+        raw, source = _read_bundled(path, "<policy>")
+        return parse_policy(raw, source)
     file = Path(path)
     return parse_policy(read_toml(file), str(file))
