@@ -1,8 +1,13 @@
 """Conversation and task identity, from the transcript alone (or the agent's headers).
 
-A task is its first system and first user message; a conversation is its task plus its
-first assistant reply (whose tool-call ids are random per run, so two runs of one task are
-two conversations). Both are the same on every replica and after a restart.
+A task is the person's request: the first user message a person wrote, not a system
+prompt, a developer message, or a user message a framework wrote (Codex's
+`<environment_context>`, aider's file summaries: `textcalls.is_framework_context`), so that
+two runs of one request share what the first learned and an unrelated request in the same
+directory shares nothing. `X-Repair-Task` overrides it (to scope memory by repository, say).
+A conversation is its task plus its first assistant reply (whose tool-call ids are random
+per run, so two runs of one task are two conversations). Both are the same on every replica
+and after a restart.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from proxy.engine.textcalls import is_framework_context
 from proxy.engine.transcript import content_text
 
 __all__ = ["CONVERSATION_HEADER", "TASK_HEADER", "conversation_id", "task_id"]
@@ -41,11 +47,22 @@ def _text(message: Mapping[str, Any] | None) -> bytes:
     return b"" if message is None else content_text(message.get("content")).encode("utf-8", "replace")
 
 
+def _request(messages: Sequence[Any]) -> bytes:
+    """The person's request: the first user message that no framework wrote, whitespace folded."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        text = content_text(message.get("content"))
+        if text.strip() and not is_framework_context(text):
+            return " ".join(text.split()).encode("utf-8", "replace")
+    return b""
+
+
 def task_id(messages: Sequence[Any], headers: Mapping[str, str]) -> str:
     given = headers.get(TASK_HEADER)
     if given:
         return given[:128]
-    return _hash(_text(_first(messages, "system")), _text(_first(messages, "user")))
+    return _hash(b"task", _request(messages))
 
 
 def conversation_id(messages: Sequence[Any], headers: Mapping[str, str]) -> str:

@@ -3,16 +3,20 @@
 A turn is one assistant message and the tool results that answer its calls, paired by
 `tool_call_id`. Anything odd (null or array content, parallel calls, calls with no result
 yet, legacy `function_call` / `function` role, unknown roles, malformed arguments) is
-normal input here: it is read as well as it can be and never raises.
+normal input here: it is read as well as it can be and never raises. Calls and results an
+agent writes as text (smolagents, aider) are read as calls too (`proxy.engine.textcalls`);
+such a turn ends at the message that carries its result, and is anchored there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
+
+from proxy.engine import textcalls
 
 __all__ = ["Message", "ToolCall", "Turn", "UserMessage", "content_text", "parse_arguments", "read_turns"]
 
@@ -42,11 +46,16 @@ class Turn:
     message_index: int
     text: str
     calls: tuple[ToolCall, ...]
+    written: bool = False
+    """Its calls and results were written as text (no ids in the messages to anchor on)."""
 
     @property
     def anchor(self) -> str:
-        """Stable id of the turn's end: its last answered call (or its position when text-only)."""
+        """Stable id of the turn's end: its last answered call, or its last message's position
+        (a text-only reply, calls written as text)."""
         answered = [c for c in self.calls if c.result is not None]
+        if self.written:
+            return f"msg:{self.end_index}"
         return answered[-1].id if answered else f"msg:{self.message_index}"
 
     @property
@@ -136,25 +145,24 @@ def _calls_of(message: Message, index: int) -> list[tuple[str, str, Any]]:
     return calls
 
 
-def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], list[UserMessage]]:
-    """Turns and user messages of `messages[start:]`, in order.
+@dataclass(slots=True)
+class _Open:
+    """The assistant message being read and the results found for its calls so far."""
 
-    Results are paired by `tool_call_id`; a legacy `function` message answers the nearest
-    open legacy call; a `tool` message without an id answers the first open call.
-    """
-    turns: list[Turn] = []
-    users: list[UserMessage] = []
-    open_turn: tuple[int, str, list[tuple[str, str, Any]]] | None = None
-    results: dict[str, tuple[str, bool, int]] = {}
+    index: int
+    text: str
+    calls: list[tuple[str, str, Any]]
+    written: bool = False
+    results: dict[str, tuple[str, bool, int]] = field(default_factory=dict)
 
-    def close() -> None:
-        if open_turn is None:
-            return
-        index, text, calls = open_turn
+    def pending(self) -> list[str]:
+        return [c[0] for c in self.calls if c[0] not in self.results]
+
+    def turn(self) -> Turn:
         built: list[ToolCall] = []
-        for call_id, name, raw in calls:
+        for call_id, name, raw in self.calls:
             arguments, raw_text = parse_arguments(raw)
-            answer = results.get(call_id)
+            answer = self.results.get(call_id)
             built.append(
                 ToolCall(
                     id=call_id,
@@ -166,30 +174,108 @@ def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], lis
                     result_index=None if answer is None else answer[2],
                 )
             )
-        turns.append(Turn(message_index=index, text=text, calls=tuple(built)))
+        return Turn(message_index=self.index, text=self.text, calls=tuple(built), written=self.written)
 
+
+def _assistant(message: Message, index: int) -> _Open:
+    text = content_text(message.get("content"))
+    calls = _calls_of(message, index)
+    if calls:
+        return _Open(index, text, calls)
+    written = textcalls.written_calls(text)
+    applied = [] if written else textcalls.edit_blocks(text)
+    listed: list[tuple[str, str, Any]] = [
+        (f"text:{index}:{k}", c.name, dict(c.arguments)) for k, c in enumerate(written or applied)
+    ]
+    opened = _Open(index, text, listed, written=bool(listed))
+    if applied:  # edits the agent applied itself: answered where they were written
+        opened.results = {call_id: ("", False, index) for call_id, _name, _raw in listed}
+    return opened
+
+
+class _Reader:
+    """`read_turns`' state between messages."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.users: list[UserMessage] = []
+        self.open: _Open | None = None
+        self.last_run: tuple[int, str] | None = None
+        """aider: the turn of the last command output it reported, and that output's text."""
+
+    def close(self) -> None:
+        if self.open is not None:
+            self.turns.append(self.open.turn())
+        self.open = None
+
+    def assistant(self, message: Message, index: int) -> None:
+        if not _calls_of(message, index) and textcalls.is_acknowledgement(content_text(message.get("content"))):
+            return  # a framework acknowledging its own context: no turn of the model's
+        self.close()
+        self.last_run = None
+        self.open = _assistant(message, index)
+
+    def result(self, message: Message, index: int) -> None:
+        if self.open is None:
+            return
+        pending = self.open.pending()
+        call_id = message.get("tool_call_id")
+        if not (isinstance(call_id, str) and call_id in pending):
+            call_id = pending[0] if pending else None
+        if call_id is not None:
+            self.open.results[call_id] = (content_text(message.get("content")), _is_error_flag(message), index)
+
+    def user(self, message: Message, index: int) -> None:
+        text = content_text(message.get("content"))
+        if self.open is not None and self.open.written and self.open.pending():
+            seen = textcalls.observation(text)
+            if seen is not None:
+                for call_id in self.open.pending():
+                    self.open.results[call_id] = (seen.text, seen.is_error, index)
+                return
+        ran = textcalls.run_output(text)
+        if ran is not None:
+            self._ran(ran, text, index)
+            return
+        self.close()
+        self.last_run = None
+        if not textcalls.is_framework_context(text):
+            self.users.append(UserMessage(index, text))
+
+    def _ran(self, ran: tuple[str, str], text: str, index: int) -> None:
+        """aider's report of a command it ran: a turn of its own; the same report sent again
+        (after its `Ok.`) extends that turn to here."""
+        self.close()
+        if self.last_run is not None and self.last_run[1] == text:
+            position = self.last_run[0]
+            turn = self.turns[position]
+            self.turns[position] = replace(turn, calls=tuple(replace(c, result_index=index) for c in turn.calls))
+            return
+        command, output = ran
+        call = ToolCall(f"text:{index}", textcalls.RUN_TOOL, {"command": command}, command, output, False, index)
+        self.turns.append(Turn(index, "", (call,), written=True))
+        self.last_run = (len(self.turns) - 1, text)
+
+
+def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], list[UserMessage]]:
+    """Turns and user messages of `messages[start:]`, in order.
+
+    Results are paired by `tool_call_id`; a legacy `function` message answers the nearest
+    open legacy call; a `tool` message without an id answers the first open call. A user
+    message a framework wrote (`textcalls.is_framework_context`) is not a person's message.
+    """
+    reader = _Reader()
     for index in range(start, len(messages)):
         message = messages[index]
         if not isinstance(message, dict):
             continue
         role = message.get("role")
         if role == "assistant":
-            close()
-            results = {}
-            open_turn = (index, content_text(message.get("content")), _calls_of(message, index))
+            reader.assistant(message, index)
         elif role in ("tool", "function"):
-            if open_turn is None:
-                continue
-            pending = [c[0] for c in open_turn[2] if c[0] not in results]
-            call_id = message.get("tool_call_id")
-            if not (isinstance(call_id, str) and call_id in pending):
-                call_id = pending[0] if pending else None
-            if call_id is not None:
-                results[call_id] = (content_text(message.get("content")), _is_error_flag(message), index)
+            reader.result(message, index)
         elif role == "user":
-            close()
-            open_turn = None
-            users.append(UserMessage(index, content_text(message.get("content"))))
+            reader.user(message, index)
         # system, developer and unknown roles carry no turn
-    close()
-    return turns, users
+    reader.close()
+    return reader.turns, reader.users
