@@ -21,11 +21,11 @@ concurrency, idle RSS, and the ratios the targets are stated in. On a 2-core mac
 generator and the upstream share the cores with the proxy: scaling with workers is bounded by
 what is left to them.
 
-  repair_on@base  (with --baseline DIR) the same, run from another checkout of the project
+  repair_on@DIR   (with --baseline DIR, repeatable) the same, run from another checkout of the project
                 (say, `git worktree add /tmp/base <commit>`): a change measured against its
                 baseline in one run, on the same machine at the same time
 
-Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR] [--only NAMES]
+Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR]... [--only NAMES]
 """
 
 from __future__ import annotations
@@ -211,10 +211,11 @@ async def throughput(target: Target, work: Workload, count: int, concurrency: in
 
 
 def _supports_workers(checkout: Path) -> bool:
-    return "--workers" in (checkout / "proxy" / "cli" / "main.py").read_text()
+    main = checkout / "proxy" / "cli" / "main.py"  # before the layered package, there was no cli/ folder
+    return main.exists() and "--workers" in main.read_text()
 
 
-def plan(upstream_port: int, baseline: Path | None, only: set[str] | None) -> tuple[list[Target], dict[str, Command]]:
+def plan(upstream_port: int, baselines: list[Path], only: set[str] | None) -> tuple[list[Target], dict[str, Command]]:
     """The targets to measure and the processes they need (each on a port of its own)."""
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
     py = sys.executable
@@ -235,9 +236,10 @@ def plan(upstream_port: int, baseline: Path | None, only: set[str] | None) -> tu
         ("workers=2", True, serve("workers=2", "--workers", "2")),
         ("replicas=2", True, serve("replica-a", *single) | serve("replica-b", *single)),
     ]
-    if baseline is not None:  # the other checkout's package first on the path, run from there
+    for baseline in baselines:  # the other checkout's package first on the path, run from there
         flags = single if _supports_workers(baseline) else ()
-        wanted.append(("repair_on@base", True, serve("base", *flags, env={"PYTHONPATH": str(baseline.resolve())})))
+        name = f"repair_on@{baseline.name}"
+        wanted.append((name, True, serve(name, *flags, env={"PYTHONPATH": str(baseline.resolve())})))
     targets = [Target("direct", (upstream,), False)]
     commands: dict[str, Command] = {}
     for name, warm, needs in wanted:
@@ -249,9 +251,9 @@ def plan(upstream_port: int, baseline: Path | None, only: set[str] | None) -> tu
     return targets, commands
 
 
-async def run(requests: int, concurrency: int, baseline: Path | None, only: set[str] | None) -> None:
+async def run(requests: int, concurrency: int, baselines: list[Path], only: set[str] | None) -> None:
     upstream_port = free_port()
-    targets, commands = plan(upstream_port, baseline, only)
+    targets, commands = plan(upstream_port, baselines, only)
     commands = {"upstream": ([sys.executable, str(HERE / "fast_upstream.py"), str(upstream_port)], {}), **commands}
     messages = transcript(24, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
 
@@ -328,7 +330,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--baseline", type=Path, help="another checkout of the project, measured beside this one")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout of the project, measured beside this one as repair_on@<its folder name> (repeatable)",
+    )
     parser.add_argument("--only", help="comma-separated targets to measure besides direct and minimal")
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None

@@ -88,6 +88,12 @@ class TripOutcome:
     turn: int
     outcome: str
 
+    def in_arm(self, holdout: bool) -> str:
+        """The outcome as it happened in the conversation's arm: a holdout run is never handed
+        back (its requests go up as sent), so where a treated run would have been, its failure
+        simply stayed: `unchanged`."""
+        return "unchanged" if holdout and self.outcome == "handed_back" else self.outcome
+
 
 @dataclass(frozen=True, slots=True)
 class Cursor:

@@ -128,7 +128,8 @@ async def _choose(
     arm = "holdout" if team.holdout(decision.request.conversation) else "treated"
     extra[ARM_HEADER] = arm
     for settled in decision.effects.outcomes:
-        request.app[METRICS].trip_outcomes.labels(arm, settled.pattern, settled.outcome, team.name).inc()
+        outcome = settled.in_arm(arm == "holdout")
+        request.app[METRICS].trip_outcomes.labels(arm, settled.pattern, outcome, team.name).inc()
     if arm == "holdout":
         return await forward(request, body, headers, extra)
     if decision.halt is not None:

@@ -64,3 +64,26 @@ async def test_outcomes_of_both_arms_are_recorded_and_reported(make_proxy, upstr
         in text
     )
     assert "holdout" in recovery_table(text) and "0%" in recovery_table(text)
+
+
+async def test_a_holdout_run_is_never_counted_as_handed_back(make_proxy, upstream: Upstream) -> None:
+    """The holdout arm's runs go on past the rung that would halt a treated run: what followed
+    its trips is counted as it happened (the failure stayed), never as a hand-back that did not
+    happen; the treated run of the same transcript is handed back once."""
+    upstream.reply_with(json_reply(ACTING))
+    outputs = ["@pytest_addition_a", "@pytest_addition_b"] * 6
+    counts = {}
+    for arm, percent in (("holdout", 100), ("treated", 0)):
+        proxy = await make_proxy({"repair": {"holdout_percent": percent}})
+        chat = Chat(id_prefix=arm)
+        for out in outputs:
+            response = await post(proxy, chat.turn(test_run(out)).bytes())
+            if response.headers.get("X-Repair-Outcome") == "incomplete":
+                break
+        text = await metrics_text(proxy)
+        counts[arm] = {
+            outcome: f'arm="{arm}",outcome="{outcome}",pattern="stuck_same_diagnostic",team="default"}}' in text
+            for outcome in ("handed_back", "unchanged")
+        }
+    assert counts["holdout"] == {"handed_back": False, "unchanged": True}
+    assert counts["treated"]["handed_back"] is True
