@@ -64,7 +64,9 @@ class Evidence:
     snippet: str
 
 
-_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |node_modules|/rustc/|/usr/lib/go)")
+_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|^<.*>$|node_modules|/rustc/|/usr/lib/go)")
+"""Frames that are not the project's own files: libraries, and code given inline (`<string>`, `<stdin>`,
+`<frozen ...>`), which has no file to open."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,3 +62,19 @@ def test_library_frames_are_not_the_failure_location() -> None:
     """site-packages and stdlib frames are skipped for the project's own frame."""
     out = 'Traceback (most recent call last):\n  File "/w/app.py", line 5, in <module>\n  File "/usr/lib/python3.11/json/decoder.py", line 337, in decode\njson.decoder.JSONDecodeError: x\n'
     assert pointers(out) == Pointers(None, None, "/w/app.py", 5)
+
+
+@pytest.mark.parametrize("pseudo", ["<string>", "<stdin>", "<console>"])
+def test_a_frame_of_code_given_inline_is_no_file_to_read(pseudo: str) -> None:
+    """`python -c '...'` (or code piped to python) fails in a frame whose "file" is `<string>`:
+    there is nothing to open, so no location is claimed; a real file's frame below it still is."""
+    inline = f'Traceback (most recent call last):\n  File "{pseudo}", line 1, in <module>\nNameError: name \'x\' is not defined\n'
+    assert pointers(inline) == Pointers()
+    through = (
+        "Traceback (most recent call last):\n"
+        f'  File "{pseudo}", line 1, in <module>\n'
+        '  File "/workspace/app/calc.py", line 7, in add\n'
+        "    return a - b\n"
+        "AssertionError\n"
+    )
+    assert pointers(through) == Pointers(None, None, "/workspace/app/calc.py", 7)

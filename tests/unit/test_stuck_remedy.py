@@ -82,3 +82,17 @@ def test_with_no_edit_yet_it_asks_for_a_change() -> None:
 def test_a_test_run_with_the_repo_test_output_still_names_the_test() -> None:
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
     assert "tests/test_parse.py::test_addition" in _nudge(chat)
+
+
+def test_a_failing_python_dash_c_is_never_read_as_a_file() -> None:
+    """`python -c` fails in `<string>`: the remedy names no file to read (no `sed -n ... <string>`),
+    and still says what to do next."""
+    inline = (
+        "execute_bash",
+        {"command": "python -c 'import calc; assert calc.add(2, 3) == 5'"},
+        'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\nAssertionError\n'
+        "[Command finished with exit code 1]",
+    )
+    text = _nudge(Chat().turn(inline).turn(edit("/workspace/calc.py")).turn(inline).turn(inline))
+    assert "<string>" not in text
+    assert "Next" in text or "next" in text
