@@ -274,3 +274,26 @@ async def test_streaming_done_gate_holds_only_until_a_call(proxy: TestServer, up
     status, headers, body = await post(proxy, body_for(dialect, chat, stream=True), path=PATHS[dialect])
     assert status == 200 and body == b"".join(acting)
     assert len(upstream.seen) == 2 and "X-Repair-Outcome" not in headers
+
+
+async def test_a_streamed_responses_handback_reads_whole_in_the_sdks_stream_helper(
+    make_proxy, upstream: Upstream, tmp_path
+) -> None:
+    """Codex and the SDK's `responses.stream()` build the reply from the item and content-part
+    events: the hand-back carries every one of them, so the helper's final response holds the
+    text (before, the helper raised IndexError and Codex ended the turn showing nothing)."""
+    from support import policy_toml
+
+    policy = tmp_path / "p.toml"
+    policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}}))
+    proxy = await make_proxy(policy=str(policy))
+    request = orjson.loads(responses_body(Chat().turn(test_run()).turn(test_run("@pytest_addition_b"))))
+    async with sdk(proxy) as client:
+        async with client.responses.stream(
+            model="m", input=request["input"], instructions=request.get("instructions") or None, tools=request["tools"]
+        ) as events:
+            kinds = [event.type async for event in events]
+            final = await events.get_final_response()
+    assert upstream.seen == []
+    assert "response.output_item.done" in kinds and "response.content_part.done" in kinds
+    assert final.status == "completed" and "INCOMPLETE" in final.output_text
