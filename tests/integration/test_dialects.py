@@ -288,12 +288,14 @@ async def test_a_streamed_responses_handback_reads_whole_in_the_sdks_stream_help
     policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy))
     request = orjson.loads(responses_body(Chat().turn(test_run()).turn(test_run("@pytest_addition_b"))))
-    async with sdk(proxy) as client:
-        async with client.responses.stream(
+    async with (
+        sdk(proxy) as client,
+        client.responses.stream(
             model="m", input=request["input"], instructions=request.get("instructions") or None, tools=request["tools"]
-        ) as events:
-            kinds = [event.type async for event in events]
-            final = await events.get_final_response()
+        ) as events,
+    ):
+        kinds = [event.type async for event in events]
+        final = await events.get_final_response()
     assert upstream.seen == []
     assert "response.output_item.done" in kinds and "response.content_part.done" in kinds
     assert final.status == "completed" and "INCOMPLETE" in final.output_text

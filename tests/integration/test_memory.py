@@ -134,3 +134,32 @@ async def test_memory_survives_kill_9(
         await second.wait()
     sent = orjson.loads(upstream.seen[-1].body)["messages"]
     assert "A previous attempt at this task stalled" in sent[2]["content"]
+
+
+async def test_memory_follows_the_persons_request_not_the_agents_environment_block(
+    make_proxy, upstream: Upstream, tmp_path: Path
+) -> None:
+    """Codex sends its `<environment_context>` as the first user message of every run in a
+    directory: a stuck run there leaves a verdict for its own request only, so an unrelated
+    prompt in the same directory gets no note, and the same prompt again does."""
+    environment = "<environment_context>\n  <cwd>/home/me/calc</cwd>\n  <shell>bash</shell>\n</environment_context>"
+
+    def codex(prefix: str, prompt: str) -> Chat:
+        return Chat(id_prefix=prefix, system="You are Codex.", user=environment).user(prompt)
+
+    proxy = await make_proxy({"store": {"verdicts": str(tmp_path / "v.sqlite3")}})
+    upstream.reply_with(json_reply(ACTING))
+    stuck = codex("run1", "Fix the failing test")
+    for out in ("@pytest_addition_a", "@pytest_addition_b", "@pytest_addition_a"):
+        await post(proxy, stuck.turn(test_run(out)).bytes())
+
+    def noted() -> bool:
+        return any(
+            "A previous attempt at this task stalled" in str(m.get("content"))
+            for m in upstream.seen[-1].json()["messages"]
+        )
+
+    await post(proxy, codex("run2", "What is the capital of France?").bytes())
+    assert not noted()
+    await post(proxy, codex("run3", "Fix the failing test").bytes())
+    assert noted()

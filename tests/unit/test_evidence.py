@@ -68,7 +68,7 @@ def test_library_frames_are_not_the_failure_location() -> None:
 def test_a_frame_of_code_given_inline_is_no_file_to_read(pseudo: str) -> None:
     """`python -c '...'` (or code piped to python) fails in a frame whose "file" is `<string>`:
     there is nothing to open, so no location is claimed; a real file's frame below it still is."""
-    inline = f'Traceback (most recent call last):\n  File "{pseudo}", line 1, in <module>\nNameError: name \'x\' is not defined\n'
+    inline = f"Traceback (most recent call last):\n  File \"{pseudo}\", line 1, in <module>\nNameError: name 'x' is not defined\n"
     assert pointers(inline) == Pointers()
     through = (
         "Traceback (most recent call last):\n"
