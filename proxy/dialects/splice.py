@@ -234,7 +234,10 @@ def splice(
         if not close.endswith("}"):
             raise SpliceError("the object does not end with '}'")
         inner = close[:-1]
-        joiner = "," if inner.strip(_WS + "{") else ""
+        # a member precedes the new ones unless the object is empty so far (what precedes may be
+        # a value just written, or the original text: look at both, not at the tail alone)
+        written = ("".join(out) + inner).rstrip(_WS)
+        joiner = "" if written.endswith(("{", ",")) else ","
         tail = inner + joiner + ",".join(added) + "}" + tail[len(close) :]
     spliced = "".join(out) + tail
     if spliced.lstrip(_WS).startswith("{,"):

@@ -1,0 +1,61 @@
+"""The splicer: a body with some members changed keeps every other byte, and is always JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxy.dialects.splice import Removed, Value, splice
+
+KEYS = ("model", "messages", "tools", "tool_choice", "stream", "seed")
+
+
+def expected(data: dict[str, Any], changes: dict[str, Value | Removed]) -> dict[str, Any]:
+    out = dict(data)
+    for key, change in changes.items():
+        if isinstance(change, Removed):
+            out.pop(key, None)
+        else:
+            out[key] = change.value
+    return out
+
+
+def test_a_new_member_after_a_changed_last_member_is_separated() -> None:
+    """The finish gate's retry replaces `tools` (the body's last member) and adds `tool_choice`:
+    the two were written with no comma between them, and llama.cpp answered 400."""
+    body = b'{"messages": [], "model": "local", "tools": [{"type": "function"}]}'
+    spliced = splice(body, {"tools": Value([]), "tool_choice": Value("required")})
+    assert orjson.loads(spliced) == {"messages": [], "model": "local", "tools": [], "tool_choice": "required"}
+    assert spliced.startswith(b'{"messages": [], "model": "local", ')
+
+
+def test_a_new_member_after_a_removed_last_member_is_separated() -> None:
+    spliced = splice(b'{"a": 1, "b": 2}', {"b": Removed(), "c": Value(3)})
+    assert orjson.loads(spliced) == {"a": 1, "c": 3}
+
+
+members = st.dictionaries(
+    st.sampled_from(KEYS),
+    st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3)),
+    max_size=5,
+)
+edits = st.dictionaries(
+    st.sampled_from(KEYS),
+    st.one_of(
+        st.builds(Removed),
+        st.builds(Value, st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=2))),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(members, edits, st.sampled_from([", ", ",", ",\n  "]))
+def test_any_mix_of_changes_is_the_same_object_as_a_whole_rewrite(
+    data: dict[str, Any], changes: dict[str, Value | Removed], separator: str
+) -> None:
+    body = ("{" + separator.join(f'"{k}": {orjson.dumps(v).decode()}' for k, v in data.items()) + "}").encode()
+    assert orjson.loads(splice(body, changes)) == expected(data, changes)
