@@ -1,0 +1,87 @@
+"""The client matrix: real agent clients, each in its own environment, through the real proxy.
+
+For every client: with nothing to inject, what reached the model is byte for byte what the
+client sent; on a run stuck on one failing test (the scripted model runs the check again and
+again, the client's tool really runs it), the proxy's nudge reaches the model and its
+hand-back reaches the client, which shows it to its user as the run's last word. Clients that
+cannot be installed here (`scripts/clients.py`) are skipped, saying why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import clients
+import pytest
+from harness import PYTHON, Model, Tap, drive, driver, workdir
+from support import policy_toml
+
+STUCK_POLICY = {
+    "patterns.stuck_same_diagnostic": {"after": 2, "action": "nudge", "escalate": [{"at": 3, "action": "halt"}]}
+}
+"""Nudge at the second identical failure, hand back at the third: a short stuck run."""
+
+DRIVEN = {
+    # client: (its environment in scripts/clients.py, or "" for this test environment; its driver)
+    "openai": ("", "openai_sdk"),
+    "langchain": ("langchain", "langchain"),
+    "litellm": ("litellm", "litellm_client"),
+    "ollama": ("ollama", "ollama_client"),
+}
+
+
+def python_of(environment: str) -> str:
+    if not environment:
+        return PYTHON
+    found = clients.executable(environment)
+    if found is None:
+        pytest.skip(f"the {environment} client is not installed here (run: python scripts/clients.py)")
+    return str(found)
+
+
+class Stack:
+    def __init__(self, model: Model, tap: Tap, base: str) -> None:
+        self.model, self.tap, self.base = model, tap, base
+
+    def posts(self) -> tuple[list[Any], list[Any]]:
+        """(what the client sent, what reached the model): POSTs only."""
+        return [r for r in self.tap.seen if r.body], [r for r in self.model.seen if r.body]
+
+
+@pytest.fixture
+async def stack(make_proxy, tmp_path: Path, request: pytest.FixtureRequest) -> Any:  # type: ignore[no-untyped-def]
+    model = Model()
+    model_url = await model.start()
+    policy = tmp_path / "matrix.toml"
+    policy.write_text(policy_toml(STUCK_POLICY))
+    proxy = await make_proxy(upstream_url=model_url, policy=str(policy))
+    tap = Tap(str(proxy.make_url("")))
+    base = await tap.start()
+    yield Stack(model, tap, base)
+    await tap.server.close()  # type: ignore[union-attr]
+    await model.server.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("client", sorted(DRIVEN))
+async def test_with_nothing_to_inject_the_model_gets_the_clients_bytes(
+    stack: Stack, client: str, tmp_path: Path
+) -> None:
+    environment, name = DRIVEN[client]
+    result = await drive([python_of(environment), driver(name), stack.base, "plain"], workdir(tmp_path), {})
+    sent, received = stack.posts()
+    assert sent, "the client sent nothing"
+    assert [r.body for r in received] == [r.body for r in sent]
+    assert "Hello" in result["shown"]
+
+
+@pytest.mark.parametrize("client", sorted(DRIVEN))
+async def test_a_stuck_run_is_nudged_and_the_client_shows_the_handback(
+    stack: Stack, client: str, tmp_path: Path
+) -> None:
+    environment, name = DRIVEN[client]
+    result = await drive([python_of(environment), driver(name), stack.base, "stuck"], workdir(tmp_path), {})
+    _sent, received = stack.posts()
+    assert any(b"[repair-proxy]" in r.body for r in received), "no nudge reached the model"
+    assert "INCOMPLETE" in result["shown"], result["_stdout"][-2000:]
+    assert "add" in result["shown"] or "assert" in result["shown"]
