@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from proxy.engine.salvage import SalvagedCall
+
 __all__ = ["Handback"]
 
 
@@ -22,6 +24,15 @@ class Handback:
     """`{class, signature, snippet, same_diagnostic_streak}`, or None when nothing is failing."""
     conversation: str
     turn: int
+    finish_call: SalvagedCall | None = None
+    """When the request requires a tool call (`tool_choice: "required"`) and offers a finish tool,
+    the hand-back is that tool's call carrying `text`: an agent that must be answered with a
+    call (smolagents' `final_answer`, say) refuses a plain message, and its user never sees it."""
+
+    @property
+    def call_id(self) -> str:
+        """A deterministic id for `finish_call`."""
+        return f"call_repair_{self.conversation[:16]}_{self.turn}"
 
     @property
     def completion_id(self) -> str:

@@ -24,10 +24,10 @@ from proxy.engine.remedy import handback_text
 from proxy.engine.reply import ReplyRules
 from proxy.engine.rewrite import anchor_positions, apply_injections
 from proxy.engine.rules import Rules
-from proxy.engine.salvage import offered_tools
+from proxy.engine.salvage import SalvagedCall, offered_tools
 from proxy.engine.state import ConversationState, Injection, TripOutcome
 from proxy.engine.verdict import Verdict
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, CallKind
 
 __all__ = ["Decision", "Effects", "Request", "decide", "passed"]
 
@@ -104,6 +104,17 @@ def _restricted(tail_trips: list[Trip], levers: Levers) -> list[str] | None:
     return kept if kept and len(kept) < len(levers.offered) else None
 
 
+def _finish_call(rules: Rules, request: Request, text: str) -> SalvagedCall | None:
+    """The hand-back as a call of the agent's finish tool, when the request requires a call and
+    offers a finish tool with one required argument to carry the text (see `Handback`)."""
+    if request.translation.tool_choice != "required":
+        return None
+    for name, tool in offered_tools(request.translation.tools).items():
+        if rules.classifier.classify(name, None).kind is CallKind.FINISH and len(tool.required) == 1:
+            return SalvagedCall(name, {next(iter(tool.required)): text})
+    return None
+
+
 def decide(
     rules: Rules,
     request: Request,
@@ -119,12 +130,14 @@ def decide(
     tail_trips = [t for t in state.trips if t.anchor == state.last_anchor] if at_tail else []
     halt = next((t for t in tail_trips if t.action is Action.HALT), None)
     if halt is not None:
+        text = handback_text(halt, state.repair, state.turns, state.progress.describe())
         handback = Handback(
-            text=handback_text(halt, state.repair, state.turns, state.progress.describe()),
+            text=text,
             reason=halt.pattern,
             current_failure=state.repair.current_failure(),
             conversation=request.conversation,
             turn=halt.turn,
+            finish_call=_finish_call(rules, request, text),
         )
         return Decision(request, state, new_trips, handback, None, (), ReplyRules(), effects)
     levers = Levers(

@@ -63,6 +63,9 @@ async def handback_reply(
     """The hand-back as the agent's reply, in its dialect, streamed if the request streamed."""
     headers = {**extra, **_headers(hand)}
     body, content_type = dialect.handback(hand, model, stream)
+    if hand.finish_call is not None:  # the agent must be answered with a call: its finish tool's
+        calls, ids = [hand.finish_call], [hand.call_id]
+        body = dialect.salvaged_stream([body], calls, ids) if stream else dialect.salvaged(body, calls, ids)
     if not stream:
         return web.Response(body=body, headers=headers, content_type=content_type)
     response = web.StreamResponse(

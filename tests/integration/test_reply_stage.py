@@ -242,3 +242,32 @@ async def test_a_streamed_call_the_model_runs_on_past_is_cut_short_and_salvaged(
     assert "Done." not in text and got.headers["X-Repair-Salvaged"] == "1"
     await asyncio.sleep(0.3)
     assert len(written) < len(pieces) // 2, "the generation was stopped early"
+
+
+CHAT_MODES = [(d, s) for d in ("chat", "responses") for s in (False, True)]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "stream"), CHAT_MODES, ids=[f"{d}-{'stream' if s else 'whole'}" for d, s in CHAT_MODES]
+)
+@pytest.mark.parametrize("choice", ["required", "auto"])
+async def test_a_handback_to_an_agent_that_must_call_is_its_finish_call(
+    make_proxy, upstream: Upstream, tmp_path, dialect: str, stream: bool, choice: str
+) -> None:
+    """With `tool_choice: "required"` (smolagents' tool-calling agent) a plain message is refused
+    by the agent, so the hand-back is a call of its finish tool carrying the text; with `auto`
+    it stays a message."""
+    policy = tmp_path / "p.toml"
+    policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}}))
+    proxy = await make_proxy(policy=str(policy))
+    chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH_TOOL]).turn(test_run()).turn(test_run("@pytest_addition_b"))
+    data = orjson.loads(body(dialect, chat, stream))
+    data["tool_choice"] = choice
+    got = await post(proxy, orjson.dumps(data), path=PATHS[dialect])
+    assert upstream.seen == [] and got.headers["X-Repair-Outcome"] == "incomplete"
+    text, calls = received(dialect, got.body, stream)
+    if choice == "auto":
+        assert calls == [] and "INCOMPLETE" in text
+    else:
+        assert [(name, list(args)) for name, args, _ in calls] == [("finish", ["message"])]
+        assert "INCOMPLETE" in calls[0][1]["message"]

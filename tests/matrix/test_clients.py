@@ -23,8 +23,11 @@ STUCK_POLICY = {
 """Nudge at the second identical failure, hand back at the third: a short stuck run."""
 
 DRIVEN = {
-    # client: (its environment in scripts/clients.py, or "" for this test environment; its driver)
+    # client: (its environment in scripts/clients.py, or "" for this test environment; its driver and arguments)
     "openai": ("", "openai_sdk"),
+    "openai_agents_chat": ("", "openai_agents chat"),
+    "openai_agents_responses": ("", "openai_agents responses"),
+    "smolagents": ("smolagents", "smolagents_client"),
     "langchain": ("langchain", "langchain"),
     "litellm": ("litellm", "litellm_client"),
     "ollama": ("ollama", "ollama_client"),
@@ -68,7 +71,8 @@ async def test_with_nothing_to_inject_the_model_gets_the_clients_bytes(
     stack: Stack, client: str, tmp_path: Path
 ) -> None:
     environment, name = DRIVEN[client]
-    result = await drive([python_of(environment), driver(name), stack.base, "plain"], workdir(tmp_path), {})
+    name, *extra = name.split()
+    result = await drive([python_of(environment), driver(name), stack.base, "plain", *extra], workdir(tmp_path), {})
     sent, received = stack.posts()
     assert sent, "the client sent nothing"
     assert [r.body for r in received] == [r.body for r in sent]
@@ -80,7 +84,8 @@ async def test_a_stuck_run_is_nudged_and_the_client_shows_the_handback(
     stack: Stack, client: str, tmp_path: Path
 ) -> None:
     environment, name = DRIVEN[client]
-    result = await drive([python_of(environment), driver(name), stack.base, "stuck"], workdir(tmp_path), {})
+    name, *extra = name.split()
+    result = await drive([python_of(environment), driver(name), stack.base, "stuck", *extra], workdir(tmp_path), {})
     _sent, received = stack.posts()
     assert any(b"[repair-proxy]" in r.body for r in received), "no nudge reached the model"
     assert "INCOMPLETE" in result["shown"], result["_stdout"][-2000:]

@@ -39,14 +39,23 @@ def test_a_new_member_after_a_removed_last_member_is_separated() -> None:
 
 members = st.dictionaries(
     st.sampled_from(KEYS),
-    st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3)),
+    st.one_of(
+        st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3)
+    ),
     max_size=5,
 )
 edits = st.dictionaries(
     st.sampled_from(KEYS),
     st.one_of(
         st.builds(Removed),
-        st.builds(Value, st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=2))),
+        st.builds(
+            Value,
+            st.one_of(
+                st.integers(-(2**63), 2**63 - 1),
+                st.text(max_size=5),
+                st.lists(st.integers(-(2**63), 2**63 - 1), max_size=2),
+            ),
+        ),
     ),
     max_size=4,
 )
