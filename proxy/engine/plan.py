@@ -104,12 +104,24 @@ def _restricted(tail_trips: list[Trip], levers: Levers) -> list[str] | None:
     return kept if kept and len(kept) < len(levers.offered) else None
 
 
+HANDBACK_END = "REPAIR_PROXY_HANDBACK"
+"""The here-document delimiter that carries a hand-back through `repair.handback_command`."""
+
+
 def _finish_call(rules: Rules, request: Request, text: str) -> SalvagedCall | None:
-    """The hand-back as a call of the agent's finish tool, when the request requires a call and
-    offers a finish tool with one required argument to carry the text (see `Handback`)."""
+    """The hand-back as a call that ends the agent's run: its shell tool running the policy's
+    `handback_command` and printing the text; or, when the request requires a call, its finish
+    tool with one required argument to carry the text (see `Handback`)."""
+    offered = offered_tools(request.translation.tools)
+    command = rules.policy.repair.handback_command
+    for name in offered if command else ():
+        shell = rules.classifier.rule_of(name)[3]
+        if shell is not None:
+            body = "\n".join(line for line in text.splitlines() if line.strip() != HANDBACK_END)
+            return SalvagedCall(name, {shell: f"{command} && cat <<'{HANDBACK_END}'\n{body}\n{HANDBACK_END}"})
     if request.translation.tool_choice != "required":
         return None
-    for name, tool in offered_tools(request.translation.tools).items():
+    for name, tool in offered.items():
         if rules.classifier.classify(name, None).kind is CallKind.FINISH and len(tool.required) == 1:
             return SalvagedCall(name, {next(iter(tool.required)): text})
     return None

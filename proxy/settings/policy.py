@@ -104,10 +104,7 @@ class Ladder(_Frozen):
         """The action of the rung at exactly `count`; None between rungs."""
         if count == self.after:
             return self.action
-        for rung in self.escalate:
-            if rung.at == count:
-                return rung.action
-        return None
+        return next((rung.action for rung in self.escalate if rung.at == count), None)
 
 
 class ToolRule(_Frozen):
@@ -166,6 +163,7 @@ class Repair(_Frozen):
     max_injected_tokens: int = Field(default=MAX_INJECTED_TOKENS, ge=16)
     verify_tool: str = ""
     """Tool to force for a re-verify; empty: the tool that ran the failing check."""
+    handback_command: str = ""  # a command ending the agent's run: see default.toml
 
 
 class Loops(_Frozen):

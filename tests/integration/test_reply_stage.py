@@ -271,3 +271,33 @@ async def test_a_handback_to_an_agent_that_must_call_is_its_finish_call(
     else:
         assert [(name, list(args)) for name, args, _ in calls] == [("finish", ["message"])]
         assert "INCOMPLETE" in calls[0][1]["message"]
+
+
+async def test_a_handback_command_ends_the_run_through_the_agents_shell(
+    make_proxy, upstream: Upstream, tmp_path
+) -> None:
+    """mini-swe-agent ends a run when a command prints its submit marker first: with
+    `repair.handback_command` set, the hand-back is its shell tool running that command and
+    printing the hand-back after it; run for real, the output is the marker, then the text."""
+    import subprocess
+
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        policy_toml(
+            {
+                "repair": {"handback_command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
+                "patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []},
+            }
+        )
+    )
+    proxy = await make_proxy(policy=str(policy))
+    chat = Chat(tools=OPENHANDS_TOOLS).turn(test_run()).turn(test_run("@pytest_addition_b"))
+    got = await post(proxy, chat.bytes(), path=PATHS["chat"])
+    assert upstream.seen == [] and got.headers["X-Repair-Outcome"] == "incomplete"
+    _text, calls = received("chat", got.body, False)
+    [(name, arguments, _id)] = calls
+    assert name == "execute_bash"
+    ran = subprocess.run(["bash", "-c", arguments["command"]], capture_output=True, text=True, check=True)
+    first, _, rest = ran.stdout.partition("\n")
+    assert first == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+    assert rest.startswith("[repair-proxy] Stopping here: this run is INCOMPLETE")
