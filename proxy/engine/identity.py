@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from proxy.engine.textcalls import is_framework_context
+from proxy.engine.textcalls import ends_examples, is_framework_context
 from proxy.engine.transcript import content_text
 
 __all__ = ["CONVERSATION_HEADER", "TASK_HEADER", "conversation_id", "task_id"]
@@ -26,6 +26,8 @@ __all__ = ["CONVERSATION_HEADER", "TASK_HEADER", "conversation_id", "task_id"]
 CONVERSATION_HEADER = "X-Repair-Conversation"
 TASK_HEADER = "X-Repair-Task"
 _ID_CHARS = 24
+_EXAMPLES_WITHIN = 32
+"""Worked examples come first: a marker of their end is looked for this far into a transcript."""
 
 
 def _first(messages: Sequence[Any], role: str) -> Mapping[str, Any] | None:
@@ -48,14 +50,20 @@ def _text(message: Mapping[str, Any] | None) -> bytes:
 
 
 def _request(messages: Sequence[Any]) -> bytes:
-    """The person's request: the first user message that no framework wrote, whitespace folded."""
-    for message in messages:
+    """The person's request: the first user message that no framework wrote, after any worked
+    examples a framework puts first (aider's), whitespace folded."""
+    found = b""
+    for index, message in enumerate(messages):
+        if found and index >= _EXAMPLES_WITHIN:
+            break
         if not isinstance(message, dict) or message.get("role") != "user":
             continue
         text = content_text(message.get("content"))
-        if text.strip() and not is_framework_context(text):
-            return " ".join(text.split()).encode("utf-8", "replace")
-    return b""
+        if ends_examples(text):
+            found = b""
+        elif not found and text.strip() and not is_framework_context(text):
+            found = " ".join(text.split()).encode("utf-8", "replace")
+    return found
 
 
 def task_id(messages: Sequence[Any], headers: Mapping[str, str]) -> str:

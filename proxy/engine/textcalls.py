@@ -21,7 +21,8 @@ linear in the text and returns nothing for text it does not recognise.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,10 @@ __all__ = [
     "Observation",
     "TextCall",
     "edit_blocks",
+    "ends_examples",
     "is_acknowledgement",
     "is_framework_context",
+    "numbered",
     "observation",
     "run_output",
     "written_calls",
@@ -62,6 +65,8 @@ _CONTEXT_PREFIXES = (
     "I am not sharing any files that you can edit yet.",
     "Don't try and edit any existing code without asking me to add the files to the chat!",
 )
+_EXAMPLES_END = "I switched to a new code base."
+"""aider's worked examples (a request, a SEARCH/REPLACE reply, ...) end with this user message."""
 _ACKNOWLEDGEMENTS = (
     "Ok.",
     "Ok, any changes I propose will be to those files.",
@@ -192,3 +197,29 @@ def _only_tagged_blocks(text: str) -> bool:
         while at < len(text) and text[at] in " \t\r\n":
             at += 1
     return True
+
+
+def numbered(keys: Sequence[str]) -> list[str]:
+    """Ids for calls written as text that stay the same when a framework moves its messages
+    around (aider sends its file listing again before its newest messages, so positions shift
+    from one request to the next): each call's content digest, and how many times the same
+    call came before it in the transcript."""
+    seen: dict[str, int] = {}
+    ids = []
+    for key in keys:
+        digest = hashlib.blake2b(key.encode("utf-8", "replace"), digest_size=8).hexdigest()
+        seen[digest] = count = seen.get(digest, -1) + 1
+        ids.append(f"text:{digest}:{count}")
+    return ids
+
+
+def same_report(earlier: tuple[str, str], later: tuple[str, str]) -> bool:
+    """aider sends its newest command report twice, the second time with its reminder of the
+    rules appended: the same report when the command is, and one output extends the other."""
+    return earlier[0] == later[0] and (later[1].startswith(earlier[1]) or earlier[1].startswith(later[1]))
+
+
+def ends_examples(text: str) -> bool:
+    """The user message after which a framework's worked examples are over (aider's): what came
+    before it is no person's request and no call of the model's."""
+    return text.lstrip().startswith(_EXAMPLES_END)

@@ -200,8 +200,8 @@ class _Reader:
         self.turns: list[Turn] = []
         self.users: list[UserMessage] = []
         self.open: _Open | None = None
-        self.last_run: tuple[int, str] | None = None
-        """aider: the turn of the last command output it reported, and that output's text."""
+        self.last_run: tuple[int, tuple[str, str]] | None = None
+        """aider: the turn of the last command output it reported, and (command, output)."""
 
     def close(self) -> None:
         if self.open is not None:
@@ -227,6 +227,9 @@ class _Reader:
 
     def user(self, message: Message, index: int) -> None:
         text = content_text(message.get("content"))
+        if textcalls.ends_examples(text):
+            self.turns, self.users, self.open, self.last_run = [], [], None, None
+            return
         if self.open is not None and self.open.written and self.open.pending():
             seen = textcalls.observation(text)
             if seen is not None:
@@ -246,7 +249,7 @@ class _Reader:
         """aider's report of a command it ran: a turn of its own; the same report sent again
         (after its `Ok.`) extends that turn to here."""
         self.close()
-        if self.last_run is not None and self.last_run[1] == text:
+        if self.last_run is not None and textcalls.same_report(self.last_run[1], ran):
             position = self.last_run[0]
             turn = self.turns[position]
             self.turns[position] = replace(turn, calls=tuple(replace(c, result_index=index) for c in turn.calls))
@@ -254,7 +257,7 @@ class _Reader:
         command, output = ran
         call = ToolCall(f"text:{index}", textcalls.RUN_TOOL, {"command": command}, command, output, False, index)
         self.turns.append(Turn(index, "", (call,), written=True))
-        self.last_run = (len(self.turns) - 1, text)
+        self.last_run = (len(self.turns) - 1, ran)
 
 
 def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], list[UserMessage]]:
@@ -264,6 +267,17 @@ def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], lis
     open legacy call; a `tool` message without an id answers the first open call. A user
     message a framework wrote (`textcalls.is_framework_context`) is not a person's message.
     """
+    turns, users = _read(messages, start)
+    if any(turn.written for turn in turns):  # ids by content, counted over the whole transcript
+        every = _read(messages, 0)[0] if start else turns
+        keys = [f"{c.name}\n{c.raw_arguments}" for t in every if t.written for c in t.calls]
+        ids = iter(textcalls.numbered(keys))
+        every = [replace(t, calls=tuple(replace(c, id=next(ids)) for c in t.calls)) if t.written else t for t in every]
+        turns = [t for t in every if t.message_index >= start]
+    return turns, users
+
+
+def _read(messages: Sequence[Any], start: int) -> tuple[list[Turn], list[UserMessage]]:
     reader = _Reader()
     for index in range(start, len(messages)):
         message = messages[index]

@@ -64,6 +64,11 @@ def _run_tool(tools: list[Any]) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _last_user(body: dict[str, Any]) -> str:
+    users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    return orjson.dumps(users[-1].get("content")).decode() if users else ""
+
+
 def _text_of(body: dict[str, Any]) -> str:
     return orjson.dumps(body.get("messages") or body.get("input") or body.get("instructions") or "").decode()
 
@@ -89,8 +94,9 @@ class Model:
         stream = bool(data.get("stream", dialect == "ollama"))
         call = _run_tool(data.get("tools") or [])
         text = ""
-        if call is None:
-            text = EDIT if "SEARCH/REPLACE" in _text_of(data) else "Hello! How can I help?"
+        if call is None:  # aider: an edit when it is asked to fix the test or shown it failing
+            asked = "SEARCH/REPLACE" in _text_of(data) and "pytest" in _last_user(data)
+            text = EDIT if asked else "Hello! How can I help?"
         turn = f"{len(self.seen)}_".encode()  # a real model's call ids differ from turn to turn
         pieces = [
             p.replace(b"call_up", b"call_" + turn).replace(b"fc_up", b"fc_" + turn)

@@ -33,6 +33,7 @@ DRIVEN = {
     "ollama": ("ollama", "ollama_client", ""),
     "smolagents": ("smolagents", "smolagents_client", ""),
     "mini_swe_agent": ("mini_swe_agent", "mini_swe_agent", "mini_swe_agent"),
+    "aider": ("aider", "aider", ""),
 }
 
 
