@@ -34,6 +34,7 @@ DRIVEN = {
     "smolagents": ("smolagents", "smolagents_client", ""),
     "mini_swe_agent": ("mini_swe_agent", "mini_swe_agent", "mini_swe_agent"),
     "aider": ("aider", "aider", ""),
+    "codex": ("codex", "codex", "codex"),
 }
 
 
@@ -41,6 +42,8 @@ def python_of(environment: str) -> str:
     if not environment:
         return PYTHON
     found = clients.executable(environment)
+    if found is not None and environment == "codex":  # an npm program: driven from this environment
+        return f"{PYTHON} {found}"
     if found is None:
         pytest.skip(f"the {environment} client is not installed here (run: python scripts/clients.py)")
     return str(found)
@@ -60,12 +63,12 @@ async def stacks(make_proxy, tmp_path: Path) -> Any:  # type: ignore[no-untyped-
     """Starts model, proxy (with the client's preset, stuck quickly) and tap for one client."""
     started: list[Stack] = []
 
-    async def start(preset: str) -> Stack:
+    async def start(preset: str, verdicts: str = "") -> Stack:
         model = Model()
         model_url = await model.start()
         policy = tmp_path / "matrix.toml"
         policy.write_text((f'extends = "{preset}"\n' if preset else "") + policy_toml(STUCK_POLICY))
-        proxy = await make_proxy(upstream_url=model_url, policy=str(policy))
+        proxy = await make_proxy({"store": {"verdicts": verdicts}}, upstream_url=model_url, policy=str(policy))
         tap = Tap(str(proxy.make_url("")))
         started.append(Stack(model, tap, await tap.start()))
         return started[-1]
@@ -76,12 +79,16 @@ async def stacks(make_proxy, tmp_path: Path) -> Any:  # type: ignore[no-untyped-
         await stack.model.server.close()  # type: ignore[union-attr]
 
 
-async def run(stacks: Any, client: str, mode: str, tmp_path: Path) -> tuple[Stack, dict[str, Any]]:
+async def run(
+    stacks: Any, client: str, mode: str, tmp_path: Path, stack: Stack | None = None, repo: Path | None = None
+) -> tuple[Stack, dict[str, Any]]:
     environment, name, preset = DRIVEN[client]
     program = python_of(environment)
-    stack = await stacks(preset)
+    stack = stack or await stacks(preset)
     name, *extra = name.split()
-    return stack, await drive([program, driver(name), stack.base, mode, *extra], workdir(tmp_path), {})
+    interpreter, *npm = program.split()
+    command = [interpreter, driver(name), stack.base, mode, *extra, *npm]
+    return stack, await drive(command, repo or workdir(tmp_path), {})
 
 
 @pytest.mark.parametrize("client", sorted(DRIVEN))
@@ -104,3 +111,20 @@ async def test_a_stuck_run_is_nudged_and_the_client_shows_the_handback(
     assert any(b"[repair-proxy]" in r.body for r in received), "no nudge reached the model"
     assert "INCOMPLETE" in result["shown"], result["_stdout"][-2000:]
     assert "assert -1 == 5" in result["shown"], "the hand-back does not say what still fails"
+
+
+async def test_codex_memory_follows_the_prompt_not_the_directory(stacks: Any, tmp_path: Path) -> None:
+    """After a stuck Codex run in a directory, an unrelated `codex exec` there gets no note of
+    it (Codex's `<environment_context>`, the same for both, is not the task); the same task run
+    again does."""
+    stack = await stacks("codex", verdicts=str(tmp_path / "verdicts.sqlite3"))
+    repo = workdir(tmp_path)
+    await run(stacks, "codex", "stuck", tmp_path, stack, repo)
+
+    def noted() -> bool:
+        return b"A previous attempt at this task stalled" in stack.model.seen[-1].body
+
+    await run(stacks, "codex", "plain", tmp_path, stack, repo)
+    assert not noted()
+    await run(stacks, "codex", "stuck", tmp_path, stack, repo)
+    assert any(b"A previous attempt at this task stalled" in r.body for r in stack.model.seen[-3:])
