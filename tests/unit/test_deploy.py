@@ -137,3 +137,69 @@ def test_the_replicas_compose_file_balances_over_two_proxies_sharing_redis() -> 
     assert sorted(re.findall(r"server ([\w-]+):8400;", conf)) == proxies
     assert "proxy_buffering off;" in conf
     assert services["balancer"]["ports"] == ["127.0.0.1:8400:8400"]
+
+
+def compose(name: str) -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / f"compose.{name}.yaml").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", ["ollama", "vllm", "llamacpp"])
+def test_each_compose_file_keeps_verdicts_in_a_named_volume(name: str) -> None:
+    """Cross-run memory survives `docker compose down` and a rebuild: the proxy's verdict file
+    is in a named volume, where the image's VOLUME would otherwise leave an anonymous one."""
+    spec = compose(name)
+    proxy = spec["services"]["repair-proxy"]
+    assert proxy["environment"]["REPAIR_PROXY_VERDICTS"] == "/data/verdicts.sqlite3"
+    assert "verdicts:/data" in proxy["volumes"] and "verdicts" in spec["volumes"]
+
+
+def test_the_ollama_compose_file_pulls_its_model_before_the_proxy_starts() -> None:
+    spec = compose("ollama")
+    assert spec["services"]["ollama-pull"]["entrypoint"][:2] == ["ollama", "pull"]
+    assert (
+        spec["services"]["repair-proxy"]["depends_on"]["ollama-pull"]["condition"] == "service_completed_successfully"
+    )
+
+
+def test_vllm_keeps_its_downloaded_model_and_llamacpp_reads_models_from_an_absolute_place() -> None:
+    assert any(v.endswith(":/root/.cache/huggingface") for v in compose("vllm")["services"]["vllm"]["volumes"])
+    (models,) = compose("llamacpp")["services"]["llama"]["volumes"]
+    assert "./models" not in models and models.endswith(":/models:ro")
+
+
+def test_the_build_context_leaves_out_the_virtual_environment_and_the_tests() -> None:
+    ignored = (DEPLOY.parent / ".dockerignore").read_text().split()
+    assert {".venv", ".git", "tests", "bench"} <= set(ignored)
+
+
+def healthcheck() -> str:
+    """The Python code of the image's HEALTHCHECK."""
+    text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
+    (code,) = re.findall(r'HEALTHCHECK .*?CMD python -c "(.*?)"\n', text + "\n")
+    return str(code)
+
+
+async def test_the_healthcheck_asks_the_port_the_proxy_listens_on(make_proxy) -> None:  # type: ignore[no-untyped-def]
+    """Run for real: healthy against a proxy on the port REPAIR_PROXY_PORT names, unhealthy elsewhere."""
+    import asyncio
+    import os
+    import sys
+
+    from support import free_port
+
+    proxy = await make_proxy()
+
+    async def check(port: int) -> int:
+        env = {**os.environ, "REPAIR_PROXY_PORT": str(port)}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            healthcheck(),
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        return await process.wait()
+
+    assert await check(proxy.port) == 0  # type: ignore[arg-type]
+    assert await check(free_port()) != 0
