@@ -9,7 +9,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from chat import Chat, edit, test_run
+from chat import Chat, edit, test_run, view
 from support import Upstream, completion, json_reply
 
 TOKEN = "status-page-admin-token-0123"
@@ -25,19 +25,10 @@ def chromium() -> str:
     return found
 
 
-async def test_status_page_shows_the_trip(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
-    """Drive a stuck conversation through the proxy; the page lists it, its failure and the trip where it fired."""
-    browser = chromium()
-    upstream.reply_with(json_reply(ACTING))
-    proxy: TestServer = await make_proxy({"admin": {"tokens": [{"token": TOKEN, "teams": ["*"]}]}})
-    chat = Chat()
-    async with aiohttp.ClientSession() as client:
-        for step in (test_run(), edit(), test_run("@pytest_addition_b"), edit("a", "b"), test_run()):
-            async with client.post(str(proxy.make_url("/v1/chat/completions")), data=chat.turn(step).bytes()) as resp:
-                conversation = resp.headers["X-Repair-Conversation"]
-    url = str(proxy.make_url("/status")) + f"#token={TOKEN}&team=default"
+async def render(url: str, tmp_path: Path) -> str:
+    """The page's DOM after its scripts ran, from a real headless Chromium."""
     process = await asyncio.create_subprocess_exec(
-        browser,
+        chromium(),
         "--headless",
         "--no-sandbox",
         "--disable-gpu",
@@ -54,9 +45,42 @@ async def test_status_page_shows_the_trip(make_proxy, upstream: Upstream, tmp_pa
         stderr=asyncio.subprocess.DEVNULL,
     )
     dom, _ = await asyncio.wait_for(process.communicate(), 60)
-    page = dom.decode()
+    return dom.decode()
+
+
+async def test_status_page_shows_the_trip(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
+    """Drive a stuck conversation through the proxy; the page lists it, its failure, the trip
+    where it fired with the text injected and what the model did next, and the team's trips
+    by pattern as a chart."""
+    chromium()
+    upstream.reply_with(json_reply(ACTING))
+    proxy: TestServer = await make_proxy({"admin": {"tokens": [{"token": TOKEN, "teams": ["*"]}]}})
+    chat = Chat()
+    async with aiohttp.ClientSession() as client:
+        for step in (
+            test_run(),
+            edit(),
+            test_run("@pytest_addition_b"),
+            edit("a", "b"),
+            test_run(),
+            view("/workspace/tests/test_parse.py"),
+        ):
+            async with client.post(str(proxy.make_url("/v1/chat/completions")), data=chat.turn(step).bytes()) as resp:
+                conversation = resp.headers["X-Repair-Conversation"]
+    page = await render(str(proxy.make_url("/status")) + f"#token={TOKEN}&team=default", tmp_path)
     assert f'data-conversation="{conversation}"' in page
     assert "stuck_same_diagnostic:nudge" in page
     assert "turn 5:" in page
-    assert "streak <b>3</b>" in page
-    assert page.count('class="turn fail') == 3
+    assert "The same failure came back 3 times in a row" in page  # what was injected
+    assert "then turn 6: read:str_replace_editor" in page  # what the model did next
+    assert "trips by pattern" in page and 'class="bar' in page
+
+
+async def test_without_a_token_the_page_says_how_to_get_one(make_proxy, tmp_path: Path) -> None:
+    """No token in the address (or one the proxy refuses): the page explains the admin token
+    setting instead of showing a raw 401."""
+    chromium()
+    proxy: TestServer = await make_proxy({"admin": {"tokens": [{"token": TOKEN, "teams": ["*"]}]}})
+    for fragment in ("", "#token=not-the-token"):
+        page = await render(str(proxy.make_url("/status")) + fragment, tmp_path)
+        assert "[admin]" in page and "tokens = [{ token" in page
