@@ -13,7 +13,8 @@ Model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M served by llama.cpp's llama-server (bo
 see scripts/real_model.py). With llama.cpp's stock Qwen2.5 template this model writes its tool
 call as bare JSON text, so the text is parsed as the action.
 
-Run: python bench/efficacy.py [--k 8] [--temperature 0.7] [--base-url URL] [--budget-seconds 2400]
+Run: .venv/bin/python bench/efficacy.py [--k 8] [--runs 3] [--temperature 0.7] [--base-url URL] [--budget-seconds 3600]
+(inside the project's environment: it imports the proxy)
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+try:
+    import orjson
+
+    import proxy  # noqa: F401 - the project itself
+except ModuleNotFoundError:  # run by a Python without the project installed
+    raise SystemExit("run it with the project's environment: .venv/bin/python bench/efficacy.py") from None
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -277,37 +283,47 @@ def sample(base_url: str, body: bytes, temperature: float, seed: int) -> dict[st
     return message
 
 
-def run(base_url: str, k: int, temperature: float, budget: float) -> None:
+def run(base_url: str, k: int, temperature: float, budget: float, runs: int) -> None:
+    """K samples per scenario and arm, `runs` times over with fresh seeds; each run's counts are
+    printed as it ends, then each class's mean and range over the runs."""
     tokens = TokenCounter()
     started = time.monotonic()
-    rows: list[tuple[str, str, Counter[str]]] = []
+    table: dict[tuple[str, str], list[Counter[str]]] = {}
     examples: dict[tuple[str, str], str] = {}
-    for vocab in VOCABS:
-        body = stuck_transcript(vocab)
-        classifier = Classifier(policy_from_mapping({}, "efficacy").classify)
-        for arm in ARMS:
-            request, injected = arm_body(body, arm, tokens)
-            counts: Counter[str] = Counter()
-            for i in range(k):
-                if time.monotonic() - started > budget:
-                    raise SystemExit(f"time budget of {budget:.0f}s spent; partial table above")
-                message = sample(base_url, request, temperature, seed=1000 + i)
-                cls = classify_reply(parse_reply(message), body, classifier)
-                counts[cls] += 1
-                examples.setdefault(
-                    (vocab.name, arm), (message.get("content") or json.dumps(message.get("tool_calls")))[:160]
+    for repeat in range(runs):
+        for vocab in VOCABS:
+            body = stuck_transcript(vocab)
+            classifier = Classifier(policy_from_mapping({}, "efficacy").classify)
+            for arm in ARMS:
+                request, injected = arm_body(body, arm, tokens)
+                counts: Counter[str] = Counter()
+                for i in range(k):
+                    if time.monotonic() - started > budget:
+                        raise SystemExit(f"time budget of {budget:.0f}s spent; the runs so far are above")
+                    message = sample(base_url, request, temperature, seed=1000 + repeat * k + i)
+                    counts[classify_reply(parse_reply(message), body, classifier)] += 1
+                    examples.setdefault(
+                        (vocab.name, arm), (message.get("content") or json.dumps(message.get("tool_calls")))[:160]
+                    )
+                table.setdefault((vocab.name, arm), []).append(counts)
+                print(
+                    f"run {repeat + 1}/{runs} {vocab.name:<13} {arm:<12} "
+                    + " ".join(f"{counts[c]:>3}" for c in CLASSES),
+                    flush=True,
                 )
-            rows.append((vocab.name, arm, counts))
-            print(f"{vocab.name:<13} {arm:<12} " + " ".join(f"{counts[c]:>3}" for c in CLASSES), flush=True)
-            if arm == "system" and injected:
-                print("    injected: " + injected[-1].replace("\n", "\n              ")[:900], flush=True)
+                if repeat == 0 and arm == "system" and injected:
+                    print("    injected: " + injected[-1].replace("\n", "\n              ")[:900], flush=True)
     print(
-        f"\nmodel: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp), K={k}, temperature={temperature}, "
-        f"{time.monotonic() - started:.0f}s"
+        f"\nmodel: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp), K={k} per run, {runs} runs, "
+        f"temperature={temperature}, {time.monotonic() - started:.0f}s; each cell: mean over the runs (min-max)"
     )
     print(f"{'scenario':<13} {'arm':<12} " + " | ".join(CLASSES))
-    for name, arm, counts in rows:
-        print(f"{name:<13} {arm:<12} " + " | ".join(f"{counts[c]:>{len(c)}}" for c in CLASSES))
+    for (name, arm), counted in table.items():
+        cells = []
+        for c in CLASSES:
+            values = [run[c] for run in counted]
+            cells.append(f"{sum(values) / len(values):.1f} ({min(values)}-{max(values)})".rjust(max(len(c), 13)))
+        print(f"{name:<13} {arm:<12} " + " | ".join(cells))
     print("\nfirst sample per arm:")
     for (name, arm), text in examples.items():
         print(f"  {name}/{arm}: {text!r}")
@@ -318,15 +334,16 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--base-url", help="an already running llama-server's /v1 URL")
-    parser.add_argument("--budget-seconds", type=float, default=2400)
+    parser.add_argument("--budget-seconds", type=float, default=3600)
+    parser.add_argument("--runs", type=int, default=3, help="repeats of every arm, each with fresh seeds")
     args = parser.parse_args()
     if args.base_url:
-        run(args.base_url.rstrip("/"), args.k, args.temperature, args.budget_seconds)
+        run(args.base_url.rstrip("/"), args.k, args.temperature, args.budget_seconds, args.runs)
         return
     try:
         model = real_model.fetch_qwen()
         with real_model.serve(model) as server:
-            run(server.base_url, args.k, args.temperature, args.budget_seconds)
+            run(server.base_url, args.k, args.temperature, args.budget_seconds, args.runs)
     except real_model.Unavailable as exc:
         raise SystemExit(f"the real model cannot be had here: {exc}") from None
 
