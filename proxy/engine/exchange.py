@@ -35,6 +35,9 @@ class Edit:
     """Require some tool call (`tool_choice: "required"`), when no one tool is forced."""
     tools: list[str] | None = None
     """The names of the tools to keep."""
+    leaves_out: bool = False
+    """Messages missing from `messages` are left out of the request (a gate's retry); otherwise a
+    dialect keeps every original item it cannot place (Responses `input`)."""
 
     @property
     def empty(self) -> bool:

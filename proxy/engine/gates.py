@@ -74,8 +74,37 @@ def nagged(messages: list[Any], levers: Levers) -> bool:
     )
 
 
-def _retry(turn: Turn, role: str, text: str, **choice: Any) -> Edit:
-    return Edit(messages=[*turn.messages, {"role": role, "content": text}], **choice)
+def _retry(turn: Turn, role: str, text: str, *, messages: list[Any] | None = None, **choice: Any) -> Edit:
+    return Edit(
+        messages=[*(turn.messages if messages is None else messages), {"role": role, "content": text}], **choice
+    )
+
+
+def _without_idle_replies(messages: list[Any]) -> list[Any]:
+    """The transcript without the model's replies that did not act, each with the agent's nudge
+    that answered it (the last user message's text): a small model copies what it said
+    before, so a retry that still shows them gets them again. Measured on Qwen2.5-Coder-1.5B
+    (llama.cpp), two replies echoing the tools block then the action directive: 2 of 5 calls
+    with them in the transcript, 5 of 5 without. Only the retry is sent so; the agent's own
+    transcript is never changed."""
+    last = messages[-1] if messages else None
+    if not (isinstance(last, dict) and last.get("role") == "user"):
+        return messages
+    nudge = content_text(last.get("content")).strip()
+    kept: list[Any] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            kept.append(message)
+        elif message.get("role") == "user" and content_text(message.get("content")).strip() == nudge:
+            idle = kept and isinstance(kept[-1], dict) and kept[-1].get("role") == "assistant"
+            idle = idle and not kept[-1].get("tool_calls") and not kept[-1].get("function_call")
+            if idle:
+                kept.pop()  # the reply that did not act, and (by not keeping it) its nudge
+            else:
+                kept.append(message)
+        else:
+            kept.append(message)
+    return kept
 
 
 def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
@@ -160,7 +189,16 @@ def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> Ga
         else:
             step = _next_step(rules, translation, turn)
             text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
-        return _retry(turn, role, text, tool_choice=forced, require_call=forced is None)
+        messages = _without_idle_replies(turn.messages) if turn.nagged else None
+        return _retry(
+            turn,
+            role,
+            text,
+            messages=messages,
+            leaves_out=messages is not None,
+            tool_choice=forced,
+            require_call=forced is None,
+        )
 
     return GatePlan(build, reply.max_action_attempts)
 

@@ -301,3 +301,23 @@ async def test_a_handback_command_ends_the_run_through_the_agents_shell(
     first, _, rest = ran.stdout.partition("\n")
     assert first == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
     assert rest.startswith("[repair-proxy] Stopping here: this run is INCOMPLETE")
+
+
+NAG = "Your last reply had no tool call. Continue with the task: call one of the tools."
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_the_action_retry_shows_the_model_the_task_not_its_idle_replies(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """After two replies that did not act, each answered by the agent's nudge, the retry is the
+    transcript without them, in every dialect; the agent gets the call it produced."""
+    echo = "<tools>\n{'type': 'function'}\n</tools>"
+    chat = Chat().say(echo).user(NAG).say(echo).user(NAG)
+    upstream.reply_with(reply(dialect, echo), reply(dialect, "", [("execute_bash", {"command": "ls"})]))
+    got = await post(proxy, body(dialect, chat, False), path=PATHS[dialect])
+    _text, calls = received(dialect, got.body, False)
+    assert [name for name, _, _ in calls] == ["execute_bash"]
+    retry = upstream.seen[1].body
+    assert b"<tools>" not in retry and NAG.encode() not in retry
+    assert b"Your reply did not call a tool" in retry

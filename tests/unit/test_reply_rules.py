@@ -153,3 +153,20 @@ def test_the_action_directive_re_runs_a_live_failure() -> None:
 
 def test_the_action_directive_falls_back_to_a_look_at_the_working_directory() -> None:
     assert 'call execute_bash with {"command":"ls"}' in _action_directive(Chat().turn(view()))
+
+
+def test_the_action_retry_leaves_out_the_replies_that_did_not_act_and_their_nudges() -> None:
+    """A small model copies what it said before: the retry shows the task, not the two talking
+    replies and the agent's two nudges after them (the agent's own transcript is unchanged)."""
+    chat = Chat().say("<tools>\n{...}\n</tools>").user(NAG).say("<tools>\n{...}\n</tools>").user(NAG)
+    retry = rules_for(chat).gates[Gate.ACTION].edit.messages
+    assert retry is not None
+    assert [m["role"] for m in retry] == ["system", "user", "system"]
+    assert retry[1] == chat.messages[1] and "Your reply did not call a tool" in retry[-1]["content"]
+
+
+def test_the_action_retry_keeps_calls_and_results_between_talking_replies() -> None:
+    chat = Chat().turn(view()).say("I will look.").user(NAG).say("Looking.").user(NAG)
+    retry = rules_for(chat).gates[Gate.ACTION].edit.messages
+    assert retry is not None
+    assert [m["role"] for m in retry] == ["system", "user", "assistant", "tool", "system"]

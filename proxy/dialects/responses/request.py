@@ -90,7 +90,9 @@ def _item(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _input_items(data: dict[str, Any], messages: list[Any]) -> tuple[list[Any], list[Kept | Fresh]]:
+def _input_items(
+    data: dict[str, Any], messages: list[Any], leaves_out: bool = False
+) -> tuple[list[Any], list[Kept | Fresh]]:
     """The original `input` items, and the new input: every original item kept, in place (the
     ones no message came from too: reasoning, and anything else not modelled), an edited tool
     output in its item's place, each injected message as a `message` item right after the
@@ -111,8 +113,12 @@ def _input_items(data: dict[str, Any], messages: list[Any]) -> tuple[list[Any], 
             if message.get("role") == "tool" and isinstance(item.get("output"), str) and content != item["output"]:
                 edited[index] = {**item, "output": content}
         last = max([last, *sources])
+    placed = {i for m in messages if isinstance(m, dict) for i in m.get(SOURCE) or ()}
     plan: list[Kept | Fresh] = [Fresh(item) for item in after.get(-1, [])]
     for index in range(len(originals)):
+        item = originals[index]
+        if leaves_out and index not in placed and isinstance(item, dict) and item.get("type", "message") == "message":
+            continue  # a message the edit left out (never an item no message came from)
         plan.append(Fresh(edited[index]) if index in edited else Kept(index))
         plan.extend(Fresh(item) for item in after.get(index, []))
     return originals, plan
@@ -122,7 +128,7 @@ def changes(data: dict[str, Any], edit: Edit) -> dict[str, Change]:
     """What an edit changes in a Responses request, member by member."""
     out: dict[str, Change] = {}
     if edit.messages is not None:
-        _originals, plan = _input_items(data, edit.messages)
+        _originals, plan = _input_items(data, edit.messages, edit.leaves_out)
         out["input"] = Array(plan) if isinstance(data.get("input"), list) else Value(_materialise(data, plan))
     if edit.tools is not None:
         tools = data.get("tools") or []
