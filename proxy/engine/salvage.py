@@ -2,7 +2,8 @@
 
 Small local models often answer with the call as text instead of a structured tool call:
 a bare or fenced JSON object with `name` and `arguments` (or `parameters`), a list of them,
-`<tool_call>...</tool_call>` tags, or `{"function": {...}}`; sometimes near-JSON (single
+`<tool_call>...</tool_call>` tags (or `<tools>`, the tag Qwen's template lists the tools in,
+which a small model mixes up with it), or `{"function": {...}}`; sometimes near-JSON (single
 quotes, an unbalanced closing brace), mended by `json_repair`. `salvage` returns the calls
 when the reply *begins* with such calls (whitespace and fences aside), every name is an
 offered tool, and every call's arguments hold the tool's required keys. What the model
@@ -42,8 +43,8 @@ MAX_CALL_CHARS = 256 * 1024
 
 _FENCE_OPEN = re.compile(r"^```[\w-]*[ \t]*\n")
 _FENCE_CLOSE = re.compile(r"\n?```[\s`]*$")
-_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
-_TAG = "<tool_call>"
+_TAGGED = re.compile(r"<(tool_call|tools)>\s*(.*?)\s*(?:</\1>|$)", re.S)
+_TAGS = ("<tool_call>", "<tools>")
 _DECODER = json.JSONDecoder()
 _FENCE = "```"
 
@@ -96,7 +97,7 @@ def may_become_call(text: str) -> bool:
             return re.fullmatch(r"[\w-]*[ \t]*", after) is not None
         rest = after[newline + 1 :].lstrip()
         return not rest or rest[0] in "{["
-    return head.startswith(_TAG) or _TAG.startswith(head)
+    return any(head.startswith(tag) or tag.startswith(head) for tag in _TAGS)
 
 
 def _loads(text: str) -> Any:
@@ -120,6 +121,9 @@ def _call(value: Any, offered: Mapping[str, OfferedTool]) -> SalvagedCall | None
         return None
     if isinstance(value.get("function"), dict):
         value = value["function"]
+    schema = value.get("parameters")
+    if isinstance(schema, dict) and schema.get("type") == "object" and "properties" in schema:
+        return None  # the tool's declaration copied back (its JSON schema), not a call of it
     name = value.get("name")
     arguments = value.get("arguments", value.get("parameters", {}))
     if isinstance(arguments, str):
@@ -149,17 +153,17 @@ def _leading(text: str) -> list[Any] | None:
 
 def _values(text: str) -> list[Any] | None:
     """The JSON values the text begins with (whole, or leading with more text after), or None."""
-    if text.startswith(_TAG):
+    if text.startswith(_TAGS):
         parts: list[Any] = []
+        at = 0
         for match in _TAGGED.finditer(text):
-            if text[: match.start()].strip() and not parts:
-                return None
-            value = _loads(match.group(1))
-            if value is None:
-                return None
+            value = _loads(match.group(2))
+            if text[at : match.start()].strip() or value is None:
+                break  # the calls end where something else begins (what it ran on with is dropped)
             parts.append(value)
+            at = match.end()
         return parts or None
-    if _TAG in text:
+    if any(tag in text for tag in _TAGS):
         return None
     body = _FENCE_OPEN.sub("", text, count=1)
     leading = _leading(body)  # strict JSON first: calls, and whatever the model ran on with
@@ -198,6 +202,8 @@ def salvage(text: str, offered: Mapping[str, OfferedTool]) -> tuple[SalvagedCall
     if not values:
         return None
     calls = [_call(v, offered) for v in values]
+    if text.lstrip().startswith(_TAGS):  # tagged calls end where a block is no call (run on, dropped)
+        calls = calls[: next((i for i, c in enumerate(calls) if c is None), len(calls))] or [None]
     if any(c is None for c in calls):
         return None
     return tuple(c for c in calls if c is not None)

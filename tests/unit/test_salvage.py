@@ -121,6 +121,31 @@ def test_a_stream_is_held_while_its_text_may_still_become_a_call(prefix: str) ->
     assert may_become_call(prefix)
 
 
-@pytest.mark.parametrize("prefix", ["Let", " I will", "```python\nimport os", "```json\nHere", "<tools>", "`code`"])
+@pytest.mark.parametrize("prefix", ["Let", " I will", "```python\nimport os", "```json\nHere", "<toolbox>", "`code`"])
 def test_a_stream_is_released_as_soon_as_it_cannot(prefix: str) -> None:
     assert not may_become_call(prefix)
+
+
+SCHEMA_ECHO = (
+    '<tools>\n{"type": "function", "function": {"name": "execute_bash", "description": "Run a command.", '
+    '"parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}\n</tools>'
+)
+
+
+def test_a_call_in_the_tag_qwens_template_lists_tools_in_is_a_call() -> None:
+    """Qwen2.5-Coder-1.5B (llama.cpp's Qwen template) wraps its call in `<tools>`, and runs on."""
+    text = '<tools>\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n</tools>\n\nThe output shows <tools'
+    assert calls(text) == LS
+    assert may_become_call("<tools>") and may_become_call("<too")
+
+
+def test_the_tools_declaration_copied_back_is_never_a_call() -> None:
+    """The same model often echoes the tools block of its prompt: a schema, not a call."""
+    assert salvage(SCHEMA_ECHO, OFFERED) is None
+    relaxed = {"execute_bash": OfferedTool("execute_bash", frozenset())}  # even with nothing required
+    assert salvage(SCHEMA_ECHO, relaxed) is None
+
+
+def test_calls_end_where_something_else_begins() -> None:
+    text = '<tools>\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n</tools>\n' + SCHEMA_ECHO
+    assert calls(text) == LS
