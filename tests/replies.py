@@ -128,16 +128,21 @@ def reply(
     pieces = reply_bytes(dialect, text, calls, stream)
 
     async def handler(request: web.Request, _body: bytes) -> web.StreamResponse:
-        if not stream:
-            return web.Response(body=pieces[0], content_type="application/json")
-        response = web.StreamResponse(headers={"Content-Type": STREAM_TYPES[dialect]})
-        await response.prepare(request)
-        for piece in pieces:
-            await response.write(piece)
-        await response.write_eof()
-        return response
+        return await send(request, dialect, pieces, stream)
 
     return handler
+
+
+async def send(request: web.Request, dialect: str, pieces: list[bytes], stream: bool) -> web.StreamResponse:
+    """A reply's pieces (`reply_bytes`) as the server sends them: whole, or streamed."""
+    if not stream:
+        return web.Response(body=pieces[0], content_type="application/json")
+    response = web.StreamResponse(headers={"Content-Type": STREAM_TYPES[dialect]})
+    await response.prepare(request)
+    for piece in pieces:
+        await response.write(piece)
+    await response.write_eof()
+    return response
 
 
 Calls = list[list[Any]]

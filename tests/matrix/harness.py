@@ -22,7 +22,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from replies import STREAM_TYPES, reply_bytes
+from replies import reply_bytes, send
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVERS = Path(__file__).resolve().parent / "drivers"
@@ -110,20 +110,10 @@ class Model:
             p.replace(b"call_up", b"call_" + turn).replace(b"fc_up", b"fc_" + turn)
             for p in reply_bytes(dialect, text, [call] if call else [], stream)
         ]
-        if not stream:
-            return web.Response(body=pieces[0], content_type="application/json")
-        response = web.StreamResponse(headers={"Content-Type": STREAM_TYPES[dialect]})
-        await response.prepare(request)
-        for piece in pieces:
-            await response.write(piece)
-        await response.write_eof()
-        return response
+        return await send(request, dialect, pieces, stream)
 
     async def start(self) -> str:
-        app = web.Application(client_max_size=1024**3)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        self.server = TestServer(app, host="127.0.0.1")
-        await self.server.start_server()
+        self.server = await _serve(self.handle)
         return str(self.server.make_url("/v1"))
 
 
@@ -160,11 +150,17 @@ class Tap:
             return out
 
     async def start(self) -> str:
-        app = web.Application(client_max_size=1024**3)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        self.server = TestServer(app, host="127.0.0.1")
-        await self.server.start_server()
+        self.server = await _serve(self.handle)
         return str(self.server.make_url(""))
+
+
+async def _serve(handle: Any) -> TestServer:
+    """A server on 127.0.0.1 answering every path with `handle`."""
+    app = web.Application(client_max_size=1024**3)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    return server
 
 
 def workdir(tmp: Path) -> Path:
