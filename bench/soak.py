@@ -33,17 +33,10 @@ from pathlib import Path
 
 import aiohttp
 import orjson
-from proxy_bench import free_port, wait_ready
+from proxy_bench import free_port, rss_mb, wait_ready
 from workload import TOOLS, request_body, transcript
 
 HERE = Path(__file__).resolve().parent
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def fds(pid: int) -> int:
@@ -59,7 +52,9 @@ def stack(config: str = "") -> Iterator[tuple[str, int]]:
            "REPAIR_PROXY_LOG_LEVEL": "error"}  # fmt: skip
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as file:
         file.write(config)
-    serve = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", upstream, "--config", file.name]
+    # one worker: what is measured is one process's memory and one event loop's latency
+    serve = [sys.executable, "-m", "proxy", "serve", "--workers", "1", "--port", str(port), "--upstream", upstream]
+    serve += ["--config", file.name]
     procs = [
         subprocess.Popen([sys.executable, str(HERE / "fast_upstream.py"), str(up)]),
         subprocess.Popen(serve, env=env, cwd=HERE.parent),

@@ -45,12 +45,21 @@ class SpanMemory:
 
     An agent's next request repeats its last one and adds to it: the elements of the edited
     array up to where the last body's ended are reused when a digest of that stretch of text
-    matches, and only the elements after it are parsed. Bounded (least recently used goes)."""
+    matches, and only the elements after it are parsed. Bounded in entries and in bytes (each
+    entry holds a pair of offsets per message: about 100 KB for a 900-message transcript; least
+    recently used goes first)."""
 
-    def __init__(self, entries: int = 4096) -> None:
+    def __init__(self, entries: int = 4096, max_bytes: int | None = None) -> None:
         self._entries: OrderedDict[tuple[str, str], Known] = OrderedDict()
         self._max = entries
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        """The estimated size of what is kept."""
+        return self._bytes
 
     def recall(self, key: tuple[str, str]) -> Known | None:
         with self._lock:
@@ -61,10 +70,21 @@ class SpanMemory:
 
     def keep(self, key: tuple[str, str], known: Known) -> None:
         with self._lock:
+            old = self._entries.pop(key, None)
+            self._bytes += known_bytes(known) - (known_bytes(old) if old is not None else 0)
             self._entries[key] = known
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            while len(self._entries) > self._max or (
+                self._max_bytes is not None and self._bytes > self._max_bytes and len(self._entries) > 1
+            ):
+                self._bytes -= known_bytes(self._entries.popitem(last=False)[1])
+
+
+SPAN_BYTES = 120
+"""What one remembered element costs (a tuple of two ints in a tuple), for the byte bound."""
+
+
+def known_bytes(known: Known) -> int:
+    return 200 + SPAN_BYTES * len(known.spans)
 
 
 @dataclass(slots=True)

@@ -57,11 +57,15 @@ class Shared:
 
     @classmethod
     def of(cls, settings: Settings) -> Shared:
-        store = settings.store
+        store = settings.store  # the byte bound covers both caches: 3/4 states, 1/4 message spans
+        span_bytes = store.state_cache_bytes // 4
         cache = StateCache(
-            store.state_cache_size, store.state_ttl_seconds, max_bytes=store.state_cache_bytes, sizer=approx_bytes
+            store.state_cache_size,
+            store.state_ttl_seconds,
+            max_bytes=store.state_cache_bytes - span_bytes,
+            sizer=approx_bytes,
         )
-        return cls(cache, TokenCounter(), SpanMemory(store.state_cache_size))
+        return cls(cache, TokenCounter(), SpanMemory(store.state_cache_size, max_bytes=span_bytes))
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,3 +68,22 @@ def test_any_mix_of_changes_is_the_same_object_as_a_whole_rewrite(
 ) -> None:
     body = ("{" + separator.join(f'"{k}": {orjson.dumps(v).decode()}' for k, v in data.items()) + "}").encode()
     assert orjson.loads(splice(body, changes)) == expected(data, changes)
+
+
+def test_the_span_memory_keeps_to_its_byte_bound() -> None:
+    """Long conversations' remembered spans are bounded in bytes too, least recently used first
+    (before, 2,000 conversations of 300 turns grew a worker by 250 MB with a 64 MB cache bound)."""
+    from proxy.dialects.spans import Known, SpanMemory, known_bytes
+
+    def known(messages: int) -> Known:
+        spans = tuple((i * 10, i * 10 + 9) for i in range(messages))
+        return Known(0, spans[-1][1], b"d", spans)
+
+    each = known_bytes(known(900))
+    memory = SpanMemory(entries=10_000, max_bytes=10 * each)
+    for n in range(50):
+        memory.keep(("team", f"c{n}"), known(900))
+    assert memory.bytes <= 10 * each
+    assert memory.recall(("team", "c49")) is not None and memory.recall(("team", "c0")) is None
+    memory.keep(("team", "c49"), known(10))  # replacing an entry gives its bytes back
+    assert memory.bytes <= 9 * each + known_bytes(known(10))
