@@ -38,15 +38,15 @@ DRIVEN = {
 }
 
 
-def python_of(environment: str) -> str:
+def program_of(environment: str) -> tuple[str, list[str]]:
+    """The interpreter that runs a client's driver, and the arguments it adds: an npm client's
+    program is driven from this environment, its path handed to the driver."""
     if not environment:
-        return PYTHON
+        return PYTHON, []
     found = clients.executable(environment)
-    if found is not None and environment == "codex":  # an npm program: driven from this environment
-        return f"{PYTHON} {found}"
     if found is None:
         pytest.skip(f"the {environment} client is not installed here (run: python scripts/clients.py)")
-    return str(found)
+    return (str(found), []) if found.name.startswith("python") else (PYTHON, [str(found)])
 
 
 class Stack:
@@ -83,11 +83,10 @@ async def run(
     stacks: Any, client: str, mode: str, tmp_path: Path, stack: Stack | None = None, repo: Path | None = None
 ) -> tuple[Stack, dict[str, Any]]:
     environment, name, preset = DRIVEN[client]
-    program = python_of(environment)
+    interpreter, program = program_of(environment)
     stack = stack or await stacks(preset)
     name, *extra = name.split()
-    interpreter, *npm = program.split()
-    command = [interpreter, driver(name), stack.base, mode, *extra, *npm]
+    command = [interpreter, driver(name), stack.base, mode, *extra, *program]
     return stack, await drive(command, repo or workdir(tmp_path), {})
 
 
