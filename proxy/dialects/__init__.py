@@ -9,7 +9,7 @@ decision written in that shape.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -87,9 +87,15 @@ class Planned:
         key = (decision.request.team, decision.request.conversation)
         return cls(incoming, decision, incoming.write(decision.edit, memory, key))
 
-    def retry(self, gate: Gate) -> bytes:
-        """The request a gate sends instead when it holds the reply (written when needed)."""
-        return self.incoming.write(self.decision.reply.gates[gate].edit)
+    def retry(self, gate: Gate, attempt: int = 1) -> bytes:
+        """The request a gate sends instead when it holds the reply (written when needed); from
+        its second attempt on, a seed the request pins is moved on by one per attempt, or the
+        same body would draw the same reply again."""
+        edit = self.decision.reply.gates[gate].edit
+        seed = self.incoming.data.get("seed")
+        if attempt > 1 and isinstance(seed, int) and not isinstance(seed, bool):
+            edit = replace(edit, seed=seed + attempt - 1)
+        return self.incoming.write(edit)
 
 
 def plan_offline(

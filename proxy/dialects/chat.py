@@ -84,6 +84,8 @@ def message_changes(data: dict[str, Any], edit: Edit, *, tool_choice: bool = Tru
         out["tool_choice"] = Value({"type": "function", "function": {"name": edit.tool_choice}})
     elif tool_choice and edit.require_call:
         out["tool_choice"] = Value("required")
+    if tool_choice and edit.seed is not None:  # chat completions' top-level seed (Ollama's is in options)
+        out["seed"] = Value(edit.seed)
     return out
 
 

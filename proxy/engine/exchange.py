@@ -35,6 +35,9 @@ class Edit:
     """Require some tool call (`tool_choice: "required"`), when no one tool is forced."""
     tools: list[str] | None = None
     """The names of the tools to keep."""
+    seed: int | None = None
+    """A sampling seed in place of the request's (chat completions): a gate's later retries, which
+    would otherwise send the same body with the same seed and get the same reply back."""
     leaves_out: bool = False
     """Messages missing from `messages` are left out of the request (a gate's retry); otherwise a
     dialect keeps every original item it cannot place (Responses `input`)."""

@@ -195,4 +195,4 @@ async def reply_stage(
             "repair_gate", gate=gate.value, conversation=planned.decision.request.conversation, attempt=retries[gate]
         )
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
-        body = planned.retry(gate)
+        body = planned.retry(gate, retries[gate])

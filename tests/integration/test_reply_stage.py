@@ -321,3 +321,19 @@ async def test_the_action_retry_shows_the_model_the_task_not_its_idle_replies(
     retry = upstream.seen[1].body
     assert b"<tools>" not in retry and NAG.encode() not in retry
     assert b"Your reply did not call a tool" in retry
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_pinned_seed_moves_on_with_each_later_retry(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """The same body with the same seed draws the same reply: from its second attempt on, the
+    action gate's retry moves a chat request's seed on by one (Responses has none; Ollama keeps
+    its own in `options`, left as sent)."""
+    upstream.reply_with(reply(dialect, ""))
+    data = orjson.loads(body(dialect, reading(), False))
+    data["seed"] = 7
+    got = await post(proxy, orjson.dumps(data), path=PATHS[dialect])
+    assert got.headers["X-Repair-Retries"] == "action:2"
+    seeds = [sent(upstream, i).get("seed") for i in range(3)]
+    assert seeds == ([7, 7, 8] if dialect == "chat" else [7, 7, 7])
