@@ -10,10 +10,11 @@ reads each byte once.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
+import math
 from dataclasses import dataclass
 from typing import Any
+
+from proxy.engine.statecache import StateCache
 
 __all__ = ["Known", "SpanMemory", "Walk", "running_hash"]
 
@@ -40,51 +41,36 @@ def _extend(hasher: Any, text: str, start: int, end: int) -> bytes:
     return extended.digest()  # type: ignore[no-any-return]
 
 
-class SpanMemory:
-    """What the last splice of each conversation found, so the next one walks only what is new.
-
-    An agent's next request repeats its last one and adds to it: the elements of the edited
-    array up to where the last body's ended are reused when a digest of that stretch of text
-    matches, and only the elements after it are parsed. Bounded in entries and in bytes (each
-    entry holds a pair of offsets per message: about 100 KB for a 900-message transcript; least
-    recently used goes first)."""
-
-    def __init__(self, entries: int = 4096, max_bytes: int | None = None) -> None:
-        self._entries: OrderedDict[tuple[str, str], Known] = OrderedDict()
-        self._max = entries
-        self._max_bytes = max_bytes
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    @property
-    def bytes(self) -> int:
-        """The estimated size of what is kept."""
-        return self._bytes
-
-    def recall(self, key: tuple[str, str]) -> Known | None:
-        with self._lock:
-            known = self._entries.get(key)
-            if known is not None:
-                self._entries.move_to_end(key)
-            return known
-
-    def keep(self, key: tuple[str, str], known: Known) -> None:
-        with self._lock:
-            old = self._entries.pop(key, None)
-            self._bytes += known_bytes(known) - (known_bytes(old) if old is not None else 0)
-            self._entries[key] = known
-            while len(self._entries) > self._max or (
-                self._max_bytes is not None and self._bytes > self._max_bytes and len(self._entries) > 1
-            ):
-                self._bytes -= known_bytes(self._entries.popitem(last=False)[1])
-
-
 SPAN_BYTES = 120
 """What one remembered element costs (a tuple of two ints in a tuple), for the byte bound."""
 
 
 def known_bytes(known: Known) -> int:
     return 200 + SPAN_BYTES * len(known.spans)
+
+
+class SpanMemory:
+    """What the last splice of each conversation found, so the next one walks only what is new.
+
+    An agent's next request repeats its last one and adds to it: the elements of the edited
+    array up to where the last body's ended are reused when a digest of that stretch of text
+    matches, and only the elements after it are parsed. Kept in a `StateCache` bounded in
+    entries and in bytes (each entry holds a pair of offsets per message: about 100 KB for a
+    900-message transcript; least recently used goes first)."""
+
+    def __init__(self, entries: int = 4096, max_bytes: int | None = None) -> None:
+        self._cache: StateCache[Known] = StateCache(entries, math.inf, max_bytes=max_bytes, sizer=known_bytes)
+
+    @property
+    def bytes(self) -> int:
+        """The estimated size of what is kept."""
+        return self._cache.bytes
+
+    def recall(self, key: tuple[str, str]) -> Known | None:
+        return self._cache.get(key)
+
+    def keep(self, key: tuple[str, str], known: Known) -> None:
+        self._cache.put(key, known)
 
 
 @dataclass(slots=True)
