@@ -25,9 +25,10 @@ class Handback:
     conversation: str
     turn: int
     finish_call: SalvagedCall | None = None
-    """When the request requires a tool call (`tool_choice: "required"`) and offers a finish tool,
-    the hand-back is that tool's call carrying `text`: an agent that must be answered with a
-    call (smolagents' `final_answer`, say) refuses a plain message, and its user never sees it."""
+    """The hand-back as a call that ends the agent's run, carrying `text` (see `plan._finish_call`):
+    its shell tool running the policy's `repair.handback_command` (mini-swe-agent), or, when the
+    request requires a tool call, its finish tool (smolagents' `final_answer`): such an agent
+    refuses a plain message, and its user never sees it."""
 
     @property
     def call_id(self) -> str:

@@ -23,6 +23,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any
 
 import json_repair
@@ -203,7 +204,7 @@ def salvage(text: str, offered: Mapping[str, OfferedTool]) -> tuple[SalvagedCall
         return None
     calls = [_call(v, offered) for v in values]
     if text.lstrip().startswith(_TAGS):  # tagged calls end where a block is no call (run on, dropped)
-        calls = calls[: next((i for i, c in enumerate(calls) if c is None), len(calls))] or [None]
-    if any(c is None for c in calls):
+        calls = list(takewhile(lambda call: call is not None, calls))
+    if not calls or any(c is None for c in calls):
         return None
     return tuple(c for c in calls if c is not None)

@@ -101,19 +101,20 @@ def _input_items(
     originals: list[Any] = items if isinstance(items, list) else [{"type": "message", "role": "user", "content": items}]
     after: dict[int, list[Any]] = {}
     edited: dict[int, Any] = {}
+    placed: set[int] = set()
     last = -1
     for message in messages:
         sources = message.get(SOURCE) if isinstance(message, dict) else None
         if sources is None:
             after.setdefault(last, []).append(_item(message))
             continue
+        placed.update(sources)
         for index in sources:
             item = originals[index]
             content = message.get("content")
             if message.get("role") == "tool" and isinstance(item.get("output"), str) and content != item["output"]:
                 edited[index] = {**item, "output": content}
         last = max([last, *sources])
-    placed = {i for m in messages if isinstance(m, dict) for i in m.get(SOURCE) or ()}
     plan: list[Kept | Fresh] = [Fresh(item) for item in after.get(-1, [])]
     for index in range(len(originals)):
         item = originals[index]
