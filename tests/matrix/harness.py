@@ -64,17 +64,12 @@ def _run_tool(tools: list[Any]) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def _persons(body: dict[str, Any]) -> str:
-    """What the user messages of a chat, Responses or Ollama request say."""
+def _said(body: dict[str, Any]) -> list[str]:
+    """What each user message of a chat, Responses or Ollama request says, in order (as JSON)."""
     items = body.get("messages") or body.get("input") or []
     if isinstance(items, str):
-        return items
-    return orjson.dumps([m.get("content") for m in items if isinstance(m, dict) and m.get("role") == "user"]).decode()
-
-
-def _last_user(body: dict[str, Any]) -> str:
-    users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
-    return orjson.dumps(users[-1].get("content")).decode() if users else ""
+        return [items]
+    return [orjson.dumps(m.get("content")).decode() for m in items if isinstance(m, dict) and m.get("role") == "user"]
 
 
 def _text_of(body: dict[str, Any]) -> str:
@@ -100,10 +95,12 @@ class Model:
         data = orjson.loads(body) if body else {}
         dialect = _dialect(request.path)
         stream = bool(data.get("stream", dialect == "ollama"))
-        call = _run_tool(data.get("tools") or []) if "fix calc.py" in _persons(data) else None  # only on the task
+        call = (
+            _run_tool(data.get("tools") or []) if any("fix calc.py" in said for said in _said(data)) else None
+        )  # only on the task
         text = ""
         if call is None:  # aider: an edit when it is asked to fix the test or shown it failing
-            asked = "SEARCH/REPLACE" in _text_of(data) and "pytest" in _last_user(data)
+            asked = "SEARCH/REPLACE" in _text_of(data) and "pytest" in (_said(data) or [""])[-1]
             text = EDIT if asked else "Hello! How can I help?"
         turn = f"{len(self.seen)}_".encode()  # a real model's call ids differ from turn to turn
         pieces = [
