@@ -10,7 +10,7 @@ chunks ending in `data: [DONE]` when the request streamed.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -29,12 +29,30 @@ from proxy.dialects.splice import (
     Value,
     splice,
 )
+from proxy.engine.callschema import SCHEMA_NAME
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
 from proxy.engine.salvage import SalvagedCall
 
-__all__ = ["CHAT", "Chat", "message_changes", "read_messages", "tool_name", "write_messages"]
+__all__ = [
+    "CHAT",
+    "Chat",
+    "Structured",
+    "message_changes",
+    "read_messages",
+    "response_format",
+    "tool_name",
+    "write_messages",
+]
+
+Structured = Callable[[Mapping[str, Any]], tuple[str, Any]]
+"""Where a body asks for structured output, and how: the member and its value for a schema."""
+
+
+def response_format(schema: Mapping[str, Any]) -> tuple[str, Any]:
+    """Chat completions' structured output (llama.cpp, vLLM and OpenAI read it)."""
+    return "response_format", {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "schema": dict(schema)}}
 
 
 def tool_name(tool: Any) -> Any:
@@ -61,7 +79,9 @@ def read_messages(data: dict[str, Any], streams_by_default: bool = False) -> Tra
     )
 
 
-def message_changes(data: dict[str, Any], edit: Edit, *, tool_choice: bool = True) -> dict[str, Change]:
+def message_changes(
+    data: dict[str, Any], edit: Edit, *, tool_choice: bool = True, structured: Structured = response_format
+) -> dict[str, Change]:
     """What an edit changes in a body whose transcript is `messages`, member by member: each
     message the edit keeps is kept byte for byte (it is the same object as in `data`)."""
     out: dict[str, Change] = {}
@@ -86,6 +106,10 @@ def message_changes(data: dict[str, Any], edit: Edit, *, tool_choice: bool = Tru
         out["tool_choice"] = Value("required")
     if tool_choice and edit.seed is not None:  # chat completions' top-level seed (Ollama's is in options)
         out["seed"] = Value(edit.seed)
+    if edit.call_schema is not None:
+        member, value = structured(edit.call_schema)
+        if member not in data:  # never in place of the request's own format
+            out[member] = Value(value)
     return out
 
 
@@ -95,12 +119,13 @@ def write_messages(
     edit: Edit,
     *,
     tool_choice: bool = True,
+    structured: Structured = response_format,
     memory: SpanMemory | None = None,
     key: tuple[str, str] = ("", ""),
 ) -> bytes:
     """The body with the edit made: spliced, so what it does not change keeps its bytes (a body
     that cannot be spliced is written whole from its parse)."""
-    changes = message_changes(data, edit, tool_choice=tool_choice)
+    changes = message_changes(data, edit, tool_choice=tool_choice, structured=structured)
     try:
         return splice(body, changes, memory, key)
     except SpliceError:

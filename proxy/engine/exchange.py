@@ -6,6 +6,7 @@ own shape; the engine never sees the dialect.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,9 @@ class Edit:
     seed: int | None = None
     """A sampling seed in place of the request's (chat completions): a gate's later retries, which
     would otherwise send the same body with the same seed and get the same reply back."""
+    call_schema: Mapping[str, Any] | None = None
+    """The reply's text constrained to one call as JSON (`callschema.py`), where the request sets
+    no format of its own: for servers that take no `tool_choice`."""
     leaves_out: bool = False
     """Messages missing from `messages` are left out of the request (a gate's retry); otherwise a
     dialect keeps every original item it cannot place (Responses `input`)."""

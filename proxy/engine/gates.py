@@ -4,18 +4,23 @@ a `tool_choice` when the directive names a tool or a call is required.
 
     done      a re-run of the failing check is owed           -> re-run it, exactly as before
     finish    the failing check still fails                   -> fix it, then re-run it (no finish tool)
-    action    mid-task, or the agent's own nudge unanswered   -> the exact next call: the unanswered
-                                                                 instruction's, the failing check,
-                                                                 the check the task names, or a look
+    action    mid-task, or the agent's own nudge unanswered,  -> the exact next call: the unanswered
+              or (at any point) a reply meant as a call          instruction's, the failing check,
+              that is none                                       the check the task names, or a look
+
+A retry that asks for a call also carries the call's JSON schema (`callschema.py`) while
+salvage is on and `reply.constrain_retries` allows it: servers that ignore `tool_choice` still
+constrain the reply to a call that way.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from proxy.engine.callschema import call_schema
 from proxy.engine.detectors import BY_NAME, Levers, Trip
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.remedy import PREFIX, failing_call
@@ -177,8 +182,6 @@ def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> Ga
     reply = rules.policy.reply
     if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered):
         return None
-    if not (turn.mid_task or turn.nagged):
-        return None
 
     def build() -> Edit:
         forced = None
@@ -203,6 +206,19 @@ def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> Ga
     return GatePlan(build, reply.max_action_attempts)
 
 
+def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str]) -> GatePlan:
+    """The gate's retries, each that asks for a call carrying that call's schema."""
+
+    def build() -> Edit:
+        edit = plan.build()
+        if edit.tool_choice is None and not edit.require_call:
+            return edit
+        names = [edit.tool_choice] if edit.tool_choice else edit.tools if edit.tools is not None else offered
+        return replace(edit, call_schema=call_schema(tools, names))
+
+    return GatePlan(build, plan.max_attempts)
+
+
 def reply_rules(
     rules: Rules, translation: Translation, conversation: str, turn: Turn, fit: Callable[[str, str, str], str]
 ) -> ReplyRules:
@@ -222,9 +238,12 @@ def reply_rules(
         )
         if plan is not None
     }
-    empty = next((g for g in (Gate.DONE, Gate.ACTION) if g in gates), None)
+    if rules.policy.reply.salvage and rules.policy.reply.constrain_retries:
+        gates = {gate: _constrained(plan, translation.tools, frozenset(offered)) for gate, plan in gates.items()}
+    acting = Gate.ACTION in gates and (turn.mid_task or turn.nagged)
+    empty = Gate.DONE if Gate.DONE in gates else Gate.ACTION if acting else None
     prose = Gate.DONE if Gate.DONE in gates else None
-    if prose is None and Gate.ACTION in gates and (turn.unanswered or turn.nagged):
+    if prose is None and acting and (turn.unanswered or turn.nagged):
         prose = Gate.ACTION
     if prose is None and Gate.FINISH in gates:
         prose = Gate.FINISH
@@ -234,5 +253,6 @@ def reply_rules(
         gates=gates,
         empty_gate=empty,
         prose_gate=prose,
+        miscall_gate=Gate.ACTION if Gate.ACTION in gates else None,
         id_seed=f"{conversation}:{turn.state.turns}:{len(translation.messages)}",
     )

@@ -6,7 +6,8 @@ Three things may act on a reply, each bounded and each counted:
     gates     a reply that should not reach the agent is held and the upstream asked again
       done      it stops while a re-run of the failing check is owed
       finish    it finishes (a finish tool, or a final answer) while the check still fails
-      action    mid-task, it is empty, or prose while an instruction of ours is unanswered
+      action    mid-task, it is empty, or prose while an instruction of ours is unanswered;
+                at any point, it meant to call a tool and did not (`salvage.miscall`)
 
 The plan arms the gates for each request (`ReplyRules`); `judge` reads one whole reply and
 `holding` says whether a streamed reply must still be held. Pure, like the rest of the engine.
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from proxy.engine.exchange import Edit
-from proxy.engine.salvage import OfferedTool, SalvagedCall, may_become_call, ran_on, salvage
+from proxy.engine.salvage import OfferedTool, SalvagedCall, may_become_call, miscall, ran_on, salvage
 
 __all__ = [
     "GATE_OUTCOMES",
@@ -80,6 +81,8 @@ class ReplyRules:
     """The gate that holds an empty reply."""
     prose_gate: Gate | None = None
     """The gate that holds a text-only reply."""
+    miscall_gate: Gate | None = None
+    """The gate that holds a reply meant as a call that is none, when no gate holds all prose."""
     id_seed: str = ""
     """Salvaged calls get ids from this (the conversation and turn): the same reply, the same ids."""
 
@@ -111,8 +114,11 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
     calls = view.calls or tuple(c.name for c in salvaged or ())
     if calls:
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
-    gate = rules.prose_gate if view.text.strip() else rules.empty_gate
-    return Judgement(gate, None)
+    if not view.text.strip():
+        return Judgement(rules.empty_gate, None)
+    if rules.prose_gate is None and rules.miscall_gate is not None and miscall(view.text, rules.offered):
+        return Judgement(rules.miscall_gate, None)
+    return Judgement(rules.prose_gate, None)
 
 
 def settled(view: ReplyView, rules: ReplyRules) -> Judgement | None:
@@ -131,4 +137,5 @@ def holding(view: ReplyView, rules: ReplyRules) -> bool:
         return Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
     if not view.text.strip():
         return rules.empty_gate is not None or bool(rules.offered)
-    return rules.prose_gate is not None or (bool(rules.offered) and may_become_call(view.text))
+    could_call = bool(rules.offered) or rules.miscall_gate is not None
+    return rules.prose_gate is not None or (could_call and may_become_call(view.text))

@@ -13,7 +13,9 @@ the call: measured on Qwen2.5-Coder-1.5B, it often runs on and makes up the call
 with prose (that mentions JSON or not), a final answer, a call to a tool not offered, or text
 cut off mid-value is never a call: the reply is left as it is.
 
-`may_become_call` says whether a streamed reply's text so far can still turn out to be a
+`miscall` says whether a reply that is no call was meant as one (a call-shaped object naming a
+tool not offered, missing a required key, or a tool's declaration copied back): never an
+answer, whatever else holds. `may_become_call` says whether a streamed reply's text so far can still turn out to be a
 call, so a stream is held only while that is possible.
 """
 
@@ -34,6 +36,7 @@ __all__ = [
     "OfferedTool",
     "SalvagedCall",
     "may_become_call",
+    "miscall",
     "offered_tools",
     "ran_on",
     "salvage",
@@ -208,3 +211,20 @@ def salvage(text: str, offered: Mapping[str, OfferedTool]) -> tuple[SalvagedCall
     if not calls or any(c is None for c in calls):
         return None
     return tuple(c for c in calls if c is not None)
+
+
+def _call_shaped(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    if isinstance(value.get("function"), dict):
+        return True
+    return isinstance(value.get("name"), str) and ("arguments" in value or "parameters" in value)
+
+
+def miscall(text: str, offered: Mapping[str, OfferedTool]) -> bool:
+    """The text begins with a call-shaped JSON object (`name` with `arguments` or `parameters`,
+    or a `function` object; bare, fenced or tagged) and yet is no call to an offered tool."""
+    if not text.strip() or len(text) > MAX_CALL_CHARS or salvage(text, offered):
+        return False
+    values = _values(text.strip())
+    return values is not None and bool(values) and _call_shaped(values[0])

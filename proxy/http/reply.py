@@ -7,8 +7,10 @@ reply rules say so (see `proxy/engine/reply.py`):
 
 Each gate is bounded by its own attempts; after the last, the reply passes marked with the
 gate's outcome (`X-Repair-Outcome`), except that the action gate passes the model's first
-reply, as it came. Streamed replies are held only while they may still be salvaged or
-gated; once they cannot, what was held goes out and the rest is relayed as it arrives.
+reply, as it came. A retry the upstream refuses (an error status) ends the gate: the first
+reply passes, as after the last try; our retry's error never reaches the agent. Streamed
+replies are held only while they may still be salvaged or gated; once they cannot, what
+was held goes out and the rest is relayed as it arrives.
 Upstream errors and compressed bodies are relayed as they are. Fail-open here too: a reply
 the proxy cannot read (any exception in reading, judging or salvaging it) goes to the agent
 as it came, logged and counted as `analysis_failed`.
@@ -165,6 +167,13 @@ async def reply_stage(
         upstream = await send(request, body, headers)
         async with upstream:
             encoded = upstream.headers.get("Content-Encoding", "identity").lower() != "identity"
+            if upstream.status >= 400 and first is not None:
+                # our retry was refused (a server that takes no structured output, say): the
+                # agent gets the reply it would have had without the gate, never our error
+                log.warning(
+                    "repair_gate_refused", status=upstream.status, conversation=planned.decision.request.conversation
+                )
+                return await _deliver(request, planned, first, 0, extra, retries)
             if upstream.status >= 400 or encoded:
                 response, end = await relay(request, upstream, timeouts, extra)
                 record.end = end.value

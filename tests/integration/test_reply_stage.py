@@ -78,12 +78,11 @@ async def test_a_call_written_as_text_reaches_the_agent_as_a_real_call(
     "text",
     [
         'I would run {"name": "execute_bash", "arguments": {"command": "ls"}} next.',
-        '{"name": "rm_everything", "arguments": {}}',
-        '{"name": "execute_bash", "arguments": {}}',
         '{"name": "execute_bash", "arguments": {"command": "pytest -',
         "The tests pass now. Done.",
+        '{"name": "Ada", "born": 1815}',
     ],
-    ids=["prose_mentioning_json", "unknown_tool", "missing_required_key", "cut_off", "final_answer"],
+    ids=["prose_mentioning_json", "cut_off", "final_answer", "json_answer"],
 )
 async def test_what_is_not_a_call_passes_byte_for_byte(
     proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, text: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.salvage import OfferedTool, may_become_call, offered_tools, salvage
+from proxy.engine.salvage import OfferedTool, may_become_call, miscall, offered_tools, salvage
 
 OFFERED = {
     "execute_bash": OfferedTool("execute_bash", frozenset({"command"})),
@@ -149,3 +149,39 @@ def test_the_tools_declaration_copied_back_is_never_a_call() -> None:
 def test_calls_end_where_something_else_begins() -> None:
     text = '<tools>\n{"name": "execute_bash", "arguments": {"command": "ls"}}\n</tools>\n' + SCHEMA_ECHO
     assert calls(text) == LS
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "python", "arguments": {"command": "pytest"}}',
+        '```json\n{"name": "execute_bash", "arguments": {}}\n```',
+        '{"function": {"name": "run", "arguments": "{}"}}',
+        '[{"name": "execute_bash", "parameters": {"cmd": "ls"}}]',
+        "<tool_call>\n{'name': 'shell', 'arguments': {'command': 'ls'}}\n</tool_call>",
+    ],
+    ids=["unknown_tool", "missing_required_key", "function_object", "wrong_key_in_list", "tagged_near_json"],
+)
+def test_a_reply_meant_as_a_call_that_is_none_is_a_miscall(text: str) -> None:
+    assert salvage(text, OFFERED) is None and miscall(text, OFFERED)
+
+
+def test_the_tools_declaration_copied_back_is_a_miscall() -> None:
+    assert miscall(SCHEMA_ECHO, OFFERED) and miscall(SCHEMA_ECHO, {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "execute_bash", "arguments": {"command": "ls"}}',
+        '{"name": "Ada", "born": 1815}',
+        '{"result": "ok", "arguments": 3}',
+        'I would run {"name": "python", "arguments": {}} next.',
+        "The tests pass.",
+        "",
+        '{"name": "python", "arguments": {"command": "pytest',
+    ],
+    ids=["a_real_call", "json_answer", "no_name", "prose_around", "prose", "empty", "cut_off"],
+)
+def test_calls_answers_and_prose_are_never_miscalls(text: str) -> None:
+    assert not miscall(text, OFFERED)

@@ -1,0 +1,65 @@
+"""One call to an offered tool as a JSON schema, for a gate's retry that requires a call.
+
+A retry that requires a call asks for it two ways: `tool_choice` (a server with a tool-call
+grammar honours it) and this schema as the reply's structured-output format (a server that
+ignores `tool_choice` honours that instead). The reply then arrives either as a real call or
+as the JSON text `{"name": ..., "arguments": {...}}`, which salvage turns into the call.
+Measured on llama.cpp build 11434 with Qwen2.5-Coder-1.5B, which ignores `tool_choice:
+"required"`: on the fresh recovery-bench tasks 12 of 12 replies were a call to an offered tool
+with the schema, 0 of 12 without it (`/tmp/rf_probe.py`-style probe, noted in issue 13).
+
+Rules:
+  1. Only the tools the retry allows are in the schema (the forced one, or the ones kept).
+  2. A tool's `parameters` are its arguments' schema as declared; when they refer elsewhere
+     (`$ref`, which would not resolve from inside this schema) the arguments are any object,
+     and salvage still checks the required keys.
+  3. No tools: no schema.
+
+A dialect writes the schema only when the request has no format of its own, and the engine
+asks for it only while salvage is on (otherwise the JSON text would reach the agent as prose).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import orjson
+
+__all__ = ["SCHEMA_NAME", "call_schema"]
+
+SCHEMA_NAME = "tool_call"
+"""The name a dialect gives the schema where its format needs one (chat, Responses)."""
+
+
+def _arguments(parameters: Any) -> dict[str, Any]:
+    if not isinstance(parameters, dict):
+        return {"type": "object"}
+    try:
+        refers = b'"$ref"' in orjson.dumps(parameters)
+    except TypeError:
+        return {"type": "object"}
+    return {"type": "object"} if refers else parameters
+
+
+def call_schema(tools: Sequence[Any] | None, names: Collection[str]) -> dict[str, Any] | None:
+    """The schema of one call to any of the chat-style `tools` named in `names`."""
+    options: list[dict[str, Any]] = []
+    for tool in tools or ():
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or name not in names or not isinstance(function, dict):
+            continue
+        options.append(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "enum": [name]},
+                    "arguments": _arguments(function.get("parameters")),
+                },
+                "required": ["name", "arguments"],
+            }
+        )
+    if not options:
+        return None
+    return options[0] if len(options) == 1 else {"anyOf": options}

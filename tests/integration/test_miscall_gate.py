@@ -1,0 +1,166 @@
+"""A reply meant as a tool call that is none, and the constrained retry that answers it,
+through the real proxy in every dialect, streamed and not.
+
+Must trip: a call to a tool not offered, a call missing a required key, the tools' declaration
+echoed back (what Qwen2.5-Coder-1.5B on llama.cpp writes on a fresh task), from the first turn.
+Must not: prose, a final answer, JSON that is no call (`{"name": "Ada", "born": 1815}`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from chat import Chat
+from dialects import ollama_body, responses_body
+from replies import DIALECTS, PATHS, received, reply, reply_bytes
+from support import Upstream, policy_toml, post
+
+MODES = [(d, s) for d in DIALECTS for s in (False, True)]
+IDS = [f"{d}-{'stream' if s else 'whole'}" for d, s in MODES]
+ECHO = (
+    '<tools>\n{"type": "function", "function": {"name": "execute_bash", "description": "Run a command.", '
+    '"parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}\n'
+    "</tools>"
+)
+MISCALLS = {
+    "unknown_tool": '{"name": "python", "arguments": {"command": "pytest"}}',
+    "missing_required_key": '```json\n{"name": "execute_bash", "arguments": {}}\n```',
+    "echoed_declaration": ECHO,
+}
+CONSTRAINED = '{"name": "execute_bash", "arguments": {"command": "python -m pytest"}}'
+NOT_CALLS = {
+    "prose": "I would start by reading the failing test, then fix the parser.",
+    "final_answer": "The function adds two numbers; nothing needs changing.",
+    "json_answer": '{"name": "Ada", "born": 1815}',
+}
+
+
+def body(dialect: str, chat: Chat, stream: bool, **extra: Any) -> bytes:
+    if dialect == "responses":
+        return responses_body(chat, stream=stream, **extra)
+    if dialect == "ollama":
+        return ollama_body(chat, stream=stream, **extra)
+    return chat.bytes(stream=stream, **extra)
+
+
+def schema_sent(dialect: str, request: dict[str, Any]) -> Any:
+    """The call schema a retry asks the reply to follow, where the dialect carries it."""
+    if dialect == "chat":
+        return (request.get("response_format") or {}).get("json_schema", {}).get("schema")
+    if dialect == "responses":
+        return (request.get("text") or {}).get("format", {}).get("schema")
+    return request.get("format")
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+@pytest.mark.parametrize("miscall", list(MISCALLS.values()), ids=list(MISCALLS))
+async def test_a_reply_meant_as_a_call_is_asked_again_from_the_first_turn(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, miscall: str
+) -> None:
+    upstream.reply_with(reply(dialect, miscall, stream=stream), reply(dialect, CONSTRAINED, stream=stream))
+    got = await post(proxy, body(dialect, Chat(), stream), path=PATHS[dialect])
+    text, calls = received(dialect, got.body, stream)
+    assert text == "" and [(n, a) for n, a, _ in calls] == [("execute_bash", {"command": "python -m pytest"})]
+    assert got.headers["X-Repair-Retries"] == "action:1" and got.headers["X-Repair-Salvaged"] == "1"
+    retry = upstream.seen[1].json()
+    schema = schema_sent(dialect, retry)
+    names = [o["properties"]["name"]["enum"][0] for o in schema["anyOf"]]
+    assert names == ["execute_bash", "str_replace_editor"]
+    assert schema["anyOf"][0]["properties"]["arguments"]["required"] == ["command"]
+    assert retry.get("tool_choice") == (None if dialect == "ollama" else "required")
+    assert schema_sent(dialect, upstream.seen[0].json()) is None, "the agent's own request is not constrained"
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+@pytest.mark.parametrize("text", list(NOT_CALLS.values()), ids=list(NOT_CALLS))
+async def test_prose_and_answers_on_the_first_turn_pass_byte_for_byte(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, text: str
+) -> None:
+    upstream.reply_with(reply(dialect, text, stream=stream))
+    got = await post(proxy, body(dialect, Chat(), stream), path=PATHS[dialect])
+    assert got.body == b"".join(reply_bytes(dialect, text, stream=stream))
+    assert len(upstream.seen) == 1 and "X-Repair-Outcome" not in got.headers
+
+
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+async def test_when_every_retry_misses_the_first_reply_passes_as_it_came(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+) -> None:
+    first = MISCALLS["unknown_tool"]
+    upstream.reply_with(reply(dialect, first, stream=stream), reply(dialect, ECHO, stream=stream))
+    got = await post(proxy, body(dialect, Chat(), stream), path=PATHS[dialect])
+    assert len(upstream.seen) == 3, "two retries, then the first reply"
+    assert got.body == b"".join(reply_bytes(dialect, first, stream=stream))
+    assert got.headers["X-Repair-Outcome"] == "no_action"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_retry_the_upstream_refuses_ends_the_gate_with_the_first_reply(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """A server that takes no structured output answers the retry with an error: the agent never sees it."""
+
+    async def refuse(request: web.Request, raw: bytes) -> web.StreamResponse:
+        return web.json_response({"error": {"message": "response_format is not supported"}}, status=400)
+
+    first = MISCALLS["unknown_tool"]
+    upstream.reply_with(reply(dialect, first), refuse)
+    got = await post(proxy, body(dialect, Chat(), False), path=PATHS[dialect])
+    assert got.status == 200 and got.body == reply_bytes(dialect, first)[0]
+    assert got.headers["X-Repair-Outcome"] == "no_action" and len(upstream.seen) == 2
+
+
+@pytest.mark.parametrize(
+    ("dialect", "own"),
+    [
+        ("chat", {"response_format": {"type": "json_object"}}),
+        ("responses", {"text": {"format": {"type": "json_object"}, "verbosity": "low"}}),
+        ("ollama", {"format": "json"}),
+    ],
+)
+async def test_a_request_with_its_own_format_keeps_it_in_the_retry(
+    proxy: TestServer, upstream: Upstream, dialect: str, own: dict[str, Any]
+) -> None:
+    upstream.reply_with(reply(dialect, MISCALLS["unknown_tool"]), reply(dialect, CONSTRAINED))
+    await post(proxy, body(dialect, Chat(), False, **own), path=PATHS[dialect])
+    retry = upstream.seen[1].json()
+    assert {key: retry[key] for key in own} == own
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_responses_text_settings_stay_beside_the_call_format(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    own = {"text": {"verbosity": "low"}} if dialect == "responses" else {}
+    upstream.reply_with(reply(dialect, ECHO), reply(dialect, CONSTRAINED))
+    await post(proxy, body(dialect, Chat(), False, **own), path=PATHS[dialect])
+    retry = upstream.seen[1].json()
+    assert schema_sent(dialect, retry) is not None
+    if dialect == "responses":
+        assert retry["text"]["verbosity"] == "low"
+
+
+async def test_constrained_retries_are_a_policy_switch(make_proxy, upstream: Upstream, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    policy = tmp_path / "p.toml"
+    policy.write_text(policy_toml({"reply": {"constrain_retries": False}}))
+    proxy = await make_proxy(policy=str(policy))
+    upstream.reply_with(reply("chat", ECHO), reply("chat", CONSTRAINED))
+    await post(proxy, Chat().bytes())
+    retry = upstream.seen[1].json()
+    assert retry["tool_choice"] == "required" and "response_format" not in retry
+
+
+async def test_without_salvage_no_retry_is_constrained(make_proxy, upstream: Upstream, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The JSON text would reach the agent as prose: no schema unless salvage can read it back."""
+    policy = tmp_path / "p.toml"
+    policy.write_text(policy_toml({"reply": {"salvage": False}}))
+    proxy = await make_proxy(policy=str(policy))
+    upstream.reply_with(reply("chat", ECHO), reply("chat", "", [("execute_bash", {"command": "ls"})]))
+    got = await post(proxy, Chat().bytes())
+    assert got.headers["X-Repair-Retries"] == "action:1"
+    assert "response_format" not in upstream.seen[1].json()
+    assert orjson.loads(got.body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "execute_bash"

@@ -1,0 +1,41 @@
+"""The call schema a constrained retry sends: only the allowed tools, arguments as declared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.engine.callschema import call_schema
+
+
+def tool(name: str, parameters: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+BASH = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+TOOLS = [tool("bash", BASH), tool("finish", {"type": "object", "properties": {}}), {"type": "web_search"}]
+
+
+def test_one_allowed_tool_is_one_object_with_its_declared_arguments() -> None:
+    schema = call_schema(TOOLS, {"bash"})
+    assert schema == {
+        "type": "object",
+        "properties": {"name": {"type": "string", "enum": ["bash"]}, "arguments": BASH},
+        "required": ["name", "arguments"],
+    }
+
+
+def test_several_allowed_tools_are_any_of_them_and_nothing_else() -> None:
+    schema = call_schema(TOOLS, {"bash", "finish", "absent"})
+    assert schema is not None
+    assert [o["properties"]["name"]["enum"] for o in schema["anyOf"]] == [["bash"], ["finish"]]
+
+
+def test_arguments_that_refer_elsewhere_are_any_object() -> None:
+    refers = {"type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}, "$defs": {"P": {"type": "string"}}}
+    schema = call_schema([tool("edit", refers), tool("odd", "not a schema")], {"edit", "odd"})
+    assert schema is not None
+    assert [o["properties"]["arguments"] for o in schema["anyOf"]] == [{"type": "object"}, {"type": "object"}]
+
+
+def test_no_allowed_tool_is_no_schema() -> None:
+    assert call_schema(TOOLS, {"absent"}) is None and call_schema(None, {"bash"}) is None
