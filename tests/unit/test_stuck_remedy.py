@@ -4,7 +4,7 @@ test exercises; once everything has been read, it asks for a different change.""
 from __future__ import annotations
 
 import pytest
-from chat import Chat, edit, test_run, view
+from chat import Chat, edit, test_run, tool_schemas, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.detectors.stuck_same_diagnostic import code_under_test
@@ -76,7 +76,27 @@ def test_with_no_edit_yet_it_asks_for_a_change() -> None:
         .turn(run())
     )
     text = _nudge(chat)
-    assert "Make a change to the code, one that addresses the failure above" in text
+    assert "Make a change to /workspace/calc.py, one that addresses the failure above" in text
+
+
+def test_force_pins_a_read_tool_then_an_edit_tool_once_everything_is_read() -> None:
+    """At the force rung the pinned tool is the step the remedy asks for: with separate read and
+    edit tools, `read_file` while the failing test is unread, `edit_file` once all of it is read."""
+    tools = tool_schemas(["execute_bash", "read_file", "edit_file"])
+
+    def read(path: str) -> tuple[str, dict[str, str], str]:
+        return ("read_file", {"path": path}, "def add(a, b):\n    return a - b\n")
+
+    unread = Chat(tools=tools).turn(run())
+    done = Chat(tools=tools).turn(run()).turn(read("/workspace/tests/test_calc.py"), read("/workspace/calc.py"))
+    for _ in range(4):
+        unread, done = unread.turn(run()), done.turn(run())
+    for chat, tool in ((unread, "read_file"), (done, "edit_file")):
+        planned = analyse(engine(), chat.bytes())
+        assert planned is not None and planned.decision.edit is not None
+        assert [t.action.value for t in planned.decision.new_trips] == ["force"]
+        assert planned.decision.edit.tool_choice == tool
+    assert "Make a change to /workspace/calc.py" in _nudge(done)
 
 
 def test_a_test_run_with_the_repo_test_output_still_names_the_test() -> None:

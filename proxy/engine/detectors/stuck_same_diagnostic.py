@@ -8,7 +8,8 @@ Remedy: the failure quoted, the files edited in vain named, and one exact next c
 agent's own tools: read the failing test, then the line where it fails, then the code the test
 exercises (by the runner's naming convention), whichever has not been read since the failure
 appeared; once all of it has been read, make a different change than the one that failed.
-`force` pins a read tool; `restrict` takes the pure edit tools away for one request. Watched
+`force` pins a read tool, or an edit tool once everything is read; `restrict` takes the pure
+edit tools away for one request. Watched
 (what follows is recorded per arm) and remembered (a verdict is stored for the next run).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
@@ -130,7 +131,11 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not
         # the one already tried.
-        change = f"a different change to {edited} than before" if edited else "a change to the code"
+        code = [path for path, _line, why in _evidence(state) if not why.startswith("the failing test")]
+        known = [*state.read_since_failure, *state.edited_since_failure]
+        where = resolve_path(code[-1], known, working_dir(state.failing_command)) if code else "the code"
+        target = f"a change to {where}"
+        change = f"a different change to {edited} than before" if edited else target
         tail = (
             f"You have read the failing test and the code it exercises. Make {change}, one that "
             f"addresses the failure above, then re-run {failing_call(state)}."
@@ -145,8 +150,10 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
 
 
 def force(_trip: Trip, levers: Levers) -> str | None:
-    """A read tool: the next step is reading the failing test."""
-    return levers.classifier.tool_of_kind(CallKind.READ, set(levers.offered))
+    """A read tool while the failure points at something not read yet (the remedy names it);
+    once all of it has been read, an edit tool (the remedy asks for a change)."""
+    kind = CallKind.READ if _next_read(levers.repair, None) is not None else CallKind.EDIT
+    return levers.classifier.tool_of_kind(kind, set(levers.offered))
 
 
 def restrict(_trip: Trip, levers: Levers) -> frozenset[str]:
