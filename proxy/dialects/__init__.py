@@ -87,6 +87,14 @@ class Planned:
         key = (decision.request.team, decision.request.conversation)
         return cls(incoming, decision, incoming.write(decision.edit, memory, key))
 
+    def unconstrained(self) -> bytes | None:
+        """The request without the call schema its edit asks for (for a server that refuses
+        structured output); None when it asks for none."""
+        edit = self.decision.edit
+        if edit is None or edit.call_schema is None:
+            return None
+        return self.incoming.write(replace(edit, call_schema=None))
+
     def retry(self, gate: Gate, attempt: int = 1) -> bytes:
         """The request a gate sends instead when it holds the reply (written when needed); from
         its second attempt on, a seed the request pins is moved on by one per attempt, or the

@@ -10,7 +10,7 @@ chunks ending in `data: [DONE]` when the request streamed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -29,7 +29,7 @@ from proxy.dialects.splice import (
     Value,
     splice,
 )
-from proxy.engine.callschema import SCHEMA_NAME
+from proxy.dialects.structured import Structured, response_format
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -38,21 +38,11 @@ from proxy.engine.salvage import SalvagedCall
 __all__ = [
     "CHAT",
     "Chat",
-    "Structured",
     "message_changes",
     "read_messages",
-    "response_format",
     "tool_name",
     "write_messages",
 ]
-
-Structured = Callable[[Mapping[str, Any]], tuple[str, Any]]
-"""Where a body asks for structured output, and how: the member and its value for a schema."""
-
-
-def response_format(schema: Mapping[str, Any]) -> tuple[str, Any]:
-    """Chat completions' structured output (llama.cpp, vLLM and OpenAI read it)."""
-    return "response_format", {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "schema": dict(schema)}}
 
 
 def tool_name(tool: Any) -> Any:

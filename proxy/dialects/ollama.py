@@ -11,7 +11,7 @@ lines when streamed) with a `repair` block.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -20,6 +20,7 @@ from proxy.dialects.chat import read_messages, write_messages
 from proxy.dialects.lines import LineScanner, ndjson_payloads
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
+from proxy.dialects.structured import ollama_format
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
@@ -61,11 +62,6 @@ def _tool_calls(calls: Sequence[SalvagedCall]) -> list[dict[str, Any]]:
     return [{"function": {"name": call.name, "arguments": dict(call.arguments)}} for call in calls]
 
 
-def _format(schema: Mapping[str, Any]) -> tuple[str, Any]:
-    """Ollama's structured output: the schema itself as `format`."""
-    return "format", dict(schema)
-
-
 class Ollama:
     name = "ollama"
 
@@ -82,7 +78,7 @@ class Ollama:
         memory: SpanMemory | None = None,
         key: tuple[str, str] = ("", ""),
     ) -> bytes:
-        return write_messages(body, data, edit, tool_choice=False, structured=_format, memory=memory, key=key)
+        return write_messages(body, data, edit, tool_choice=False, structured=ollama_format, memory=memory, key=key)
 
     def read_reply(self, body: bytes) -> ReplyView | None:
         try:

@@ -13,7 +13,9 @@ Rules:
   2. A tool's `parameters` are its arguments' schema as declared; when they refer elsewhere
      (`$ref`, which would not resolve from inside this schema) the arguments are any object,
      and salvage still checks the required keys.
-  3. No tools: no schema.
+  3. A tool narrowed to some values of one argument (`force` wants an edit from an editor whose
+     `command` also views) has that argument required and limited to those values.
+  4. No tools: no schema.
 
 A dialect writes the schema only when the request has no format of its own, and the engine
 asks for it only while salvage is on (otherwise the JSON text would reach the agent as prose).
@@ -21,28 +23,52 @@ asks for it only while salvage is on (otherwise the JSON text would reach the ag
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-__all__ = ["SCHEMA_NAME", "call_schema"]
+__all__ = ["SCHEMA_NAME", "Narrow", "call_schema"]
 
 SCHEMA_NAME = "tool_call"
 """The name a dialect gives the schema where its format needs one (chat, Responses)."""
 
 
-def _arguments(parameters: Any) -> dict[str, Any]:
+Narrow = tuple[str, Collection[str]]
+"""One argument of a tool and the values it may take."""
+
+
+def _arguments(parameters: Any, narrow: Narrow | None) -> dict[str, Any]:
     if not isinstance(parameters, dict):
         return {"type": "object"}
     try:
         refers = b'"$ref"' in orjson.dumps(parameters)
     except TypeError:
         return {"type": "object"}
-    return {"type": "object"} if refers else parameters
+    if refers:
+        return {"type": "object"}
+    properties = parameters.get("properties")
+    if narrow is None or not isinstance(properties, dict):
+        return parameters
+    arg, values = narrow
+    found = properties.get(arg)
+    declared: dict[str, Any] = found if isinstance(found, dict) else {}
+    listed = declared.get("enum")
+    allowed = [v for v in listed if v in values] if isinstance(listed, list) else sorted(values)
+    if not allowed:
+        return parameters
+    required = parameters.get("required")
+    required = list(required) if isinstance(required, list) else []
+    return {
+        **parameters,
+        "properties": {**properties, arg: {**declared, "type": "string", "enum": allowed}},
+        "required": required if arg in required else [*required, arg],
+    }
 
 
-def call_schema(tools: Sequence[Any] | None, names: Collection[str]) -> dict[str, Any] | None:
+def call_schema(
+    tools: Sequence[Any] | None, names: Collection[str], narrow: Mapping[str, Narrow] | None = None
+) -> dict[str, Any] | None:
     """The schema of one call to any of the chat-style `tools` named in `names`."""
     options: list[dict[str, Any]] = []
     for tool in tools or ():
@@ -55,7 +81,7 @@ def call_schema(tools: Sequence[Any] | None, names: Collection[str]) -> dict[str
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "enum": [name]},
-                    "arguments": _arguments(function.get("parameters")),
+                    "arguments": _arguments(function.get("parameters"), (narrow or {}).get(name)),
                 },
                 "required": ["name", "arguments"],
             }

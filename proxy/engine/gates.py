@@ -9,7 +9,7 @@ a `tool_choice` when the directive names a tool or a call is required.
               that is none                                       the check the task names, or a look
 
 A retry that asks for a call also carries the call's JSON schema (`callschema.py`) while
-salvage is on and `reply.constrain_retries` allows it: servers that ignore `tool_choice` still
+salvage is on and `reply.constrain_calls` allows it: servers that ignore `tool_choice` still
 constrain the reply to a call that way.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from proxy.engine.callschema import call_schema
-from proxy.engine.detectors import BY_NAME, Levers, Trip
+from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.remedy import PREFIX, failing_call
 from proxy.engine.reply import Gate, GatePlan, ReplyRules
@@ -32,15 +32,27 @@ from proxy.engine.transcript import content_text
 from proxy.engine.vocabulary import learn_vocabulary
 from proxy.settings.kinds import Action, CallKind, Placement
 
-__all__ = ["Turn", "forced_tool", "nagged", "reply_rules"]
+__all__ = ["Turn", "forced_schema", "forced_tool", "nagged", "reply_rules"]
 
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
 
 
-def forced_tool(tail_trips: list[Trip], levers: Levers) -> str | None:
+def forced_tool(tail_trips: list[Trip], levers: Levers) -> Forced | None:
     """`force` pins the next call, as the last forcing pattern chooses."""
     forced = [t for t in tail_trips if t.action is Action.FORCE]
     return BY_NAME[forced[-1].pattern].force(forced[-1], levers) if forced else None
+
+
+def forced_schema(rules: Rules, tools: list[Any] | None, forced: Forced | None) -> dict[str, Any] | None:
+    """The schema of the call `force` pins (`callschema.py`), its kind-picking argument narrowed to
+    the values of the kind wanted; None when the policy asks for no constrained calls."""
+    reply = rules.policy.reply
+    if forced is None or not (reply.salvage and reply.constrain_calls):
+        return None
+    _fixed, arg, values, _shell = rules.classifier.rule_of(forced.tool)
+    wanted = [value for value, kind in values.items() if kind is forced.kind]
+    narrow = {forced.tool: (arg, wanted)} if arg and wanted else None
+    return call_schema(tools, {forced.tool}, narrow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +211,9 @@ def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> Ga
             text,
             messages=messages,
             leaves_out=messages is not None,
-            tool_choice=forced,
+            tool_choice=forced.tool if forced else None,
             require_call=forced is None,
+            call_schema=forced_schema(rules, translation.tools, forced),
         )
 
     return GatePlan(build, reply.max_action_attempts)
@@ -211,7 +224,7 @@ def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str
 
     def build() -> Edit:
         edit = plan.build()
-        if edit.tool_choice is None and not edit.require_call:
+        if edit.call_schema is not None or (edit.tool_choice is None and not edit.require_call):
             return edit
         names = [edit.tool_choice] if edit.tool_choice else edit.tools if edit.tools is not None else offered
         return replace(edit, call_schema=call_schema(tools, names))
@@ -238,7 +251,7 @@ def reply_rules(
         )
         if plan is not None
     }
-    if rules.policy.reply.salvage and rules.policy.reply.constrain_retries:
+    if rules.policy.reply.salvage and rules.policy.reply.constrain_calls:
         gates = {gate: _constrained(plan, translation.tools, frozenset(offered)) for gate, plan in gates.items()}
     acting = Gate.ACTION in gates and (turn.mid_task or turn.nagged)
     empty = Gate.DONE if Gate.DONE in gates else Gate.ACTION if acting else None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors import BY_NAME, Levers, Trip
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.failure import DiagnosticClass
-from proxy.engine.gates import Turn, forced_tool, nagged, reply_rules
+from proxy.engine.gates import Turn, forced_schema, forced_tool, nagged, reply_rules
 from proxy.engine.handback import Handback
 from proxy.engine.remedy import handback_text
 from proxy.engine.reply import ReplyRules
@@ -160,7 +160,13 @@ def decide(
     )
     placed = tuple(i for i in state.injections if i.anchor in positions)
     rewritten = apply_injections(messages, placed, positions) if placed else None
-    edit = Edit(messages=rewritten, tool_choice=forced_tool(tail_trips, levers), tools=_restricted(tail_trips, levers))
+    forced = forced_tool(tail_trips, levers)
+    edit = Edit(
+        messages=rewritten,
+        tool_choice=forced.tool if forced else None,
+        tools=_restricted(tail_trips, levers),
+        call_schema=forced_schema(rules, request.translation.tools, forced),
+    )
     unanswered = tuple(
         i
         for i in placed

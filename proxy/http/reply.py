@@ -8,7 +8,8 @@ reply rules say so (see `proxy/engine/reply.py`):
 Each gate is bounded by its own attempts; after the last, the reply passes marked with the
 gate's outcome (`X-Repair-Outcome`), except that the action gate passes the model's first
 reply, as it came. A retry the upstream refuses (an error status) ends the gate: the first
-reply passes, as after the last try; our retry's error never reaches the agent. Streamed
+reply passes, as after the last try; our retry's error never reaches the agent. A request
+whose `force` call schema the upstream refuses is sent once more without it. Streamed
 replies are held only while they may still be salvaged or gated; once they cannot, what
 was held goes out and the rest is relayed as it arrives.
 Upstream errors and compressed bodies are relayed as they are. Fail-open here too: a reply
@@ -163,10 +164,16 @@ async def reply_stage(
     retries: Counter[Gate] = Counter()
     first: _Reply | None = None
     attempt = 0
+    plain = False
     while True:
         upstream = await send(request, body, headers)
         async with upstream:
             encoded = upstream.headers.get("Content-Encoding", "identity").lower() != "identity"
+            if upstream.status >= 400 and attempt == 0 and not plain and (unconstrained := planned.unconstrained()):
+                # the force rung's call schema refused: the request again as it would go without it
+                log.warning("repair_schema_refused", status=upstream.status)
+                plain, body = True, unconstrained
+                continue
             if upstream.status >= 400 and first is not None:
                 # our retry was refused (a server that takes no structured output, say): the
                 # agent gets the reply it would have had without the gate, never our error

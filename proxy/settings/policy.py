@@ -182,12 +182,10 @@ class Reply(_Frozen):
     salvage: bool = True
     """A tool call the model wrote as text becomes a real call in the request's dialect."""
     action_gate: bool = True
-    """Mid-task, an empty reply (or prose while an instruction of ours is unanswered), and at any
-    point a reply meant as a call that is none, is asked again."""
+    """Empty or idle replies mid-task, and any reply meant as a call that is none, are asked again."""
     max_action_attempts: int = Field(default=MAX_ACTION_ATTEMPTS, ge=0)
-    constrain_retries: bool = True
-    """A gate's retry that asks for a call also constrains the reply to that call as JSON
-    (structured output) for servers that ignore `tool_choice`; salvage makes it the call."""
+    constrain_calls: bool = True
+    """Our requests for a call (gate retries, `force`) also ask for it as JSON (structured output)."""
     finish_gate: bool = True
     """Finishing (a finish tool, or a final answer) while the failing check still fails is asked again."""
     max_finish_attempts: int = Field(default=MAX_FINISH_ATTEMPTS, ge=0)

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from chat import Chat
+from chat import Chat, test_run, view
 from dialects import ollama_body, responses_body
 from replies import DIALECTS, PATHS, received, reply, reply_bytes
 from support import Upstream, policy_toml, post
@@ -37,6 +37,14 @@ NOT_CALLS = {
     "final_answer": "The function adds two numbers; nothing needs changing.",
     "json_answer": '{"name": "Ada", "born": 1815}',
 }
+
+
+def run_tests() -> tuple[str, dict[str, Any], str]:
+    return test_run()
+
+
+def read(path: str) -> tuple[str, dict[str, Any], str]:
+    return view(f"/workspace/{path}")
 
 
 def body(dialect: str, chat: Chat, stream: bool, **extra: Any) -> bytes:
@@ -146,7 +154,7 @@ async def test_responses_text_settings_stay_beside_the_call_format(
 
 async def test_constrained_retries_are_a_policy_switch(make_proxy, upstream: Upstream, tmp_path) -> None:  # type: ignore[no-untyped-def]
     policy = tmp_path / "p.toml"
-    policy.write_text(policy_toml({"reply": {"constrain_retries": False}}))
+    policy.write_text(policy_toml({"reply": {"constrain_calls": False}}))
     proxy = await make_proxy(policy=str(policy))
     upstream.reply_with(reply("chat", ECHO), reply("chat", CONSTRAINED))
     await post(proxy, Chat().bytes())
@@ -164,3 +172,23 @@ async def test_without_salvage_no_retry_is_constrained(make_proxy, upstream: Ups
     assert got.headers["X-Repair-Retries"] == "action:1"
     assert "response_format" not in upstream.seen[1].json()
     assert orjson.loads(got.body)["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "execute_bash"
+
+
+async def test_a_force_request_whose_schema_is_refused_goes_again_without_it(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """At the force rung the request carries the call's schema; a server that refuses structured
+    output gets the same request without it, and the agent the reply to that."""
+
+    async def refuse(request: web.Request, raw: bytes) -> web.StreamResponse:
+        return web.json_response({"error": {"message": "response_format is not supported"}}, status=400)
+
+    chat = Chat().turn(run_tests()).turn(read("tests/test_parse.py"), read("parse.py"))
+    for _ in range(4):
+        chat = chat.turn(run_tests())
+    upstream.reply_with(refuse, reply("chat", "", [("str_replace_editor", {"command": "view", "path": "x"})]))
+    got = await post(proxy, chat.bytes())
+    assert got.status == 200 and got.headers["X-Repair-Trips"] == "stuck_same_diagnostic"
+    first, second = upstream.seen[0].json(), upstream.seen[1].json()
+    assert "response_format" in first and "response_format" not in second
+    assert {k: v for k, v in first.items() if k != "response_format"} == second

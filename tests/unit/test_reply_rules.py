@@ -28,9 +28,14 @@ def test_mid_task_with_nothing_failing_arms_the_action_gate_for_empty_replies_on
     assert rules.offered.keys() == {"execute_bash", "str_replace_editor"}
 
 
-def test_a_person_waiting_for_an_answer_arms_no_gate() -> None:
-    """The transcript ends with the person's message: a text answer is what is wanted."""
-    assert rules_for(Chat()).gates == {}
+def test_a_person_waiting_for_an_answer_holds_only_a_reply_meant_as_a_call() -> None:
+    """The transcript ends with the person's message: a text answer, or nothing, is what is
+    wanted; only a reply written as a call that is none is held (by the action gate)."""
+    rules = rules_for(Chat())
+    assert (rules.empty_gate, rules.prose_gate, rules.miscall_gate) == (None, None, Gate.ACTION)
+    assert judge(ReplyView("Here is the answer."), rules).gate is None
+    assert judge(ReplyView(""), rules).gate is None
+    assert judge(ReplyView('{"name": "python", "arguments": {}}'), rules).gate is Gate.ACTION
 
 
 def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> None:
@@ -125,14 +130,17 @@ def test_a_coding_agent_repeating_its_own_nudge_makes_prose_a_non_answer() -> No
 
 
 def test_the_first_nudge_is_a_new_message_not_yet_a_nag() -> None:
-    assert rules_for(Chat().say("Let me think about it.").user(NAG)).gates == {}
+    rules = rules_for(Chat().say("Let me think about it.").user(NAG))
+    assert (rules.empty_gate, rules.prose_gate) == (None, None)
 
 
 def test_a_chat_apps_repeated_continue_is_never_forced_into_a_call() -> None:
     """Without tools that run, read or edit code, "continue" asks for more text."""
     weather = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     chat = Chat(tools=weather).say("Once upon a time").user("continue").say("there was a fox").user("continue")
-    assert rules_for(chat).gates == {}
+    rules = rules_for(chat)
+    assert (rules.empty_gate, rules.prose_gate) == (None, None)
+    assert judge(ReplyView("and the fox ran off."), rules).gate is None
 
 
 def _action_directive(chat: Chat) -> str:

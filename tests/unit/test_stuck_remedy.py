@@ -3,6 +3,7 @@ test exercises; once everything has been read, it asks for a different change.""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from chat import Chat, edit, test_run, tool_schemas, view
 from scenario_loader import analyse, engine
@@ -116,3 +117,20 @@ def test_a_failing_python_dash_c_is_never_read_as_a_file() -> None:
     text = _nudge(Chat().turn(inline).turn(edit("/workspace/calc.py")).turn(inline).turn(inline))
     assert "<string>" not in text
     assert "Next" in text or "next" in text
+
+
+def test_a_forced_edit_from_an_editor_that_also_views_is_narrowed_to_its_edit_commands() -> None:
+    """The force rung's request carries the call's schema (for servers that ignore tool_choice),
+    the editor's `command` limited to what edits: a small model asked to edit otherwise views."""
+    chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py"))
+    for _ in range(4):
+        chat = chat.turn(run())
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None and planned.decision.edit is not None
+    schema = planned.decision.edit.call_schema
+    assert schema is not None and schema["properties"]["name"]["enum"] == ["str_replace_editor"]
+    command = schema["properties"]["arguments"]["properties"]["command"]
+    assert "view" not in command["enum"] and "str_replace" in command["enum"]
+    sent = orjson.loads(planned.body)
+    assert sent["response_format"]["json_schema"]["schema"] == schema
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "str_replace_editor"}}

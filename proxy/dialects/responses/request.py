@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, Value
-from proxy.engine.callschema import SCHEMA_NAME
+from proxy.dialects.structured import text_format
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.transcript import content_text
 
@@ -144,10 +144,9 @@ def changes(data: dict[str, Any], edit: Edit) -> dict[str, Change]:
         out["tool_choice"] = Value({"type": "function", "name": edit.tool_choice})
     elif edit.require_call:
         out["tool_choice"] = Value("required")
-    text = data.get("text")
-    if edit.call_schema is not None and not (isinstance(text, dict) and "format" in text):
-        schema = {"type": "json_schema", "name": SCHEMA_NAME, "schema": dict(edit.call_schema)}
-        out["text"] = Value({**(text if isinstance(text, dict) else {}), "format": schema})
+    asked = text_format(edit.call_schema, data.get("text")) if edit.call_schema is not None else None
+    if asked is not None:
+        out[asked[0]] = Value(asked[1])
     return out
 
 

@@ -20,13 +20,23 @@ from proxy.engine.detectors import (
     reverify_owed,
     stuck_same_diagnostic,
 )
-from proxy.engine.detectors.base import Detector, DetectorStates, Levers, Pattern, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import (
+    Detector,
+    DetectorStates,
+    Forced,
+    Levers,
+    Pattern,
+    RemedyContext,
+    Trip,
+    TurnFacts,
+)
 
 __all__ = [
     "BY_NAME",
     "REGISTRY",
     "Detector",
     "DetectorStates",
+    "Forced",
     "Levers",
     "Pattern",
     "RemedyContext",

@@ -115,7 +115,20 @@ class Levers:
         return name if name in self.offered else None
 
 
-def no_force(_trip: Trip, _levers: Levers) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Forced:
+    """What `force` pins: a tool, and the kind of call wanted when the tool does several (an
+    editor whose `command` views or edits): a constrained request narrows that argument to it."""
+
+    tool: str
+    kind: CallKind | None = None
+
+    @classmethod
+    def of(cls, tool: str | None, kind: CallKind | None = None) -> Forced | None:
+        return None if tool is None else cls(tool, kind)
+
+
+def no_force(_trip: Trip, _levers: Levers) -> Forced | None:
     """Loops have no one right tool: `force` is the instruction alone."""
     return None
 
@@ -140,7 +153,7 @@ class Detector(Generic[S]):
     """The instruction a nudge, force or restrict injects."""
     episodic: bool = True
     """A person's new user message starts a new episode: the state goes back to `initial`."""
-    force: Callable[[Trip, Levers], str | None] = no_force
+    force: Callable[[Trip, Levers], Forced | None] = no_force
     """The tool `force` pins (it must be offered); None: the instruction alone."""
     restrict: Callable[[Trip, Levers], frozenset[str]] = the_tripped_tool
     """The tools `restrict` takes out of `tools` for one request."""
@@ -169,7 +182,7 @@ class Pattern(Protocol):
     @property
     def episodic(self) -> bool: ...
     @property
-    def force(self) -> Callable[[Trip, Levers], str | None]: ...
+    def force(self) -> Callable[[Trip, Levers], Forced | None]: ...
     @property
     def restrict(self) -> Callable[[Trip, Levers], frozenset[str]]: ...
     @property

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.remedy import PREFIX
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
@@ -91,9 +91,9 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
-def force(_trip: Trip, levers: Levers) -> str | None:
+def force(_trip: Trip, levers: Levers) -> Forced | None:
     """An edit tool: the next step is a change."""
-    return levers.classifier.tool_of_kind(CallKind.EDIT, set(levers.offered))
+    return Forced.of(levers.classifier.tool_of_kind(CallKind.EDIT, set(levers.offered)), CallKind.EDIT)
 
 
 DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy, force=force)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.remedy import PREFIX, failing_call
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -58,9 +58,9 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     return context.fit(head, context.repair.snippet, tail)
 
 
-def force(_trip: Trip, levers: Levers) -> str | None:
+def force(_trip: Trip, levers: Levers) -> Forced | None:
     """The tool that re-runs the check: the policy's `verify_tool`, else the one that failed."""
-    return levers.rerun_tool()
+    return Forced.of(levers.rerun_tool(), CallKind.VERIFY)
 
 
 DETECTOR = Detector(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.failure import RepairState
 from proxy.engine.remedy import PREFIX, failing_call, resolve_path, working_dir
 from proxy.engine.vocabulary import Vocabulary
@@ -149,11 +149,11 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     return context.fit(head, state.snippet, f"{hold} {step}")
 
 
-def force(_trip: Trip, levers: Levers) -> str | None:
+def force(_trip: Trip, levers: Levers) -> Forced | None:
     """A read tool while the failure points at something not read yet (the remedy names it);
     once all of it has been read, an edit tool (the remedy asks for a change)."""
     kind = CallKind.READ if _next_read(levers.repair, None) is not None else CallKind.EDIT
-    return levers.classifier.tool_of_kind(kind, set(levers.offered))
+    return Forced.of(levers.classifier.tool_of_kind(kind, set(levers.offered)), kind)
 
 
 def restrict(_trip: Trip, levers: Levers) -> frozenset[str]:
