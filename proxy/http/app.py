@@ -31,7 +31,7 @@ from proxy.http.metrics import Metrics
 from proxy.http.reload import Reloader
 from proxy.http.routes import add_routes
 from proxy.http.tenancy import Runtime
-from proxy.http.workers import Worker
+from proxy.http.workers import Worker, watch_supervisor
 from proxy.settings.config import Settings
 from proxy.store import open_store
 
@@ -162,6 +162,8 @@ def make_app(runtime: Runtime, reloader: Reloader | None = None, worker: Worker 
     app.cleanup_ctx.append(_gc_accounting)
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)
+    if worker.index is not None:
+        app.cleanup_ctx.append(watch_supervisor)
     if reloader is not None:
         app.on_startup.append(reloader.install)
     add_routes(app)

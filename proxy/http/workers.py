@@ -18,20 +18,36 @@ with `SIBLING_HEADER` set so that they answer from their own cache alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
+import structlog
 
-__all__ = ["SIBLING_HEADER", "SIBLING_TIMEOUT", "Worker", "ask_siblings", "metrics_dir"]
+log = structlog.get_logger("repair_proxy")
+
+__all__ = [
+    "SIBLING_HEADER",
+    "SIBLING_TIMEOUT",
+    "SUPERVISOR_CHECK_SECONDS",
+    "Worker",
+    "ask_siblings",
+    "metrics_dir",
+    "watch_supervisor",
+]
 
 SIBLING_HEADER = "X-Repair-Sibling"
 """Set on a request from one worker to another: answer from this worker only."""
 SIBLING_TIMEOUT = 5.0
 """Seconds a sibling has to answer; one that does not is left out of the view."""
+SUPERVISOR_CHECK_SECONDS = 1.0
+"""How often a worker checks that the supervisor that started it still runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +127,24 @@ async def _ask(sock: Path, method: str, path: str, authorization: str) -> Any:
             return orjson.loads(await response.read())
     except (aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError):
         return None
+
+
+async def watch_supervisor(_app: object) -> AsyncIterator[None]:
+    """cleanup_ctx of a worker of a set: when its supervisor is gone (killed with SIGKILL, so it
+    could not pass SIGTERM on), the worker stops as on SIGTERM (draining) instead of holding
+    the port on its own."""
+    parent = os.getppid()
+
+    async def watch() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(SUPERVISOR_CHECK_SECONDS)
+        log.warning("supervisor_gone", supervisor=parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    task = asyncio.create_task(watch())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -203,6 +203,32 @@ async def test_readyz_answers_for_the_set_and_a_dead_worker_is_replaced(upstream
     assert sum(e["event"] == "listening" for e in two.log) == 3
 
 
+async def test_workers_whose_supervisor_is_killed_stop_by_themselves(upstream: Upstream, serve) -> None:
+    """kill -9 of the supervisor cannot pass SIGTERM on: each worker sees it is gone and stops,
+    so no orphan keeps the port."""
+    two = await serve(2)
+    assert two.run_dir is not None
+    pids = [int(line.split()[1]) for line in (two.run_dir / "workers").read_text().splitlines()]
+    two.process.kill()
+    await two.process.wait()
+    for _ in range(200):
+        alive = [pid for pid in pids if _running(pid)]
+        if not alive:
+            break
+        await asyncio.sleep(0.05)
+    assert alive == [], "workers outlived their supervisor"
+    assert sum(e["event"] == "supervisor_gone" for e in two.log) == 2
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie (exited, not yet reaped) is not running
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_a_port_in_use_is_refused_with_its_address(workers: int) -> None:
     """Another process holds the port: exit 2 and one line naming the address, no worker started."""
