@@ -108,13 +108,15 @@ async def test_placement_follows_the_policy(make_proxy, upstream: Upstream, tmp_
 
 
 async def test_force_pins_tool_choice_for_one_request(proxy: TestServer, upstream: Upstream) -> None:
-    """At the force rung (5 same failures) tool_choice names the agent's read tool, on that request only."""
+    """At the force rungs (5 to 7 same failures) tool_choice names the agent's read tool, on
+    those requests only: the ones before carry none, and so does the one after the check passes."""
     upstream.reply_with(json_reply(ACTING))
     chat = Chat()
-    for out in ["@pytest_addition_a", "@pytest_addition_b"] * 3:
+    for out in [*["@pytest_addition_a", "@pytest_addition_b"] * 3, "@pytest_pass"]:
         await post(proxy, chat.turn(test_run(out)).bytes())
     choices = [s.json().get("tool_choice") for s in upstream.seen]
-    assert choices == [None, None, None, None, {"type": "function", "function": {"name": "str_replace_editor"}}, None]
+    read = {"type": "function", "function": {"name": "str_replace_editor"}}
+    assert choices == [None, None, None, None, read, read, None]
 
 
 async def test_halt_hands_back_incomplete_with_current_failure_header(

@@ -34,13 +34,19 @@ NAME = "stuck_same_diagnostic"
 AFTER = 3
 """Same-signature failures in a row before the pattern trips."""
 FORCE_AT = 5
-"""Streak at which the nudge escalates to `force`."""
+"""Streak at which the nudge escalates to `force`; every same failure after it forces the next
+step again, until `HALT_AT`. Measured on Qwen2.5-Coder-1.5B (bench/recovery.py): with one force
+rung the model read the code at 5, then re-ran the same failing check at 6 and 7 without a
+change and was handed back at 8; nothing asked it for the edit in between."""
 HALT_AT = 8
 """Streak at which the run is handed back as incomplete."""
 LADDER = Ladder(
     after=AFTER,
     action=Action.NUDGE,
-    escalate=(Rung(at=FORCE_AT, action=Action.FORCE), Rung(at=HALT_AT, action=Action.HALT)),
+    escalate=(
+        *(Rung(at=at, action=Action.FORCE) for at in range(FORCE_AT, HALT_AT)),
+        Rung(at=HALT_AT, action=Action.HALT),
+    ),
 )
 
 
