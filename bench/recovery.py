@@ -19,7 +19,7 @@ completion tokens to the first green, hand-backs; and for the proxy arms, how of
 to a request carrying a new instruction of ours was a real call. Every run is also written as
 one JSON line (`--out`).
 
-Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--turns 6] [--arms direct,proxy,full]
+Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--turns 10] [--arms direct,proxy,full]
                               [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE]
 """
 
@@ -158,7 +158,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repos", default=",".join(sorted(p.name for p in REPOS.iterdir() if p.is_dir())))
     parser.add_argument("--k", type=int, default=1, help="samples per repo, start and arm (seeds 0..k-1)")
-    parser.add_argument("--turns", type=int, default=6, help="model replies per run at most")
+    parser.add_argument("--turns", type=int, default=10, help="model replies per run at most")
     parser.add_argument("--arms", default="direct,proxy,full")
     parser.add_argument("--starts", default="stuck,scratch")
     parser.add_argument("--style", default="both", choices=["openhands", "bash", "both"])

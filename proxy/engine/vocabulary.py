@@ -1,6 +1,6 @@
-"""The agent's own vocabulary: how this agent reads a file and runs a command, from the
-request's `tools` schema and the policy's classification, so a remedy can name an exact call
-the agent can copy.
+"""The agent's own vocabulary: how this agent reads a file, replaces code in it and runs a
+command, from the request's `tools` schema and the policy's classification, so a remedy can
+name an exact call the agent can copy (an edit with the code left for the model to fill in).
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ __all__ = ["Call", "Vocabulary", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
+_OLD_ARGS = ("old_str", "old_string", "old_text", "search")
+_NEW_ARGS = ("new_str", "new_string", "new_text", "replace")
+OLD_CODE = "<the wrong code, exactly as in the file>"
+NEW_CODE = "<the corrected code>"
 _CONTEXT_LINES = 15
 
 
@@ -39,6 +43,15 @@ class _Reader:
     fixed: Mapping[str, str]
     range_style: str | None
     """"view_range" ([start, end]), "offset" (offset/limit), "lines" (start_line/end_line) or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Editor:
+    name: str
+    path_arg: str
+    old_arg: str
+    new_arg: str
+    fixed: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +93,14 @@ class Vocabulary:
     reader: _Reader | None
     shell: _Shell | None
     tools: frozenset[str]
+    editor: _Editor | None = None
+
+    def edit(self, path: str) -> Call | None:
+        """The call that replaces code in `path`, the old and new code left for the model to write."""
+        if self.editor is None:
+            return None
+        e = self.editor
+        return Call(e.name, {**e.fixed, e.path_arg: path, e.old_arg: OLD_CODE, e.new_arg: NEW_CODE})
 
     def read(self, path: str, line: int | None = None) -> Call | None:
         """The call that shows `path` (around `line` when given): the read tool, else the shell."""
@@ -111,6 +132,7 @@ def learn_vocabulary(tools: Sequence[Any] | None, classifier: Classifier) -> Voc
     """What the request's tools offer for reading and running, by the policy's classification."""
     readers: list[tuple[int, _Reader]] = []
     shell: _Shell | None = None
+    editor: _Editor | None = None
     names: set[str] = set()
     for tool in tools or ():
         if not isinstance(tool, dict):
@@ -121,6 +143,8 @@ def learn_vocabulary(tools: Sequence[Any] | None, classifier: Classifier) -> Voc
         names.add(name)
         fixed_kind, kind_arg, values, shell_arg = classifier.rule_of(name)
         path = _path_arg(props)
+        if editor is None:
+            editor = _editor(name, props, path, fixed_kind, kind_arg, values)
         if kind_arg and path:
             view = next((v for v, k in values.items() if k is CallKind.READ), None)
             if view is not None:
@@ -136,4 +160,27 @@ def learn_vocabulary(tools: Sequence[Any] | None, classifier: Classifier) -> Voc
             array = isinstance(schema, dict) and schema.get("type") == "array"
             shell = _Shell(name, arg, array)
     readers.sort(key=lambda item: item[0])
-    return Vocabulary(readers[0][1] if readers else None, shell, frozenset(names))
+    return Vocabulary(readers[0][1] if readers else None, shell, frozenset(names), editor)
+
+
+def _editor(
+    name: str,
+    props: Mapping[str, Any],
+    path: str | None,
+    fixed_kind: CallKind | None,
+    kind_arg: str | None,
+    values: Mapping[str, CallKind],
+) -> _Editor | None:
+    """A tool that replaces old code with new in a file: an edit kind, a path, an old and a new
+    text argument; for a tool whose one argument picks what it does, the edit value that names
+    a replacement."""
+    old = next((a for a in _OLD_ARGS if a in props), None)
+    new = next((a for a in _NEW_ARGS if a in props), None)
+    if path is None or old is None or new is None:
+        return None
+    if fixed_kind is CallKind.EDIT:
+        return _Editor(name, path, old, new, {})
+    if kind_arg is None:
+        return None
+    replace = next((v for v, k in values.items() if k is CallKind.EDIT and "replace" in v), None)
+    return None if replace is None else _Editor(name, path, old, new, {kind_arg: replace})

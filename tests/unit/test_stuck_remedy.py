@@ -77,7 +77,8 @@ def test_with_no_edit_yet_it_asks_for_a_change() -> None:
         .turn(run())
     )
     text = _nudge(chat)
-    assert "Make a change to /workspace/calc.py, one that addresses the failure above" in text
+    assert "Make a change to /workspace/calc.py, one that addresses the failure above: call str_replace_editor" in text
+    assert '"command":"str_replace","path":"/workspace/calc.py","old_str":"<the wrong code' in text
 
 
 def test_force_pins_a_read_tool_then_an_edit_tool_once_everything_is_read() -> None:

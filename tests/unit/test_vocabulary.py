@@ -52,6 +52,29 @@ def test_run_directive_uses_the_shell_tool_in_its_own_shape(agent: str) -> None:
         assert call.arguments["command"] == ["bash", "-lc", "python -m pytest tests/test_parse.py"]
 
 
+EXPECTED_EDITOR = {
+    "openhands": ("str_replace_editor", {"command": "str_replace", "path": "/w/calc.py"}),
+    "goose": ("developer__text_editor", {"command": "str_replace", "path": "/w/calc.py"}),
+    "claude_code": ("Edit", {"file_path": "/w/calc.py"}),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(VOCABULARIES))
+def test_an_edit_directive_names_the_agents_replace_tool_with_the_code_left_to_write(agent: str) -> None:
+    """Tools that replace old code with new render an edit call (the model writes the code);
+    agents that edit through a shell, a patch or a diff get none (the remedy says it in words)."""
+    tools = VOCABULARIES[agent]
+    call = learn_vocabulary(tools, CLASSIFIER).edit("/w/calc.py")
+    if agent not in EXPECTED_EDITOR:
+        assert call is None
+        return
+    assert call is not None
+    name, fixed = EXPECTED_EDITOR[agent]
+    assert call.name == name and fixed.items() <= call.arguments.items()
+    validate(call, tools)
+    assert {"<the wrong code, exactly as in the file>", "<the corrected code>"} <= set(call.arguments.values())
+
+
 def test_no_tools_means_no_call() -> None:
     """With nothing to call, no call is rendered (the remedy falls back to plain words)."""
     vocabulary = learn_vocabulary([], CLASSIFIER)

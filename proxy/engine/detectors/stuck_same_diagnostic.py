@@ -142,9 +142,11 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
         where = resolve_path(code[-1], known, working_dir(state.failing_command)) if code else "the code"
         target = f"a change to {where}"
         change = f"a different change to {edited} than before" if edited else target
+        edit = context.vocabulary.edit(where) if context.vocabulary is not None and code else None
+        how = f": {edit.render()}, with the code written in" if edit is not None else ""
         tail = (
             f"You have read the failing test and the code it exercises. Make {change}, one that "
-            f"addresses the failure above, then re-run {failing_call(state)}."
+            f"addresses the failure above{how}. Then re-run {failing_call(state)}."
         )
         return context.fit(head, state.snippet, tail)
     what, call = read
