@@ -145,14 +145,19 @@ async def memory(base: str, pid: int, conversations: int, turns: int) -> None:
     body = request_body(messages)
     idle = rss_mb(pid)
     print(f"one conversation: {turns} turns, {len(body) / 1e3:.0f} KB per request; idle RSS {idle:.0f} MB")
+    warm = idle
     async with aiohttp.ClientSession() as client:
         for n in range(1, conversations + 1):
             headers = {"X-Repair-Conversation": f"mem-{n}", "Content-Type": "application/json"}
             async with client.post(base + "/v1/chat/completions", data=body, headers=headers) as response:
                 await response.read()
+            if n == 1:
+                warm = rss_mb(pid)
+                print(f"  after the first conversation (tokenizer and parsers loaded): RSS {warm:.0f} MB", flush=True)
             if n % max(1, conversations // 10) == 0:
                 print(f"  {n:>6} conversations: RSS {rss_mb(pid):7.0f} MB, fds {fds(pid)}", flush=True)
-    print(f"RSS grew {rss_mb(pid) - idle:.0f} MB over idle")
+    end = rss_mb(pid)
+    print(f"RSS grew {end - idle:.0f} MB over idle, {end - warm:.0f} MB over the first conversation")
 
 
 def mutate(rng: random.Random, body: bytes) -> bytes:
