@@ -19,7 +19,7 @@ completion tokens to the first green, hand-backs; and for the proxy arms, how of
 to a request carrying a new instruction of ours was a real call. Every run is also written as
 one JSON line (`--out`).
 
-Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--turns 10] [--arms direct,proxy,full]
+Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10] [--arms direct,proxy,full]
                               [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE]
 """
 
@@ -157,7 +157,8 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repos", default=",".join(sorted(p.name for p in REPOS.iterdir() if p.is_dir())))
-    parser.add_argument("--k", type=int, default=1, help="samples per repo, start and arm (seeds 0..k-1)")
+    parser.add_argument("--k", type=int, default=1, help="samples per repo, start and arm (seeds first..first+k-1)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first sampling seed (a rerun with other seeds)")
     parser.add_argument("--turns", type=int, default=10, help="model replies per run at most")
     parser.add_argument("--arms", default="direct,proxy,full")
     parser.add_argument("--starts", default="stuck,scratch")
@@ -178,7 +179,7 @@ def main() -> None:
         out as sink,
     ):
         urls["direct"] = model
-        for seed in range(args.k):
+        for seed in range(args.first_seed, args.first_seed + args.k):
             for index, repo in enumerate(repos):
                 style = styles[index % len(styles)]
                 for start in starts:
