@@ -32,7 +32,7 @@ from proxy.engine.transcript import content_text
 from proxy.engine.vocabulary import learn_vocabulary
 from proxy.settings.kinds import Action, CallKind, Placement
 
-__all__ = ["Turn", "forced_schema", "forced_tool", "nagged", "reply_rules"]
+__all__ = ["ASKS_FOR_CALL_CHARS", "Turn", "asks_for_a_call", "forced_schema", "forced_tool", "nagged", "reply_rules"]
 
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
 
@@ -72,11 +72,31 @@ class Turn:
     tail_trips: list[Trip]
 
 
+_NO_CALL = re.compile(r"\b(?:no|missing|zero)\s+(?:valid\s+)?(?:tool|function)[ _-]?calls?\b", re.I)
+_CALL_DEMANDED = re.compile(
+    r"\b(?:must|should|please|always)\s+(?:\w+\s+){0,4}?(?:include|contain|make|call|use)\s+"
+    r"(?:\w+\s+){0,4}?(?:tools?|functions?|tool[ _-]?calls?)\b",
+    re.I,
+)
+_CALL_REFUSED = re.compile(r"\b(?:don'?t|do\s+not|never|stop|without)\s+(?:\w+\s+){0,3}?(?:call|use|make)", re.I)
+ASKS_FOR_CALL_CHARS = 2000
+"""Longest user message read for a request for a call (agents' nudges are a sentence or two)."""
+
+
+def asks_for_a_call(text: str) -> bool:
+    """The message says the last reply had no tool call, or that a reply must make one (the
+    nudges of mini-swe-agent 2.x, OpenHands-style loops, ...), and does not say not to call."""
+    if len(text) > ASKS_FOR_CALL_CHARS or _CALL_REFUSED.search(text):
+        return False
+    return bool(_NO_CALL.search(text) or _CALL_DEMANDED.search(text))
+
+
 def nagged(messages: list[Any], levers: Levers) -> bool:
-    """A coding agent's own nudge, unanswered: the transcript ends with a user message that was
-    sent before in it, right after an assistant reply without a call (the agent's "your reply
-    had no tool call" boilerplate). Only for agents whose tools run, read or edit code: a chat
-    app's repeated "continue" asks for more text, not for a call."""
+    """A coding agent's own nudge, unanswered: the transcript ends with a user message right after
+    an assistant reply without a call, and that message was sent before in it (the agent's
+    boilerplate, repeated) or asks for a call in so many words (`asks_for_a_call`: then forcing a
+    call is what the message itself asks). Only for agents whose tools run, read or edit code:
+    a chat app's repeated "continue" asks for more text, not for a call."""
     if len(messages) < 3 or not levers.vocabulary_runs:
         return False
     last, before = messages[-1], messages[-2]
@@ -85,9 +105,12 @@ def nagged(messages: list[Any], levers: Levers) -> bool:
     if before.get("role") != "assistant" or before.get("tool_calls") or before.get("function_call"):
         return False
     text = content_text(last.get("content")).strip()
-    return bool(text) and any(
-        isinstance(m, dict) and m.get("role") == "user" and content_text(m.get("content")).strip() == text
-        for m in messages[:-2]
+    return bool(text) and (
+        asks_for_a_call(text)
+        or any(
+            isinstance(m, dict) and m.get("role") == "user" and content_text(m.get("content")).strip() == text
+            for m in messages[:-2]
+        )
     )
 
 

@@ -8,6 +8,7 @@ import pytest
 from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
+from proxy.engine.gates import asks_for_a_call
 from proxy.engine.reply import Gate, ReplyRules, ReplyView, holding, judge
 from proxy.engine.salvage import OfferedTool
 
@@ -129,9 +130,43 @@ def test_a_coding_agent_repeating_its_own_nudge_makes_prose_a_non_answer() -> No
     assert rules.prose_gate is Gate.ACTION and rules.empty_gate is Gate.ACTION
 
 
-def test_the_first_nudge_is_a_new_message_not_yet_a_nag() -> None:
-    rules = rules_for(Chat().say("Let me think about it.").user(NAG))
+def test_a_first_follow_up_that_does_not_ask_for_a_call_is_not_yet_a_nag() -> None:
+    rules = rules_for(Chat().say("Let me think about it.").user("Go on."))
     assert (rules.empty_gate, rules.prose_gate) == (None, None)
+
+
+def test_a_first_nudge_that_asks_for_a_call_in_so_many_words_is_a_nag() -> None:
+    """Holding the prose that answers it and asking for a call is what the message itself asks."""
+    rules = rules_for(Chat().say("Let me think about it.").user(NAG))
+    assert (rules.empty_gate, rules.prose_gate) == (Gate.ACTION, Gate.ACTION)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        NAG,
+        "No tool calls found in the response. Every response MUST include at least one tool call.",
+        "No tool calls found in your reply. Every reply must call the bash tool with one command.",
+        "You must call a function.",
+    ],
+)
+def test_these_ask_for_a_call(text: str) -> None:
+    assert asks_for_a_call(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "continue",
+        "Don't call any tools, just explain.",
+        "Do not use tools for this one; answer in prose.",
+        "What does the function call on line 3 do?",
+        "Please explain the tool output.",
+        "Your last reply had no tool call. " + "x" * 2000,
+    ],
+)
+def test_these_do_not_ask_for_a_call(text: str) -> None:
+    assert not asks_for_a_call(text)
 
 
 def test_a_chat_apps_repeated_continue_is_never_forced_into_a_call() -> None:
