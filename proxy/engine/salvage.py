@@ -15,8 +15,8 @@ cut off mid-value is never a call: the reply is left as it is.
 
 `miscall` says whether a reply that is no call was meant as one (a call-shaped object naming a
 tool not offered, missing a required key, or a tool's declaration copied back): never an
-answer, whatever else holds. `may_become_call` says whether a streamed reply's text so far can still turn out to be a
-call, so a stream is held only while that is possible.
+answer, whatever else holds. `may_become_call` says whether a streamed reply's text so far can
+still turn out to be a call, so a stream is held only while that is possible.
 """
 
 from __future__ import annotations
