@@ -95,11 +95,14 @@ class Planned:
             return None
         return self.incoming.write(replace(edit, call_schema=None))
 
-    def retry(self, gate: Gate, attempt: int = 1) -> bytes:
+    def retry(self, gate: Gate, attempt: int = 1, constrained: bool = True) -> bytes:
         """The request a gate sends instead when it holds the reply (written when needed); from
         its second attempt on, a seed the request pins is moved on by one per attempt, or the
-        same body would draw the same reply again."""
+        same body would draw the same reply again. Not `constrained`: without the call schema
+        (for a server that refused it)."""
         edit = self.decision.reply.gates[gate].edit
+        if not constrained:
+            edit = replace(edit, call_schema=None)
         seed = self.incoming.data.get("seed")
         if attempt > 1 and isinstance(seed, int) and not isinstance(seed, bool):
             edit = replace(edit, seed=seed + attempt - 1)

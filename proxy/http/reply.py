@@ -8,8 +8,9 @@ reply rules say so (see `proxy/engine/reply.py`):
 Each gate is bounded by its own attempts; after the last, the reply passes marked with the
 gate's outcome (`X-Repair-Outcome`), except that the action gate passes the model's first
 reply, as it came. A retry the upstream refuses (an error status) ends the gate: the first
-reply passes, as after the last try; our retry's error never reaches the agent. A request
-whose `force` call schema the upstream refuses is sent once more without it. Streamed
+reply passes, as after the last try; our retry's error never reaches the agent. A request or
+retry whose call schema the upstream refuses is sent once more without it (and no schema goes
+up again for that request). Streamed
 replies are held only while they may still be salvaged or gated; once they cannot, what
 was held goes out and the rest is relayed as it arrives.
 Upstream errors and compressed bodies are relayed as they are. Fail-open here too: a reply
@@ -163,8 +164,9 @@ async def reply_stage(
     body = planned.body
     retries: Counter[Gate] = Counter()
     first: _Reply | None = None
+    gate: Gate | None = None
     attempt = 0
-    plain = False
+    plain = False  # no call schemas for the rest of this request: the upstream refused one
     while True:
         upstream = await send(request, body, headers)
         async with upstream:
@@ -174,9 +176,15 @@ async def reply_stage(
                 log.warning("repair_schema_refused", status=upstream.status)
                 plain, body = True, unconstrained
                 continue
-            if upstream.status >= 400 and first is not None:
-                # our retry was refused (a server that takes no structured output, say): the
-                # agent gets the reply it would have had without the gate, never our error
+            if upstream.status >= 400 and first is not None and gate is not None:
+                if not plain and rules.gates[gate].edit.call_schema is not None:
+                    # a server that takes no structured output (or not with tool_choice): the
+                    # same retry without the schema, and none for the rest of this request
+                    log.warning("repair_schema_refused", status=upstream.status)
+                    plain, body = True, planned.retry(gate, retries[gate], constrained=False)
+                    continue
+                # our retry was refused: the agent gets the reply it would have had without the
+                # gate, never our error
                 log.warning(
                     "repair_gate_refused", status=upstream.status, conversation=planned.decision.request.conversation
                 )
@@ -211,4 +219,4 @@ async def reply_stage(
             "repair_gate", gate=gate.value, conversation=planned.decision.request.conversation, attempt=retries[gate]
         )
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
-        body = planned.retry(gate, retries[gate])
+        body = planned.retry(gate, retries[gate], constrained=not plain)

@@ -119,7 +119,30 @@ async def test_a_retry_the_upstream_refuses_ends_the_gate_with_the_first_reply(
     upstream.reply_with(reply(dialect, first), refuse)
     got = await post(proxy, body(dialect, Chat(), False), path=PATHS[dialect])
     assert got.status == 200 and got.body == reply_bytes(dialect, first)[0]
-    assert got.headers["X-Repair-Outcome"] == "no_action" and len(upstream.seen) == 2
+    assert got.headers["X-Repair-Outcome"] == "no_action"
+    assert len(upstream.seen) == 3, "the retry, then the same retry without the schema, both refused"
+    assert schema_sent(dialect, upstream.seen[1].json()) is not None
+    assert schema_sent(dialect, upstream.seen[2].json()) is None
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_retry_whose_schema_is_refused_goes_again_without_it(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """A server that takes `tool_choice` but not structured output beside it (as vLLM may): the
+    retry without the schema still gets the call, and no later retry of the request carries one."""
+    calls = reply(dialect, "", [("execute_bash", {"command": "python -m pytest"})])
+
+    async def strict(request: web.Request, raw: bytes) -> web.StreamResponse:
+        if schema_sent(dialect, orjson.loads(raw)) is not None:
+            return web.json_response({"error": {"message": "structured output is not supported here"}}, status=400)
+        return await calls(request, raw)
+
+    upstream.reply_with(reply(dialect, ECHO), strict)
+    got = await post(proxy, body(dialect, Chat(), False), path=PATHS[dialect])
+    _text, received_calls = received(dialect, got.body, False)
+    assert got.status == 200 and [n for n, _, _ in received_calls] == ["execute_bash"]
+    assert got.headers["X-Repair-Retries"] == "action:1" and len(upstream.seen) == 3
 
 
 @pytest.mark.parametrize(
