@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from proxy.engine.exchange import Edit
-from proxy.engine.salvage import OfferedTool, SalvagedCall, may_become_call, miscall, ran_on, salvage
+from proxy.engine.salvage import OfferedTool, SalvagedCall, call_shaped, may_become_call, ran_on, salvage
 
 __all__ = [
     "GATE_OUTCOMES",
@@ -116,7 +116,9 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
     if not view.text.strip():
         return Judgement(rules.empty_gate, None)
-    if rules.prose_gate is None and rules.miscall_gate is not None and miscall(view.text, rules.offered):
+    # salvage found no call above (or is off, with nothing offered to salvage): what is still
+    # call-shaped is a miscall, without salvaging it a second time
+    if rules.prose_gate is None and rules.miscall_gate is not None and call_shaped(view.text):
         return Judgement(rules.miscall_gate, None)
     return Judgement(rules.prose_gate, None)
 

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_CALL_CHARS",
     "OfferedTool",
     "SalvagedCall",
+    "call_shaped",
     "may_become_call",
     "miscall",
     "offered_tools",
@@ -213,18 +214,20 @@ def salvage(text: str, offered: Mapping[str, OfferedTool]) -> tuple[SalvagedCall
     return tuple(c for c in calls if c is not None)
 
 
-def _call_shaped(value: Any) -> bool:
-    if not isinstance(value, dict):
+def call_shaped(text: str) -> bool:
+    """The text begins with a call-shaped JSON object (`name` with `arguments` or `parameters`,
+    or a `function` object; bare, fenced or tagged), whether or not it is a valid call."""
+    if not text.strip() or len(text) > MAX_CALL_CHARS:
         return False
-    if isinstance(value.get("function"), dict):
+    values = _values(text.strip())
+    first = values[0] if values else None
+    if not isinstance(first, dict):
+        return False
+    if isinstance(first.get("function"), dict):
         return True
-    return isinstance(value.get("name"), str) and ("arguments" in value or "parameters" in value)
+    return isinstance(first.get("name"), str) and ("arguments" in first or "parameters" in first)
 
 
 def miscall(text: str, offered: Mapping[str, OfferedTool]) -> bool:
-    """The text begins with a call-shaped JSON object (`name` with `arguments` or `parameters`,
-    or a `function` object; bare, fenced or tagged) and yet is no call to an offered tool."""
-    if not text.strip() or len(text) > MAX_CALL_CHARS or salvage(text, offered):
-        return False
-    values = _values(text.strip())
-    return values is not None and bool(values) and _call_shaped(values[0])
+    """The text is call-shaped (`call_shaped`) and yet no call to an offered tool."""
+    return call_shaped(text) and salvage(text, offered) is None

@@ -107,19 +107,23 @@ def _evidence(state: RepairState) -> list[tuple[str, int | None, str]]:
     return options
 
 
+def _resolved(state: RepairState, path: str) -> str:
+    """`path` as the agent wrote the files it read or edited since the failure appeared."""
+    known = [*state.read_since_failure, *state.edited_since_failure]
+    return resolve_path(path, known, working_dir(state.failing_command))
+
+
 def _next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, str | None] | None:
     """(what to read and why, the exact call) for the first piece of evidence not read since the
     failure appeared; None when all of it has been read."""
-    known = [*state.read_since_failure, *state.edited_since_failure]
-    cwd = working_dir(state.failing_command)
     options = _evidence(state)
     if not options:
         return "the failing check's source and the code it exercises", None
-    unread = [o for o in options if resolve_path(o[0], known, cwd) not in state.read_since_failure]
+    unread = [o for o in options if _resolved(state, o[0]) not in state.read_since_failure]
     if not unread:
         return None
     path, line, why = unread[0]
-    full = resolve_path(path, known, cwd)
+    full = _resolved(state, path)
     call = vocabulary.read(full, line) if vocabulary is not None else None
     return f"{why} in {full}", call.render() if call is not None else None
 
@@ -137,9 +141,8 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not
         # the one already tried.
-        code = [path for path, _line, why in _evidence(state) if not why.startswith("the failing test")]
-        known = [*state.read_since_failure, *state.edited_since_failure]
-        where = resolve_path(code[-1], known, working_dir(state.failing_command)) if code else "the code"
+        code = [path for path, _line, _why in _evidence(state) if path != state.pointers.test_file]
+        where = _resolved(state, code[-1]) if code else "the code"
         target = f"a change to {where}"
         change = f"a different change to {edited} than before" if edited else target
         edit = context.vocabulary.edit(where) if context.vocabulary is not None and code else None
