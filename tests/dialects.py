@@ -70,3 +70,12 @@ def ollama_body(chat: Chat, **extra: Any) -> bytes:
         else:
             messages.append({"role": message["role"], "content": message["content"] or ""})
     return orjson.dumps({"model": chat.model, "messages": messages, "tools": chat.tools, "stream": False, **extra})
+
+
+def body_for(dialect: str, chat: Chat, **extra: Any) -> bytes:
+    """The conversation as a request body in `dialect` (`chat`, `responses` or `ollama`)."""
+    if dialect == "responses":
+        return responses_body(chat, **extra)
+    if dialect == "ollama":
+        return ollama_body(chat, **extra)
+    return chat.bytes(**extra)

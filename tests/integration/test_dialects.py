@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run
-from dialects import ollama_body, responses_body
+from dialects import body_for, responses_body
 from support import Upstream, json_reply, post, sdk, sse_reply
 
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "ollama": "/api/chat"}
@@ -52,14 +52,6 @@ CHAT_CALL = orjson.dumps(
     }
 )
 ACTING = {"chat": CHAT_CALL, "responses": RESPONSE_CALL, "ollama": OLLAMA_CALL}
-
-
-def body_for(dialect: str, chat: Chat, **extra: object) -> bytes:
-    if dialect == "responses":
-        return responses_body(chat, **extra)
-    if dialect == "ollama":
-        return ollama_body(chat, **extra)
-    return chat.bytes(**extra)
 
 
 def injected(dialect: str, seen: object) -> list[str]:

@@ -3,7 +3,8 @@ through the real proxy in every dialect, streamed and not.
 
 Must trip: a call to a tool not offered, a call missing a required key, the tools' declaration
 echoed back (what Qwen2.5-Coder-1.5B on llama.cpp writes on a fresh task), from the first turn.
-Must not: prose, a final answer, JSON that is no call (`{"name": "Ada", "born": 1815}`).
+Must not: prose, a final answer, JSON that is no call (`{"name": "Ada", "born": 1815}`), on
+the first turn or mid-task: `test_reply_stage.py::test_what_is_not_a_call_passes_byte_for_byte`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import Chat, test_run, view
-from dialects import ollama_body, responses_body
+from dialects import body_for
 from replies import DIALECTS, PATHS, received, reply, reply_bytes
 from support import Upstream, policy_toml, post
 
@@ -32,27 +33,6 @@ MISCALLS = {
     "echoed_declaration": ECHO,
 }
 CONSTRAINED = '{"name": "execute_bash", "arguments": {"command": "python -m pytest"}}'
-NOT_CALLS = {
-    "prose": "I would start by reading the failing test, then fix the parser.",
-    "final_answer": "The function adds two numbers; nothing needs changing.",
-    "json_answer": '{"name": "Ada", "born": 1815}',
-}
-
-
-def run_tests() -> tuple[str, dict[str, Any], str]:
-    return test_run()
-
-
-def read(path: str) -> tuple[str, dict[str, Any], str]:
-    return view(f"/workspace/{path}")
-
-
-def body(dialect: str, chat: Chat, stream: bool, **extra: Any) -> bytes:
-    if dialect == "responses":
-        return responses_body(chat, stream=stream, **extra)
-    if dialect == "ollama":
-        return ollama_body(chat, stream=stream, **extra)
-    return chat.bytes(stream=stream, **extra)
 
 
 def schema_sent(dialect: str, request: dict[str, Any]) -> Any:
@@ -70,7 +50,7 @@ async def test_a_reply_meant_as_a_call_is_asked_again_from_the_first_turn(
     proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, miscall: str
 ) -> None:
     upstream.reply_with(reply(dialect, miscall, stream=stream), reply(dialect, CONSTRAINED, stream=stream))
-    got = await post(proxy, body(dialect, Chat(), stream), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, Chat(), stream=stream), path=PATHS[dialect])
     text, calls = received(dialect, got.body, stream)
     assert text == "" and [(n, a) for n, a, _ in calls] == [("execute_bash", {"command": "python -m pytest"})]
     assert got.headers["X-Repair-Retries"] == "action:1" and got.headers["X-Repair-Salvaged"] == "1"
@@ -84,23 +64,12 @@ async def test_a_reply_meant_as_a_call_is_asked_again_from_the_first_turn(
 
 
 @pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
-@pytest.mark.parametrize("text", list(NOT_CALLS.values()), ids=list(NOT_CALLS))
-async def test_prose_and_answers_on_the_first_turn_pass_byte_for_byte(
-    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, text: str
-) -> None:
-    upstream.reply_with(reply(dialect, text, stream=stream))
-    got = await post(proxy, body(dialect, Chat(), stream), path=PATHS[dialect])
-    assert got.body == b"".join(reply_bytes(dialect, text, stream=stream))
-    assert len(upstream.seen) == 1 and "X-Repair-Outcome" not in got.headers
-
-
-@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
 async def test_when_every_retry_misses_the_first_reply_passes_as_it_came(
     proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
 ) -> None:
     first = MISCALLS["unknown_tool"]
     upstream.reply_with(reply(dialect, first, stream=stream), reply(dialect, ECHO, stream=stream))
-    got = await post(proxy, body(dialect, Chat(), stream), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, Chat(), stream=stream), path=PATHS[dialect])
     assert len(upstream.seen) == 3, "two retries, then the first reply"
     assert got.body == b"".join(reply_bytes(dialect, first, stream=stream))
     assert got.headers["X-Repair-Outcome"] == "no_action"
@@ -117,7 +86,7 @@ async def test_a_retry_the_upstream_refuses_ends_the_gate_with_the_first_reply(
 
     first = MISCALLS["unknown_tool"]
     upstream.reply_with(reply(dialect, first), refuse)
-    got = await post(proxy, body(dialect, Chat(), False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, Chat(), stream=False), path=PATHS[dialect])
     assert got.status == 200 and got.body == reply_bytes(dialect, first)[0]
     assert got.headers["X-Repair-Outcome"] == "no_action"
     assert len(upstream.seen) == 3, "the retry, then the same retry without the schema, both refused"
@@ -139,7 +108,7 @@ async def test_a_retry_whose_schema_is_refused_goes_again_without_it(
         return await calls(request, raw)
 
     upstream.reply_with(reply(dialect, ECHO), strict)
-    got = await post(proxy, body(dialect, Chat(), False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, Chat(), stream=False), path=PATHS[dialect])
     _text, received_calls = received(dialect, got.body, False)
     assert got.status == 200 and [n for n, _, _ in received_calls] == ["execute_bash"]
     assert got.headers["X-Repair-Retries"] == "action:1" and len(upstream.seen) == 3
@@ -157,7 +126,7 @@ async def test_a_request_with_its_own_format_keeps_it_in_the_retry(
     proxy: TestServer, upstream: Upstream, dialect: str, own: dict[str, Any]
 ) -> None:
     upstream.reply_with(reply(dialect, MISCALLS["unknown_tool"]), reply(dialect, CONSTRAINED))
-    await post(proxy, body(dialect, Chat(), False, **own), path=PATHS[dialect])
+    await post(proxy, body_for(dialect, Chat(), stream=False, **own), path=PATHS[dialect])
     retry = upstream.seen[1].json()
     assert {key: retry[key] for key in own} == own
 
@@ -168,7 +137,7 @@ async def test_responses_text_settings_stay_beside_the_call_format(
 ) -> None:
     own = {"text": {"verbosity": "low"}} if dialect == "responses" else {}
     upstream.reply_with(reply(dialect, ECHO), reply(dialect, CONSTRAINED))
-    await post(proxy, body(dialect, Chat(), False, **own), path=PATHS[dialect])
+    await post(proxy, body_for(dialect, Chat(), stream=False, **own), path=PATHS[dialect])
     retry = upstream.seen[1].json()
     assert schema_sent(dialect, retry) is not None
     if dialect == "responses":
@@ -206,9 +175,9 @@ async def test_a_force_request_whose_schema_is_refused_goes_again_without_it(
     async def refuse(request: web.Request, raw: bytes) -> web.StreamResponse:
         return web.json_response({"error": {"message": "response_format is not supported"}}, status=400)
 
-    chat = Chat().turn(run_tests()).turn(read("tests/test_parse.py"), read("parse.py"))
+    chat = Chat().turn(test_run()).turn(view("/workspace/tests/test_parse.py"), view("/workspace/parse.py"))
     for _ in range(4):
-        chat = chat.turn(run_tests())
+        chat = chat.turn(test_run())
     upstream.reply_with(refuse, reply("chat", "", [("str_replace_editor", {"command": "view", "path": "x"})]))
     got = await post(proxy, chat.bytes())
     assert got.status == 200 and got.headers["X-Repair-Trips"] == "stuck_same_diagnostic"

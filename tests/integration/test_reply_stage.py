@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import OPENHANDS_TOOLS, Chat, test_run, view
-from dialects import ollama_body, responses_body
+from dialects import body_for, responses_body
 from replies import DIALECTS, PATHS, STREAM_TYPES, received, reply, reply_bytes
 from support import Upstream, policy_toml, post
 
@@ -25,14 +25,6 @@ FINISH_TOOL = {
 }
 MODES = [(d, s) for d in DIALECTS for s in (False, True)]
 IDS = [f"{d}-{'stream' if s else 'whole'}" for d, s in MODES]
-
-
-def body(dialect: str, chat: Chat, stream: bool) -> bytes:
-    if dialect == "responses":
-        return responses_body(chat, stream=stream)
-    if dialect == "ollama":
-        return ollama_body(chat, stream=stream)
-    return chat.bytes(stream=stream)
 
 
 def reading(tools: list[dict[str, Any]] | None = None) -> Chat:
@@ -61,7 +53,7 @@ async def test_a_call_written_as_text_reaches_the_agent_as_a_real_call(
     proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
 ) -> None:
     upstream.reply_with(reply(dialect, FENCED, stream=stream))
-    request = body(dialect, reading(), stream)
+    request = body_for(dialect, reading(), stream=stream)
     first = await post(proxy, request, path=PATHS[dialect])
     again = await post(proxy, request, path=PATHS[dialect])
     text, calls = received(dialect, first.body, stream)
@@ -74,6 +66,7 @@ async def test_a_call_written_as_text_reaches_the_agent_as_a_real_call(
 
 
 @pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+@pytest.mark.parametrize("start", ["first_turn", "mid_task"])
 @pytest.mark.parametrize(
     "text",
     [
@@ -81,14 +74,17 @@ async def test_a_call_written_as_text_reaches_the_agent_as_a_real_call(
         '{"name": "execute_bash", "arguments": {"command": "pytest -',
         "The tests pass now. Done.",
         '{"name": "Ada", "born": 1815}',
+        "I would start by reading the failing test, then fix the parser.",
     ],
-    ids=["prose_mentioning_json", "cut_off", "final_answer", "json_answer"],
+    ids=["prose_mentioning_json", "cut_off", "final_answer", "json_answer", "prose"],
 )
 async def test_what_is_not_a_call_passes_byte_for_byte(
-    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, text: str
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool, start: str, text: str
 ) -> None:
+    """Neither salvaged nor held, whether the person just gave the task or a tool result came back."""
     upstream.reply_with(reply(dialect, text, stream=stream))
-    got = await post(proxy, body(dialect, reading(), stream), path=PATHS[dialect])
+    chat = Chat() if start == "first_turn" else reading()
+    got = await post(proxy, body_for(dialect, chat, stream=stream), path=PATHS[dialect])
     assert got.body == b"".join(reply_bytes(dialect, text, stream=stream))
     assert "X-Repair-Salvaged" not in got.headers and "X-Repair-Outcome" not in got.headers
     assert len(upstream.seen) == 1
@@ -100,7 +96,7 @@ async def test_replies_that_call_tools_pass_byte_for_byte(
 ) -> None:
     calls = [("execute_bash", {"command": "ls"})]
     upstream.reply_with(reply(dialect, "", calls, stream=stream))
-    got = await post(proxy, body(dialect, failing(), stream), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, failing(), stream=stream), path=PATHS[dialect])
     assert got.body == b"".join(reply_bytes(dialect, "", calls, stream=stream))
     assert len(upstream.seen) == 1
 
@@ -110,7 +106,7 @@ async def test_an_empty_reply_mid_task_is_asked_again_with_a_call_required(
     proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
 ) -> None:
     upstream.reply_with(reply(dialect, "", stream=stream), reply(dialect, FENCED, stream=stream))
-    got = await post(proxy, body(dialect, reading(), stream), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, reading(), stream=stream), path=PATHS[dialect])
     _text, calls = received(dialect, got.body, stream)
     assert [name for name, _, _ in calls] == ["execute_bash"]
     assert got.headers["X-Repair-Retries"] == "action:1" and got.headers["X-Repair-Salvaged"] == "1"
@@ -124,7 +120,7 @@ async def test_the_action_gate_gives_up_with_the_models_own_first_reply(
     proxy: TestServer, upstream: Upstream, dialect: str
 ) -> None:
     upstream.reply_with(reply(dialect, ""))
-    got = await post(proxy, body(dialect, reading(), False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, reading(), stream=False), path=PATHS[dialect])
     assert len(upstream.seen) == 3, "two retries, then the reply passes"
     assert got.body == reply_bytes(dialect, "")[0]
     assert got.headers["X-Repair-Outcome"] == "no_action" and got.headers["X-Repair-Retries"] == "action:2"
@@ -135,7 +131,7 @@ async def test_prose_mid_task_passes_when_no_instruction_of_ours_is_unanswered(
     proxy: TestServer, upstream: Upstream, dialect: str
 ) -> None:
     upstream.reply_with(reply(dialect, "Let me think about the structure of this project first."))
-    got = await post(proxy, body(dialect, reading(), False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, reading(), stream=False), path=PATHS[dialect])
     assert len(upstream.seen) == 1 and "X-Repair-Outcome" not in got.headers
 
 
@@ -148,7 +144,7 @@ async def test_finishing_while_the_check_still_fails_is_sent_back(
         reply(dialect, "", [("finish", {"message": "Fixed."})], stream=stream),
         reply(dialect, "", [("execute_bash", {"command": "python -m pytest"})], stream=stream),
     )
-    got = await post(proxy, body(dialect, failing(tools), stream), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, failing(tools), stream=stream), path=PATHS[dialect])
     _text, calls = received(dialect, got.body, stream)
     assert [name for name, _, _ in calls] == ["execute_bash"]
     assert got.headers["X-Repair-Retries"] == "finish:1"
@@ -163,7 +159,7 @@ async def test_a_final_answer_on_a_live_failure_passes_marked_complete_failing(
     proxy: TestServer, upstream: Upstream, dialect: str
 ) -> None:
     upstream.reply_with(reply(dialect, "I fixed the bug, the task is complete."))
-    got = await post(proxy, body(dialect, failing(), False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, failing(), stream=False), path=PATHS[dialect])
     assert len(upstream.seen) == 3
     assert got.headers["X-Repair-Outcome"] == "complete_failing"
     assert received(dialect, got.body, False)[0] == "I fixed the bug, the task is complete."
@@ -182,7 +178,7 @@ async def test_salvage_and_gates_are_policy_switches(make_proxy, upstream: Upstr
     policy.write_text(policy_toml({"reply": {"salvage": False, "action_gate": False}}))
     proxy = await make_proxy(policy=str(policy))
     upstream.reply_with(reply(dialect, FENCED))
-    got = await post(proxy, body(dialect, reading(), False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, reading(), stream=False), path=PATHS[dialect])
     assert got.body == reply_bytes(dialect, FENCED)[0] and len(upstream.seen) == 1
 
 
@@ -235,7 +231,7 @@ async def test_a_streamed_call_the_model_runs_on_past_is_cut_short_and_salvaged(
         return response
 
     upstream.reply_with(slow)
-    got = await post(proxy, body(dialect, reading(), True), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, reading(), stream=True), path=PATHS[dialect])
     text, calls = received(dialect, got.body, True)
     assert [(n, a) for n, a, _ in calls] == [("execute_bash", {"command": "ls"})]
     assert "Done." not in text and got.headers["X-Repair-Salvaged"] == "1"
@@ -260,7 +256,7 @@ async def test_a_handback_to_an_agent_that_must_call_is_its_finish_call(
     policy.write_text(policy_toml({"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}}))
     proxy = await make_proxy(policy=str(policy))
     chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH_TOOL]).turn(test_run()).turn(test_run("@pytest_addition_b"))
-    data = orjson.loads(body(dialect, chat, stream))
+    data = orjson.loads(body_for(dialect, chat, stream=stream))
     data["tool_choice"] = choice
     got = await post(proxy, orjson.dumps(data), path=PATHS[dialect])
     assert upstream.seen == [] and got.headers["X-Repair-Outcome"] == "incomplete"
@@ -314,7 +310,7 @@ async def test_the_action_retry_shows_the_model_the_task_not_its_idle_replies(
     echo = "<tools>\n{'type': 'function'}\n</tools>"
     chat = Chat().say(echo).user(NAG).say(echo).user(NAG)
     upstream.reply_with(reply(dialect, echo), reply(dialect, "", [("execute_bash", {"command": "ls"})]))
-    got = await post(proxy, body(dialect, chat, False), path=PATHS[dialect])
+    got = await post(proxy, body_for(dialect, chat, stream=False), path=PATHS[dialect])
     _text, calls = received(dialect, got.body, False)
     assert [name for name, _, _ in calls] == ["execute_bash"]
     retry = upstream.seen[1].body
@@ -330,7 +326,7 @@ async def test_a_pinned_seed_moves_on_with_each_later_retry(
     action gate's retry moves a chat request's seed on by one (Responses has none; Ollama keeps
     its own in `options`, left as sent)."""
     upstream.reply_with(reply(dialect, ""))
-    data = orjson.loads(body(dialect, reading(), False))
+    data = orjson.loads(body_for(dialect, reading(), stream=False))
     data["seed"] = 7
     got = await post(proxy, orjson.dumps(data), path=PATHS[dialect])
     assert got.headers["X-Repair-Retries"] == "action:2"
