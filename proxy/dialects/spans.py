@@ -9,10 +9,11 @@ reads each byte once.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
+
+import xxhash
 
 from proxy.engine.statecache import StateCache
 
@@ -26,13 +27,19 @@ class Known:
     value_start: int
     end: int
     digest: bytes
-    spans: tuple[tuple[int, int], ...]
+    spans: tuple[tuple[int, int, None], ...]
+    """Each element's (start, end, None): the shape a `Walk` lists elements in, with no value
+    (a known element is not parsed again), so a walk takes them over as they are."""
 
 
 def running_hash(text: str, start: int, end: int) -> Any:
-    """A running hash of `text[start:end]` (SHA-1: fast, and no accidental collision), to be
-    extended with what follows."""
-    return hashlib.sha1(text[start:end].encode("utf-8", "surrogatepass"), usedforsecurity=False)
+    """A running hash of `text[start:end]`, to be extended with what follows.
+
+    XXH3-128: no accidental collision in practice, and it runs at memory speed (a 60 KB body
+    in about 2 us, where SHA-1 took 28 us: it runs on every request). It is not a defence
+    against a crafted collision, and needs none: the text is the client's own request, and a
+    collision could only make the splice of that same request keep bytes it changed."""
+    return xxhash.xxh3_128(text[start:end].encode("utf-8", "surrogatepass"))
 
 
 def _extend(hasher: Any, text: str, start: int, end: int) -> bytes:
@@ -41,8 +48,8 @@ def _extend(hasher: Any, text: str, start: int, end: int) -> bytes:
     return extended.digest()  # type: ignore[no-any-return]
 
 
-SPAN_BYTES = 120
-"""What one remembered element costs (a tuple of two ints in a tuple), for the byte bound."""
+SPAN_BYTES = 130
+"""What one remembered element costs (a tuple of two ints and None, in a tuple), for the byte bound."""
 
 
 def known_bytes(known: Known) -> int:
@@ -81,6 +88,13 @@ class Walk:
     elements: list[tuple[int, int, Any]]
     hashed_to: int
     hasher: Any
+    reused: tuple[tuple[int, int, None], ...] = ()
+    """The known elements taken over from the last body (the first elements)."""
+
+    def spans(self) -> tuple[tuple[int, int, None], ...]:
+        """Every element's (start, end, None), for the next request's `Known`."""
+        fresh = self.elements[len(self.reused) :]
+        return self.reused + tuple((start, end, None) for start, end, _value in fresh)
 
     def digest(self, text: str, start: int) -> bytes:
         """The digest of the text from `start` to the last element's end."""

@@ -101,8 +101,8 @@ def _elements(text: str, start: int, known: Known | None = None) -> Walk:
     if known is not None and known.value_start == start and known.spans and known.end <= len(text):
         hasher = running_hash(text, start, known.end)
         if hasher.digest() == known.digest:
-            found.extend((s, e, None) for s, e in known.spans)
-            walk.hashed_to, walk.hasher = known.end, hasher
+            found.extend(known.spans)
+            walk.hashed_to, walk.hasher, walk.reused = known.end, hasher, known.spans
             at = _skip(text, known.end)
             if at < len(text) and text[at] == ",":
                 at = _skip(text, at + 1)
@@ -207,7 +207,7 @@ def splice(
     if memory is not None and len(arrays) == 1:
         edited = next((m for m in members if m.key == arrays[0] and m.elements), None)
         if edited is not None and edited.walk is not None and edited.walk.elements:
-            spans = tuple((s, e) for s, e, _v in edited.walk.elements)
+            spans = edited.walk.spans()
             digest = edited.walk.digest(text, edited.value_start)
             memory.keep(key, Known(edited.value_start, spans[-1][1], digest, spans))
     keys = [m.key for m in members]

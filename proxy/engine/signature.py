@@ -16,20 +16,22 @@ __all__ = ["meaningful", "normalise", "normalise_line", "strip_controls"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 """CSI sequences, and OSC sequences up to their BEL or ST (or the next escape: never past it)."""
-_SUBS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
-    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<ts>"),
-    (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "<addr>"),
-    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s:'\")]*"), "<tmp>"),
-    (re.compile(r"\bpytest-of-[\w-]+/pytest-\d+\b"), "<tmp>"),
-    (re.compile(r"\b(?:pid|PID|process)[ =:]+\d+\b"), "pid <n>"),
-    (re.compile(r"\bin \d+(?:\.\d+)?\s*(?:s|ms|sec|seconds|µs|us|ns|m)\b"), "in <t>"),
-    (re.compile(r"\(\d+(?:\.\d+)?\s*(?:s|ms|sec|seconds)\)"), "(<t>)"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns)\b"), "<t>"),
-    (re.compile(r"\b\d+\.\d+s\b"), "<t>"),
-    (re.compile(r"\[\s*\d+%\]"), ""),
-    (re.compile(r"(?<=[:(,])\d+(?=[:),])|(?<=line )\d+"), "N"),
-    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+_SUBS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    # (pattern, placeholder, literals of which a match holds at least one: a line with none of
+    # them cannot match, so the pattern is not run on it; () runs it on every line)
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>", ("-",)),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<ts>", (":",)),
+    (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "<addr>", ("0x",)),
+    (re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s:'\")]*"), "<tmp>", ("/tmp/", "/var/")),
+    (re.compile(r"\bpytest-of-[\w-]+/pytest-\d+\b"), "<tmp>", ("pytest-of-",)),
+    (re.compile(r"\b(?:pid|PID|process)[ =:]+\d+\b"), "pid <n>", ("pid", "PID", "process")),
+    (re.compile(r"\bin \d+(?:\.\d+)?\s*(?:s|ms|sec|seconds|µs|us|ns|m)\b"), "in <t>", ("in ",)),
+    (re.compile(r"\(\d+(?:\.\d+)?\s*(?:s|ms|sec|seconds)\)"), "(<t>)", ("(",)),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|µs|us|ns)\b"), "<t>", ("ms", "µs", "us", "ns")),
+    (re.compile(r"\b\d+\.\d+s\b"), "<t>", (".",)),
+    (re.compile(r"\[\s*\d+%\]"), "", ("%",)),
+    (re.compile(r"(?<=[:(,])\d+(?=[:),])|(?<=line )\d+"), "N", (":", "(", ",", "line ")),
+    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>", ()),
 )
 _FRAME_NOISE = re.compile(
     r'^\s*File "(?:[^"]*(?:site-packages|dist-packages|/lib/python\d[^"]*)|<frozen [^>]+>)[^"]*", line'
@@ -44,8 +46,9 @@ def strip_controls(text: str) -> str:
 
 def normalise_line(line: str) -> str:
     """One line with noise replaced by placeholders and whitespace collapsed."""
-    for pattern, placeholder in _SUBS:
-        line = pattern.sub(placeholder, line)
+    for pattern, placeholder, literals in _SUBS:
+        if not literals or any(literal in line for literal in literals):
+            line = pattern.sub(placeholder, line)
     return " ".join(line.split())
 
 

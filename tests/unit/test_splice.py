@@ -76,7 +76,7 @@ def test_the_span_memory_keeps_to_its_byte_bound() -> None:
     from proxy.dialects.spans import Known, SpanMemory, known_bytes
 
     def known(messages: int) -> Known:
-        spans = tuple((i * 10, i * 10 + 9) for i in range(messages))
+        spans = tuple((i * 10, i * 10 + 9, None) for i in range(messages))
         return Known(0, spans[-1][1], b"d", spans)
 
     each = known_bytes(known(900))
