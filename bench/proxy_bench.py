@@ -33,13 +33,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import socket
 import statistics
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,24 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) a process and its children (a supervisor's workers) used so far."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for one_pid in [pid, *_children(pid)]:
+        try:
+            fields = Path(f"/proc/{one_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -181,8 +200,15 @@ async def latency(target: Target, work: Workload, count: int) -> tuple[list[floa
     return totals, firsts
 
 
-async def throughput(target: Target, work: Workload, count: int, concurrency: int) -> float:
-    """Requests per second at `concurrency`; warm conversations are primed before the clock starts."""
+CpuClock = Callable[[], tuple[float, float]]
+"""CPU seconds used so far: (the target's processes, the load generator and the upstream)."""
+
+
+async def throughput(
+    target: Target, work: Workload, count: int, concurrency: int, cpu: CpuClock
+) -> tuple[float, tuple[float, float]]:
+    """Requests per second at `concurrency`, and the CPU seconds (target, rest) the timed requests
+    took; warm conversations are primed before the clock starts."""
     ids = [uuid.uuid4().hex for _ in range(count)]
     headers = {"Content-Type": "application/json"}
 
@@ -205,9 +231,12 @@ async def throughput(target: Target, work: Workload, count: int, concurrency: in
         if target.warm:
             for position, earlier in enumerate(work.history):
                 await drain(client, position, earlier)
+        cpu_before = cpu()
         start = time.perf_counter()
         await drain(client, len(work.history), work.body)
-        return count / (time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        cpu_after = cpu()
+        return count / elapsed, (cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1])
 
 
 def _supports_workers(checkout: Path) -> bool:
@@ -273,11 +302,11 @@ async def run(requests: int, concurrency: int, baselines: list[Path], only: set[
         await asyncio.sleep(1.0)
         idle = {t.name: sum(rss_mb(pids[p]) for p in t.processes) for t in targets}
         for mode, body in bodies.items():
-            report(mode, await measure(targets, body, requests, concurrency), idle)
+            report(mode, await measure(targets, body, requests, concurrency, pids), idle)
 
 
 async def measure(
-    targets: list[Target], work: Workload, requests: int, concurrency: int
+    targets: list[Target], work: Workload, requests: int, concurrency: int, pids: dict[str, int]
 ) -> dict[str, dict[str, float]]:
     # interleave targets round by round so machine noise hits all of them alike
     samples: dict[str, tuple[list[float], list[float]]] = {t.name: ([], []) for t in targets}
@@ -289,13 +318,35 @@ async def measure(
     stats: dict[str, dict[str, float]] = {}
     for target in targets:
         totals, firsts = samples[target.name]
+        served_by = [pids[p] for p in target.processes]
+
+        def cpu(served_by: list[int] = served_by) -> tuple[float, float]:
+            return sum(cpu_seconds(pid) for pid in served_by), cpu_seconds(pids["upstream"]) + own_cpu_seconds()
+
+        rps, (cpu_target, cpu_rest) = await throughput(target, work, requests, concurrency, cpu)
         stats[target.name] = {
             "p50": statistics.median(totals) * 1000,
             "p99": percentile(totals, 0.99) * 1000,
             "ttfb": statistics.median(firsts) * 1000,
-            "rps": await throughput(target, work, requests, concurrency),
+            "rps": rps,
+            # CPU per request in the throughput run (ms): the target's processes, and the rest
+            # (this load generator and the upstream, on the same cores)
+            "cpu": cpu_target / requests * 1000,
+            "cpu_rest": cpu_rest / requests * 1000,
         }
     return stats
+
+
+def ceiling(one: dict[str, float], cores: int, workers: int) -> float:
+    """The most `workers` processes can multiply one worker's throughput here: the target's CPU
+    per request spreads over them, the load generator's and the upstream's does not shrink,
+    and all of it shares `cores` (an upper bound: it assumes a perfectly even spread)."""
+    proxy, rest = one["cpu"], one["cpu_rest"]
+    if proxy <= 0:
+        return float("nan")
+    alone = min(1 / proxy, cores / (proxy + rest))  # one worker: one core, or the machine
+    spread = min(workers / proxy, cores / (proxy + rest))
+    return spread / alone
 
 
 def report(mode: str, stats: dict[str, dict[str, float]], idle: dict[str, float]) -> None:
@@ -321,9 +372,19 @@ def report(mode: str, stats: dict[str, dict[str, float]], idle: dict[str, float]
             f"added p99 {added99 / floor99:.2f}x (bar 1.5x); throughput {stats[name]['rps'] / direct['rps']:.0%} "
             "of direct (bar 60%)"
         )
+    cores = os.cpu_count() or 1
+    for name in [n for n in stats if n != "direct"]:
+        s = stats[name]
+        print(
+            f"  {name}: CPU per request {s['cpu']:.2f} ms in the target, {s['cpu_rest']:.2f} ms in load generator and upstream"
+        )
     for name in ("workers=2", "replicas=2"):
         if name in stats and "repair_on" in stats:
-            print(f"  {name}: throughput {stats[name]['rps'] / stats['repair_on']['rps']:.2f}x one worker's (bar 1.7x)")
+            print(
+                f"  {name}: throughput {stats[name]['rps'] / stats['repair_on']['rps']:.2f}x one worker's (bar 1.7x; "
+                f"at most {ceiling(stats['repair_on'], cores, 2):.2f}x on this machine's {cores} cores, from the CPU "
+                "per request above)"
+            )
 
 
 def main() -> None:
