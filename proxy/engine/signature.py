@@ -47,8 +47,13 @@ def strip_controls(text: str) -> str:
 def normalise_line(line: str) -> str:
     """One line with noise replaced by placeholders and whitespace collapsed."""
     for pattern, placeholder, literals in _SUBS:
-        if not literals or any(literal in line for literal in literals):
-            line = pattern.sub(placeholder, line)
+        for literal in literals:
+            if literal in line:
+                break
+        else:
+            if literals:
+                continue  # none of its literals: the pattern cannot match
+        line = pattern.sub(placeholder, line)
     return " ".join(line.split())
 
 
