@@ -18,11 +18,12 @@ from proxy.engine.tokens import EncodingUnavailable
 from proxy.http.app import make_app
 from proxy.http.logs import configure_logging
 from proxy.http.reload import Reloader
-from proxy.http.tenancy import build_runtime
+from proxy.http.tenancy import Shared, build_runtime
 from proxy.http.workers import Worker
-from proxy.settings.config import load_settings
+from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
+from proxy.store.shared_states import SHARED_STATES_SHARE, SharedStates
 
 __all__ = ["main"]
 
@@ -72,9 +73,20 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
         build_runtime(settings)  # policy errors stop here, said once, before any worker starts
         return supervise(argv, settings, count)
     worker = Worker(args.worker, args.run_dir)
-    app = make_app(build_runtime(settings), Reloader(args.config, environ, overrides), worker)
+    runtime = build_runtime(settings, _shared(settings, worker))
+    app = make_app(runtime, Reloader(args.config, environ, overrides), worker)
     run_worker(app, settings, worker)
     return 0
+
+
+def _shared(settings: Settings, worker: Worker) -> Shared:
+    """What this process's teams share; a worker of a set also shares conversation states with
+    its siblings, through a file in the set's run directory."""
+    if worker.states is None or not settings.store.shared_states:
+        return Shared.of(settings)
+    store = settings.store
+    bound = store.state_cache_bytes // SHARED_STATES_SHARE
+    return Shared.of(settings, SharedStates(worker.states, bound, store.state_ttl_seconds))
 
 
 def _check_config(args: argparse.Namespace) -> int:

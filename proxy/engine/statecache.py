@@ -1,10 +1,16 @@
 """The in-memory state cache: bounded in entries and in bytes (least recently used goes first),
-and expiring (TTL).
+and expiring (TTL), with an optional second level that several processes share (`Tier`).
 
 The cache only saves work: a state missing from it is folded again from the transcript,
 with the same result. Each entry's size is estimated when it is stored (`sizer`), so the
 bound holds without walking what is cached. Safe to share between threads (large requests
 are analysed in worker threads).
+
+With a tier (the workers of one `serve --workers N`), every state stored is also written
+there, and a state is taken from there when it is missing here or the tier's is further on
+(another worker served the turns since): a conversation whose requests land on different
+workers is folded once, not once per worker. (A state that is behind would give the same
+result: the fold goes on from it over the turns it has not seen; it only costs more.)
 """
 
 from __future__ import annotations
@@ -13,11 +19,24 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-__all__ = ["StateCache"]
+__all__ = ["StateCache", "Tier"]
 
 V = TypeVar("V")
+
+
+class Tier(Protocol[V]):
+    """A second level of the cache, shared with other processes. Every call is best effort:
+    a tier that fails answers None and stores nothing (the state is folded again)."""
+
+    def load(self, key: tuple[str, str], held: V | None) -> V | None:
+        """Its copy, when it has one further on than `held` (any, when nothing is held)."""
+        ...
+
+    def store(self, key: tuple[str, str], value: V) -> None: ...
+
+    def drop(self, key: tuple[str, str]) -> None: ...
 
 
 class StateCache(Generic[V]):
@@ -28,6 +47,7 @@ class StateCache(Generic[V]):
         clock: Callable[[], float] = time.monotonic,
         max_bytes: int | None = None,
         sizer: Callable[[V], int] | None = None,
+        tier: Tier[V] | None = None,
     ) -> None:
         self._entries: OrderedDict[tuple[str, str], tuple[float, V, int]] = OrderedDict()
         self._max = max_entries
@@ -37,6 +57,7 @@ class StateCache(Generic[V]):
         self._sizer = sizer
         self._bytes = 0
         self._lock = threading.Lock()
+        self._tier = tier
 
     @property
     def bytes(self) -> int:
@@ -46,16 +67,26 @@ class StateCache(Generic[V]):
     def get(self, key: tuple[str, str]) -> V | None:
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None:
-                return None
-            stamp, value, _size = entry
-            if self._clock() - stamp > self._ttl:
+            if entry is not None and self._clock() - entry[0] > self._ttl:
                 self._pop(key)
-                return None
-            self._entries.move_to_end(key)
-            return value
+                entry = None
+            if entry is not None:
+                self._entries.move_to_end(key)
+            held = None if entry is None else entry[1]
+        if self._tier is None:
+            return held
+        found = self._tier.load(key, held)
+        if found is None:
+            return held
+        self._keep(key, found)
+        return found
 
     def put(self, key: tuple[str, str], value: V) -> None:
+        self._keep(key, value)
+        if self._tier is not None:
+            self._tier.store(key, value)
+
+    def _keep(self, key: tuple[str, str], value: V) -> None:
         size = self._sizer(value) if self._sizer is not None else 0
         with self._lock:
             self._pop(key)
@@ -68,6 +99,9 @@ class StateCache(Generic[V]):
                 self._bytes -= evicted
 
     def pop(self, key: tuple[str, str]) -> V | None:
+        """Take the entry out (of the tier too); what this process held, if anything."""
+        if self._tier is not None:
+            self._tier.drop(key)
         with self._lock:
             return self._pop(key)
 

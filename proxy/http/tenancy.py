@@ -18,7 +18,7 @@ from pathlib import Path
 from proxy.dialects import SpanMemory
 from proxy.engine.core import Engine
 from proxy.engine.state import ConversationState, approx_bytes
-from proxy.engine.statecache import StateCache
+from proxy.engine.statecache import StateCache, Tier
 from proxy.engine.tokens import TokenCounter
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
@@ -56,7 +56,8 @@ class Shared:
     """Where each conversation's last rewrite found its messages (see `dialects.splice`)."""
 
     @classmethod
-    def of(cls, settings: Settings) -> Shared:
+    def of(cls, settings: Settings, tier: Tier[ConversationState] | None = None) -> Shared:
+        """`tier`: the worker set's shared second level of the state cache (`store.shared_states`)."""
         store = settings.store  # the byte bound covers both caches: 3/4 states, 1/4 message spans
         span_bytes = store.state_cache_bytes // 4
         cache = StateCache(
@@ -64,6 +65,7 @@ class Shared:
             store.state_ttl_seconds,
             max_bytes=store.state_cache_bytes - span_bytes,
             sizer=approx_bytes,
+            tier=tier,
         )
         return cls(cache, TokenCounter(), SpanMemory(store.state_cache_size, max_bytes=span_bytes))
 

@@ -7,12 +7,15 @@
     <run_dir>/ready-<i>        the pid of worker i once its port listens (with `workers`: `/readyz`)
     <run_dir>/metrics/         prometheus-client multiprocess files (`/metrics` adds them up)
     <run_dir>/worker-<i>.sock  each worker's own socket, for views that must see every worker
+    <run_dir>/states.sqlite    conversation states every worker writes and reads (`store.shared_states`)
 
-Each worker folds the conversations it serves into its own state cache. Requests for one
-conversation may land on any worker and get the same instructions, because state is
-re-derived from the transcript; but the admin views of folded state (`/admin/.../conversations`)
-see one cache. `ask_siblings` lets the worker that answers ask the others over their sockets,
-with `SIBLING_HEADER` set so that they answer from their own cache alone.
+Each worker folds the conversations it serves into its own state cache, and writes each state
+to the shared file too, so a conversation whose next request lands on another worker is not
+folded again from its whole transcript. Requests for one conversation may land on any worker
+and get the same instructions either way, because state is re-derived from the transcript;
+but the admin views of folded state (`/admin/.../conversations`) see one cache.
+`ask_siblings` lets the worker that answers ask the others over their sockets, with
+`SIBLING_HEADER` set so that they answer from their own cache alone.
 """
 
 from __future__ import annotations
@@ -60,6 +63,11 @@ class Worker:
     @property
     def metrics_dir(self) -> Path | None:
         return None if self.run_dir is None else metrics_dir(self.run_dir)
+
+    @property
+    def states(self) -> Path | None:
+        """The conversation states the set shares."""
+        return None if self.run_dir is None else self.run_dir / "states.sqlite"
 
     @property
     def socket(self) -> Path | None:

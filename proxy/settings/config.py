@@ -141,6 +141,10 @@ class StoreSettings(_Frozen):
     state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
     verdicts: str = DEFAULT_VERDICTS
     """Durable verdict store: a SQLite file path, a `redis://` URL, or empty for none."""
+    shared_states: bool = True
+    """With several workers: each writes the states it folds to a file they share, and a
+    worker new to a conversation loads its state there instead of folding its whole
+    transcript (see `store.shared_states`). Off: each worker folds on its own."""
 
 
 class LoggingSettings(_Frozen):

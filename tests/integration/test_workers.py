@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -129,6 +130,8 @@ async def test_a_conversation_spread_over_two_workers_gets_what_one_worker_gives
 
     assert spread == alone
     assert sum(sent != seen for sent, seen in zip(steps, spread, strict=True)) >= 2  # instructions were added
+    with sqlite3.connect(two.run_dir / "states.sqlite") as db:  # the state the workers shared, last turn folded
+        assert db.execute("SELECT team, turns FROM states").fetchall() == [("default", len(steps))]
     _status, _headers, metrics = await get(f"{two.base}/metrics")
     assert isinstance(metrics, str)
     assert counter(metrics, "repair_proxy_requests_total", route="chat", status="200", team="default") == len(steps)
