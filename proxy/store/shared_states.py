@@ -8,6 +8,8 @@ takes about 0.05 ms. The price is a write per request: every state a worker stor
 here too (pickled, about 6 KB at 24 turns; 0.09 ms with the write). A worker loads a
 conversation's state from here when it holds none, or an older one than the file's.
 
+Writes go through a thread of their own, so a request does not wait for them (a state another
+worker needs before it is written is folded there instead, with the same result).
 It is a cache, nothing more: written with `synchronous=OFF` (a crash loses nothing that
 cannot be folded again), bounded in bytes (the oldest rows go first), and best effort: a
 busy, locked, damaged or unreadable file, or a state pickled by other code, is a miss
@@ -46,6 +48,7 @@ pickled state is several times smaller than the same state in memory (6 KB at 24
 lives in the run directory, which on Kubernetes is a memory-backed volume (128 MiB there)."""
 
 
+_UPSERT = "INSERT OR REPLACE INTO states (team, conversation, turns, body, stored) VALUES (?, ?, ?, ?, ?)"
 _INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
@@ -96,6 +99,13 @@ class SharedStates:
             "CREATE TABLE IF NOT EXISTS states (team TEXT NOT NULL, conversation TEXT NOT NULL, "
             "turns INTEGER NOT NULL, body BLOB NOT NULL, stored REAL NOT NULL, PRIMARY KEY (team, conversation))"
         )
+        # states to write, the latest per conversation; the writer thread takes them
+        self._pending: dict[tuple[str, str], ConversationState] = {}
+        self._writing = 0
+        self._closing = False
+        self._wake = threading.Condition()
+        self._writer = threading.Thread(target=self._write_loop, name="shared-states", daemon=True)
+        self._writer.start()
 
     def load(self, key: tuple[str, str], held: ConversationState | None = None) -> ConversationState | None:
         """The shared state, when it has folded more turns than `held` (a worker that served
@@ -115,20 +125,63 @@ class SharedStates:
         return state if isinstance(state, ConversationState) else None
 
     def store(self, key: tuple[str, str], value: ConversationState) -> None:
+        """Queued for the writer thread (the request does not wait for the pickle and the
+        write); a later state of the same conversation replaces one not yet written."""
+        with self._wake:
+            if self._closing:
+                return
+            self._pending[key] = value
+            self._wake.notify()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every queued state is written (False: not within `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        with self._wake:
+            while self._pending or self._writing:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._writer.is_alive():
+                    return False
+                self._wake.wait(left)
+        return True
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._wake:
+                while not self._pending and not self._closing:
+                    self._wake.wait()
+                if not self._pending:
+                    return
+                batch, self._pending = self._pending, {}
+                self._writing = len(batch)
+            try:
+                self._write(batch)
+            finally:
+                with self._wake:
+                    self._writing = 0
+                    self._wake.notify_all()
+
+    def _write(self, batch: dict[tuple[str, str], ConversationState]) -> None:
+        """One transaction for what was queued."""
         try:
-            body = _dumps(value)
+            rows = [(*key, value.turns, _dumps(value), time.time()) for key, value in batch.items()]
             with self._lock:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO states (team, conversation, turns, body, stored) VALUES (?, ?, ?, ?, ?)",
-                    (*key, value.turns, body, time.time()),
-                )
-                self._writes += 1
-                if self._writes % PRUNE_EVERY == 0:
+                self._db.execute("BEGIN")
+                try:
+                    self._db.executemany(_UPSERT, rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                before, self._writes = self._writes, self._writes + len(rows)
+                if before // PRUNE_EVERY != self._writes // PRUNE_EVERY:
                     self._prune()
         except Exception as exc:
             self._trouble("store", exc)
 
     def drop(self, key: tuple[str, str]) -> None:
+        with self._wake:
+            self._pending.pop(key, None)
+        self.flush()  # a write already under way lands before the delete
         try:
             with self._lock:
                 self._db.execute("DELETE FROM states WHERE team = ? AND conversation = ?", key)
@@ -161,5 +214,10 @@ class SharedStates:
             log.warning("shared_states_unavailable", doing=doing, error=str(exc), path=str(self.path))
 
     def close(self) -> None:
+        """Write what is queued, stop the writer, close the file."""
+        with self._wake:
+            self._closing = True
+            self._wake.notify_all()
+        self._writer.join(timeout=5.0)
         with self._lock:
             self._db.close()

@@ -109,6 +109,19 @@ def counter(metrics: str, name: str, **labels: str) -> float:
     return 0.0
 
 
+async def shared_states(run_dir: Path, turns: int) -> list[tuple[str, int]]:
+    """(team, turns) of the states the workers shared, once one has `turns` (written by a
+    thread of each worker: give it a moment)."""
+    rows: list[tuple[str, int]] = []
+    for _ in range(100):
+        with sqlite3.connect(run_dir / "states.sqlite") as db:
+            rows = db.execute("SELECT team, turns FROM states").fetchall()
+        if any(found == turns for _team, found in rows):
+            break
+        await asyncio.sleep(0.05)
+    return rows
+
+
 async def test_a_conversation_spread_over_two_workers_gets_what_one_worker_gives(upstream: Upstream, serve) -> None:
     """Requests of one stuck conversation alternate between two workers: the upstream receives
     the same bodies, instructions included, as from a single worker; /metrics adds both up."""
@@ -130,8 +143,7 @@ async def test_a_conversation_spread_over_two_workers_gets_what_one_worker_gives
 
     assert spread == alone
     assert sum(sent != seen for sent, seen in zip(steps, spread, strict=True)) >= 2  # instructions were added
-    with sqlite3.connect(two.run_dir / "states.sqlite") as db:  # the state the workers shared, last turn folded
-        assert db.execute("SELECT team, turns FROM states").fetchall() == [("default", len(steps))]
+    assert await shared_states(two.run_dir, len(steps)) == [("default", len(steps))]
     _status, _headers, metrics = await get(f"{two.base}/metrics")
     assert isinstance(metrics, str)
     assert counter(metrics, "repair_proxy_requests_total", route="chat", status="200", team="default") == len(steps)
