@@ -15,7 +15,7 @@ Targets, each its own process(es) on loopback in front of the same instant upstr
                 connections: a conversation's requests alternate, so every measured request
                 lands on the replica that did not see the previous turn (it folds two)
 
-Workload: a 50-message agent transcript (tool calls, multi-KB outputs), non-streaming and
+Workload: an agent transcript of 50 messages by default (`--turns`) (tool calls, multi-KB outputs), non-streaming and
 streaming. Prints added latency p50/p99 over direct, time to first byte, requests/s at a fixed
 concurrency, idle RSS, and the ratios the targets are stated in. On a 2-core machine the load
 generator and the upstream share the cores with the proxy: scaling with workers is bounded by
@@ -25,7 +25,7 @@ what is left to them.
                 (say, `git worktree add /tmp/base <commit>`): a change measured against its
                 baseline in one run, on the same machine at the same time
 
-Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR]... [--only NAMES]
+Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR]... [--only NAMES] [--turns T]
 """
 
 from __future__ import annotations
@@ -280,11 +280,11 @@ def plan(upstream_port: int, baselines: list[Path], only: set[str] | None) -> tu
     return targets, commands
 
 
-async def run(requests: int, concurrency: int, baselines: list[Path], only: set[str] | None) -> None:
+async def run(requests: int, concurrency: int, baselines: list[Path], only: set[str] | None, turns: int) -> None:
     upstream_port = free_port()
     targets, commands = plan(upstream_port, baselines, only)
     commands = {"upstream": ([sys.executable, str(HERE / "fast_upstream.py"), str(upstream_port)], {}), **commands}
-    messages = transcript(24, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
+    messages = transcript(turns, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
 
     def workload(stream: bool) -> Workload:
         earlier = (request_body(messages[:-4], stream=stream), request_body(messages[:-2], stream=stream))
@@ -399,9 +399,10 @@ def main() -> None:
         help="another checkout of the project, measured beside this one as repair_on@<its folder name> (repeatable)",
     )
     parser.add_argument("--only", help="comma-separated targets to measure besides direct and minimal")
+    parser.add_argument("--turns", type=int, default=24, help="agent turns in the transcript (24: 50 messages, 59 KiB)")
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None
-    asyncio.run(run(args.requests, args.concurrency, args.baseline, only))
+    asyncio.run(run(args.requests, args.concurrency, args.baseline, only, args.turns))
 
 
 if __name__ == "__main__":
