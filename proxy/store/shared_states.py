@@ -4,12 +4,12 @@ second level (`engine.statecache.Tier`), in one SQLite file in the worker set's 
 Without it, a conversation whose requests land on different workers (the kernel spreads
 connections, not conversations) is folded from its whole transcript by every worker it
 reaches: about 2.5 ms for a 24-turn, 60 KB transcript, where loading its state from here
-takes about 0.05 ms. The price is a write per request: every state a worker stores is written
-here too (pickled, about 6 KB at 24 turns; 0.09 ms with the write). A worker loads a
-conversation's state from here when it holds none, or an older one than the file's.
+takes about 0.05 ms (0.1 ms at 100 turns). The price is the writes (pickled, 6 KB at 24
+turns, 16 KB at 100; 0.09 and 0.2 ms with the write): a conversation several workers serve
+is written on every turn, one that stays on one worker (an agent keeps its connection) every
+`STICKY_EVERY` turns. A worker loads a conversation's state from here when it holds none, or
+an older one than the file's.
 
-Writes go through a thread of their own, so a request does not wait for them (a state another
-worker needs before it is written is folded there instead, with the same result).
 It is a cache, nothing more: written with `synchronous=OFF` (a crash loses nothing that
 cannot be folded again), bounded in bytes (the oldest rows go first), and best effort: a
 busy, locked, damaged or unreadable file, or a state pickled by other code, is a miss
@@ -33,7 +33,7 @@ import structlog
 
 from proxy.engine.state import ConversationState
 
-__all__ = ["BUSY_TIMEOUT_MS", "PRUNE_EVERY", "SHARED_STATES_SHARE", "SharedStates"]
+__all__ = ["BUSY_TIMEOUT_MS", "PRUNE_EVERY", "SHARED_STATES_SHARE", "STICKY_EVERY", "SharedStates"]
 
 log = structlog.get_logger("repair_proxy")
 
@@ -41,6 +41,13 @@ BUSY_TIMEOUT_MS = 20
 """How long a write waits for another worker's to finish before it is skipped (a miss later)."""
 PRUNE_EVERY = 256
 """Every this many writes, a worker checks the file's byte bound and prunes the oldest rows."""
+STICKY_EVERY = 4
+"""A conversation no other worker has been seen serving is written every this many turns (a
+worker that takes it over then folds at most this many turns on from the file's state); one
+that several workers serve is written on every turn."""
+TRACKED = 100_000
+"""Conversations whose writes a worker keeps track of (past it, it starts again: writes on
+the next turn of each)."""
 SHARED_STATES_SHARE = 4
 """The file is bounded to `store.state_cache_bytes` divided by this (64 MiB by default): a
 pickled state is several times smaller than the same state in memory (6 KB at 24 turns,
@@ -48,7 +55,6 @@ pickled state is several times smaller than the same state in memory (6 KB at 24
 lives in the run directory, which on Kubernetes is a memory-backed volume (128 MiB there)."""
 
 
-_UPSERT = "INSERT OR REPLACE INTO states (team, conversation, turns, body, stored) VALUES (?, ?, ?, ?, ?)"
 _INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
@@ -99,13 +105,10 @@ class SharedStates:
             "CREATE TABLE IF NOT EXISTS states (team TEXT NOT NULL, conversation TEXT NOT NULL, "
             "turns INTEGER NOT NULL, body BLOB NOT NULL, stored REAL NOT NULL, PRIMARY KEY (team, conversation))"
         )
-        # states to write, the latest per conversation; the writer thread takes them
-        self._pending: dict[tuple[str, str], ConversationState] = {}
-        self._writing = 0
-        self._closing = False
-        self._wake = threading.Condition()
-        self._writer = threading.Thread(target=self._write_loop, name="shared-states", daemon=True)
-        self._writer.start()
+        self._written: dict[tuple[str, str], int] = {}
+        """The turns of the state this worker last wrote, per conversation."""
+        self._shared: set[tuple[str, str]] = set()
+        """Conversations another worker has served (a state of theirs was further on than ours)."""
 
     def load(self, key: tuple[str, str], held: ConversationState | None = None) -> ConversationState | None:
         """The shared state, when it has folded more turns than `held` (a worker that served
@@ -118,6 +121,7 @@ class SharedStates:
                 ).fetchone()
             if row is None or time.time() - row[1] > self._ttl:
                 return None
+            self._track(self._shared, key)
             state = pickle.loads(row[0])
         except Exception as exc:  # a damaged row, a state of other code: fold again
             self._trouble("load", exc)
@@ -125,63 +129,37 @@ class SharedStates:
         return state if isinstance(state, ConversationState) else None
 
     def store(self, key: tuple[str, str], value: ConversationState) -> None:
-        """Queued for the writer thread (the request does not wait for the pickle and the
-        write); a later state of the same conversation replaces one not yet written."""
-        with self._wake:
-            if self._closing:
-                return
-            self._pending[key] = value
-            self._wake.notify()
-
-    def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every queued state is written (False: not within `timeout` seconds)."""
-        deadline = time.monotonic() + timeout
-        with self._wake:
-            while self._pending or self._writing:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._writer.is_alive():
-                    return False
-                self._wake.wait(left)
-        return True
-
-    def _write_loop(self) -> None:
-        while True:
-            with self._wake:
-                while not self._pending and not self._closing:
-                    self._wake.wait()
-                if not self._pending:
-                    return
-                batch, self._pending = self._pending, {}
-                self._writing = len(batch)
-            try:
-                self._write(batch)
-            finally:
-                with self._wake:
-                    self._writing = 0
-                    self._wake.notify_all()
-
-    def _write(self, batch: dict[tuple[str, str], ConversationState]) -> None:
-        """One transaction for what was queued."""
+        """Written, unless only this worker has served the conversation and it wrote it fewer
+        than `STICKY_EVERY` turns ago."""
+        last = self._written.get(key)
+        if key not in self._shared and last is not None and 0 <= value.turns - last < STICKY_EVERY:
+            return
+        self._track(self._written, key, value.turns)
         try:
-            rows = [(*key, value.turns, _dumps(value), time.time()) for key, value in batch.items()]
+            body = _dumps(value)
             with self._lock:
-                self._db.execute("BEGIN")
-                try:
-                    self._db.executemany(_UPSERT, rows)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                before, self._writes = self._writes, self._writes + len(rows)
-                if before // PRUNE_EVERY != self._writes // PRUNE_EVERY:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO states (team, conversation, turns, body, stored) VALUES (?, ?, ?, ?, ?)",
+                    (*key, value.turns, body, time.time()),
+                )
+                self._writes += 1
+                if self._writes % PRUNE_EVERY == 0:
                     self._prune()
         except Exception as exc:
             self._trouble("store", exc)
 
+    def _track(
+        self, into: dict[tuple[str, str], int] | set[tuple[str, str]], key: tuple[str, str], turns: int = 0
+    ) -> None:
+        if len(into) >= TRACKED and key not in into:
+            into.clear()
+        if isinstance(into, dict):
+            into[key] = turns
+        else:
+            into.add(key)
+
     def drop(self, key: tuple[str, str]) -> None:
-        with self._wake:
-            self._pending.pop(key, None)
-        self.flush()  # a write already under way lands before the delete
+        self._written.pop(key, None)
         try:
             with self._lock:
                 self._db.execute("DELETE FROM states WHERE team = ? AND conversation = ?", key)
@@ -214,10 +192,5 @@ class SharedStates:
             log.warning("shared_states_unavailable", doing=doing, error=str(exc), path=str(self.path))
 
     def close(self) -> None:
-        """Write what is queued, stop the writer, close the file."""
-        with self._wake:
-            self._closing = True
-            self._wake.notify_all()
-        self._writer.join(timeout=5.0)
         with self._lock:
             self._db.close()

@@ -110,8 +110,7 @@ def counter(metrics: str, name: str, **labels: str) -> float:
 
 
 async def shared_states(run_dir: Path, turns: int) -> list[tuple[str, int]]:
-    """(team, turns) of the states the workers shared, once one has `turns` (written by a
-    thread of each worker: give it a moment)."""
+    """(team, turns) of the states the workers shared, once one has `turns` (or after 5 s)."""
     rows: list[tuple[str, int]] = []
     for _ in range(100):
         with sqlite3.connect(run_dir / "states.sqlite") as db:

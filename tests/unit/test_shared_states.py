@@ -5,7 +5,6 @@ whatever goes wrong with the shared file is a miss, never an error."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from proxy.engine.core import Engine
 from proxy.engine.state import ConversationState
 from proxy.engine.statecache import StateCache
 from proxy.settings.policy import default_policy
-from proxy.store.shared_states import PRUNE_EVERY, SharedStates
+from proxy.store.shared_states import PRUNE_EVERY, STICKY_EVERY, SharedStates
 
 KEY = ("default", "spread")
 HEADERS = {"X-Repair-Conversation": "spread"}
@@ -40,18 +39,14 @@ def workers(count: int, tier: SharedStates | None, *tiers: SharedStates | None) 
     return [(Engine(policy, StateCache(1000, 3600, tier=t), tokens), SpanMemory()) for t in chosen]
 
 
-def sent(order: list[int], set_of: list[tuple[Engine, SpanMemory]], shared: SharedStates | None = None) -> list[bytes]:
-    """The bodies a stuck conversation's requests go upstream as, request i served by worker
-    order[i]; each request's state written to `shared` before the next comes (as the round trip
-    to the model gives the writer time to)."""
+def sent(order: list[int], set_of: list[tuple[Engine, SpanMemory]]) -> list[bytes]:
+    """The bodies a stuck conversation's requests go upstream as, request i served by worker order[i]."""
     out = []
     for body, index in zip(stuck_requests(), order, strict=True):
         engine, memory = set_of[index]
         planned = plan_offline(engine, CHAT, body, HEADERS, memory=memory)
         assert planned is not None
         out.append(planned.body)
-        if shared is not None:
-            assert shared.flush()
     return out
 
 
@@ -72,7 +67,7 @@ def turns_folded(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
 def test_alternating_workers_send_what_one_worker_sends(shared: SharedStates) -> None:
     steps = len(stuck_requests())
     alone = sent([0] * steps, workers(1, None))
-    spread = sent([i % 2 for i in range(steps)], workers(2, shared), shared)
+    spread = sent([i % 2 for i in range(steps)], workers(2, shared))
     assert spread == alone
     assert sum(a != b for a, b in zip(stuck_requests(), alone, strict=True)) >= 2  # instructions were added
 
@@ -83,7 +78,7 @@ def test_a_worker_new_to_a_conversation_folds_only_its_new_turn(
     """Request i of the conversation holds i+1 turns; with the shared file, each of the two
     workers folds one turn per request, as one worker would."""
     steps = len(stuck_requests())
-    sent([i % 2 for i in range(steps)], workers(2, shared), shared)
+    sent([i % 2 for i in range(steps)], workers(2, shared))
     assert turns_folded() == steps
 
 
@@ -102,8 +97,38 @@ def test_a_worker_further_on_in_the_shared_file_is_taken_over_what_a_worker_hold
     steps = len(stuck_requests())
     alone = sent([0] * steps, workers(1, None))
     before = turns_folded()
-    assert sent([0, 1, 1, 1, *[0] * (steps - 4)], workers(2, shared), shared) == alone
+    assert sent([0, 1, 1, 1, *[0] * (steps - 4)], workers(2, shared)) == alone
     assert turns_folded() - before == steps
+
+
+def test_a_conversation_one_worker_serves_alone_is_written_every_few_turns(shared: SharedStates) -> None:
+    """Most conversations stay on one worker (an agent keeps its connection): their states are
+    written every `STICKY_EVERY` turns, not on every request."""
+    (engine, memory), *_ = workers(1, shared)
+    written = []
+    for body in stuck_requests():
+        plan_offline(engine, CHAT, body, HEADERS, memory=memory)
+        with sqlite3.connect(shared.path) as db:
+            written.append(db.execute("SELECT turns FROM states").fetchone()[0])
+    assert STICKY_EVERY == 4
+    assert written == [1, 1, 1, 1, 5, 5, 5, 5, 9]
+
+
+def test_a_worker_taking_over_a_conversation_folds_at_most_a_few_turns(
+    shared: SharedStates, turns_folded: Callable[[], int]
+) -> None:
+    """Worker 0 served seven requests alone (the file holds its state at turn 5); worker 1 takes
+    the eighth, goes on from that state and folds turns 6 to 8, and sends what one worker would."""
+    steps = len(stuck_requests())
+    alone = sent([0] * steps, workers(1, None))
+    set_of = workers(2, shared)
+    bodies = stuck_requests()
+    for body in bodies[:7]:
+        plan_offline(set_of[0][0], CHAT, body, HEADERS, memory=set_of[0][1])
+    before = turns_folded()
+    planned = plan_offline(set_of[1][0], CHAT, bodies[7], HEADERS, memory=set_of[1][1])
+    assert planned is not None and planned.body == alone[7]
+    assert turns_folded() - before == 3
 
 
 def test_a_worker_behind_folds_on_from_its_own_state(shared: SharedStates) -> None:
@@ -111,7 +136,7 @@ def test_a_worker_behind_folds_on_from_its_own_state(shared: SharedStates) -> No
     on from its own older state over the turns it missed, and the bodies do not change."""
     steps = len(stuck_requests())
     alone = sent([0] * steps, workers(1, None))
-    assert sent([0, 1, 1, 1, *[0] * (steps - 4)], workers(2, None, shared, None), shared) == alone
+    assert sent([0, 1, 1, 1, *[0] * (steps - 4)], workers(2, None, shared, None)) == alone
 
 
 def test_a_damaged_row_is_a_miss_and_the_state_is_folded_again(shared: SharedStates) -> None:
@@ -120,7 +145,7 @@ def test_a_damaged_row_is_a_miss_and_the_state_is_folded_again(shared: SharedSta
     set_of = workers(2, shared)
     bodies = stuck_requests()
     first = plan_offline(set_of[0][0], CHAT, bodies[0], HEADERS, memory=set_of[0][1])
-    assert first is not None and shared.flush()
+    assert first is not None
     with sqlite3.connect(shared.path) as db:
         db.execute("UPDATE states SET body = ?", (b"not a pickle",))
     assert shared.load(KEY) is None
@@ -139,7 +164,6 @@ def test_a_row_that_is_no_state_is_a_miss(shared: SharedStates) -> None:
 def test_an_expired_row_is_a_miss(tmp_path: Path) -> None:
     states = SharedStates(tmp_path / "s.sqlite", max_bytes=1 << 20, ttl_seconds=3600)
     states.store(KEY, ConversationState(turns=4))
-    assert states.flush()
     assert states.load(KEY) == ConversationState(turns=4)
     with sqlite3.connect(states.path) as db:
         db.execute("UPDATE states SET stored = stored - 7200")
@@ -151,7 +175,6 @@ def test_the_file_keeps_to_its_byte_bound_oldest_first(tmp_path: Path) -> None:
     states = SharedStates(tmp_path / "s.sqlite", max_bytes=100 * 2200, ttl_seconds=3600)
     for n in range(4 * PRUNE_EVERY):
         states.store(("default", f"c{n}"), state)
-        assert states.flush()
     assert states.bytes() <= 100 * 2200 + PRUNE_EVERY * 2200
     assert states.load(("default", f"c{4 * PRUNE_EVERY - 1}")) == state
     assert states.load(("default", "c0")) is None
@@ -160,7 +183,6 @@ def test_the_file_keeps_to_its_byte_bound_oldest_first(tmp_path: Path) -> None:
 def test_a_reset_takes_the_state_out_of_the_shared_file_too(shared: SharedStates) -> None:
     (engine, memory), (other, _memory) = workers(2, shared)
     plan_offline(engine, CHAT, stuck_requests()[2], HEADERS, memory=memory)
-    assert shared.flush()
     assert other.cache.get(KEY) is not None  # loaded from the shared file
     assert engine.cache.pop(KEY) is not None
     assert shared.load(KEY) is None
@@ -168,27 +190,6 @@ def test_a_reset_takes_the_state_out_of_the_shared_file_too(shared: SharedStates
 
 def test_an_unwritable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
     states = SharedStates(tmp_path / "s.sqlite", max_bytes=1 << 20, ttl_seconds=3600)
-    with sqlite3.connect(states.path) as db:
-        db.execute("DROP TABLE states")
-    states.store(KEY, ConversationState(turns=1))  # the write fails in the writer: nothing raised
-    assert states.flush()
-    assert states.load(KEY) is None
     states.close()
-    states.store(KEY, ConversationState(turns=2))  # closed: nothing is queued
-    assert states.flush()
-
-
-def test_the_writer_writes_without_being_asked_to(shared: SharedStates) -> None:
-    """Production never flushes: the writer thread takes what is queued by itself."""
-    shared.store(KEY, ConversationState(turns=3))
-    deadline = time.monotonic() + 5
-    while shared.load(KEY) is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert shared.load(KEY) == ConversationState(turns=3)
-
-
-def test_a_later_state_queued_before_the_write_replaces_the_earlier(shared: SharedStates) -> None:
-    shared.store(KEY, ConversationState(turns=3))
-    shared.store(KEY, ConversationState(turns=5))
-    assert shared.flush()
-    assert shared.load(KEY) == ConversationState(turns=5)
+    states.store(KEY, ConversationState(turns=1))  # closed: nothing is stored, nothing raised
+    assert states.load(KEY) is None
