@@ -1,10 +1,18 @@
 """The in-memory state cache: bounded in entries and in bytes (least recently used goes first),
-and expiring (TTL), with an optional second level that several processes share (`Tier`).
+and expiring (TTL); the most recently used entries kept live and the rest packed (`Codec`),
+with an optional second level that several processes share (`Tier`).
 
 The cache only saves work: a state missing from it is folded again from the transcript,
-with the same result. Each entry's size is estimated when it is stored (`sizer`), so the
-bound holds without walking what is cached. Safe to share between threads (large requests
-are analysed in worker threads).
+with the same result. Each entry's size is estimated when it is stored (`sizer`; a packed
+entry's is its length), so the bound holds without walking what is cached. Safe to share
+between threads (large requests are analysed in worker threads).
+
+Packed entries are bytes: the garbage collector does not walk them. A 100-turn state is about
+150 objects the collector tracks; 4,000 of them live made each full collection take 270 ms,
+holding every request of the process (measured: `gc.collect()` beside the cache). Kept
+packed beyond the `live` most recent, a cache of any size adds little to a collection, and
+holds several times more conversations in the same bytes (a packed 100-turn state is 16 KB).
+A packed entry is unpacked when its conversation comes back (about 0.1 ms at 100 turns).
 
 With a tier (the workers of one `serve --workers N`), every state stored is also written
 there, and a state is taken from there when it is missing here or the tier's is further on
@@ -19,11 +27,15 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["StateCache", "Tier"]
+__all__ = ["PACKED_OVERHEAD", "Codec", "StateCache", "Tier"]
 
 V = TypeVar("V")
+
+PACKED_OVERHEAD = 120
+"""Bytes a packed entry costs beyond its data (the bytes object and the entry holding it)."""
 
 
 class Tier(Protocol[V]):
@@ -39,6 +51,22 @@ class Tier(Protocol[V]):
     def drop(self, key: tuple[str, str]) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Codec(Generic[V]):
+    """How values are packed to bytes and back (`unpack` raises `ValueError` on bad bytes)."""
+
+    pack: Callable[[V], bytes]
+    unpack: Callable[[bytes], V]
+
+
+@dataclass(slots=True)
+class _Entry(Generic[V]):
+    stamp: float
+    value: V | None
+    packed: bytes | None
+    size: int
+
+
 class StateCache(Generic[V]):
     def __init__(
         self,
@@ -48,8 +76,13 @@ class StateCache(Generic[V]):
         max_bytes: int | None = None,
         sizer: Callable[[V], int] | None = None,
         tier: Tier[V] | None = None,
+        codec: Codec[V] | None = None,
+        live: int | None = None,
     ) -> None:
-        self._entries: OrderedDict[tuple[str, str], tuple[float, V, int]] = OrderedDict()
+        """With a `codec`, only the `live` most recently used entries are kept as objects."""
+        self._entries: OrderedDict[tuple[str, str], _Entry[V]] = OrderedDict()
+        self._live: OrderedDict[tuple[str, str], None] = OrderedDict()
+        """The keys of the entries kept as objects, least recently used first."""
         self._max = max_entries
         self._ttl = ttl_seconds
         self._clock = clock
@@ -58,21 +91,29 @@ class StateCache(Generic[V]):
         self._bytes = 0
         self._lock = threading.Lock()
         self._tier = tier
+        self._codec = codec
+        self._live_max = live if codec is not None and live is not None else None
 
     @property
     def bytes(self) -> int:
         """The estimated size of everything cached."""
         return self._bytes
 
+    @property
+    def packed(self) -> int:
+        """How many entries are kept packed."""
+        return len(self._entries) - len(self._live)
+
     def get(self, key: tuple[str, str]) -> V | None:
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and self._clock() - entry[0] > self._ttl:
+            if entry is not None and self._clock() - entry.stamp > self._ttl:
                 self._pop(key)
                 entry = None
+            held = None
             if entry is not None:
                 self._entries.move_to_end(key)
-            held = None if entry is None else entry[1]
+                held = self._open(key, entry)
         if self._tier is None:
             return held
         found = self._tier.load(key, held)
@@ -90,35 +131,83 @@ class StateCache(Generic[V]):
         size = self._sizer(value) if self._sizer is not None else 0
         with self._lock:
             self._pop(key)
-            self._entries[key] = (self._clock(), value, size)
+            self._entries[key] = _Entry(self._clock(), value, None, size)
             self._bytes += size
+            self._mark_live(key)
             while len(self._entries) > self._max or (
                 self._max_bytes is not None and self._bytes > self._max_bytes and len(self._entries) > 1
             ):
-                _key, (_stamp, _value, evicted) = self._entries.popitem(last=False)
-                self._bytes -= evicted
+                old, _entry = next(iter(self._entries.items()))
+                self._pop(old)
+
+    def _open(self, key: tuple[str, str], entry: _Entry[V]) -> V | None:
+        """The entry's value, unpacked (and kept live again) when it was packed; None (and the
+        entry gone) when its bytes do not unpack. Called under the lock."""
+        if entry.packed is None:
+            self._mark_live(key)
+            return entry.value
+        assert self._codec is not None
+        try:
+            value = self._codec.unpack(entry.packed)
+        except ValueError:
+            self._pop(key)
+            return None
+        size = self._sizer(value) if self._sizer is not None else 0
+        self._bytes += size - entry.size
+        entry.value, entry.packed, entry.size = value, None, size
+        self._mark_live(key)
+        return value
+
+    def _mark_live(self, key: tuple[str, str]) -> None:
+        """`key` is the most recently used live entry; past the live bound, the least recently
+        used live entry is packed. Called under the lock."""
+        if self._live_max is None:
+            return
+        self._live[key] = None
+        self._live.move_to_end(key)
+        assert self._codec is not None
+        while len(self._live) > self._live_max:
+            old, _ = self._live.popitem(last=False)
+            entry = self._entries[old]
+            assert entry.value is not None
+            entry.packed = self._codec.pack(entry.value)
+            entry.value = None
+            size = len(entry.packed) + PACKED_OVERHEAD
+            self._bytes += size - entry.size
+            entry.size = size
 
     def pop(self, key: tuple[str, str]) -> V | None:
         """Take the entry out (of the tier too); what this process held, if anything."""
         if self._tier is not None:
             self._tier.drop(key)
         with self._lock:
-            return self._pop(key)
+            entry = self._entries.get(key)
+            value = None if entry is None else self._open(key, entry)
+            self._pop(key)
+            return value
 
-    def _pop(self, key: tuple[str, str]) -> V | None:
+    def _pop(self, key: tuple[str, str]) -> None:
         entry = self._entries.pop(key, None)
-        if entry is None:
-            return None
-        self._bytes -= entry[2]
-        return entry[1]
+        self._live.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry.size
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def items(self) -> Iterator[tuple[tuple[str, str], V]]:
+        """Every entry not expired, oldest first (packed ones unpacked for the caller, left packed)."""
         now = self._clock()
         with self._lock:
-            entries = list(self._entries.items())
-        for key, (stamp, value, _size) in entries:
-            if now - stamp <= self._ttl:
+            entries = [(k, e.stamp, e.value, e.packed) for k, e in self._entries.items()]
+        for key, stamp, live, packed in entries:
+            if now - stamp > self._ttl:
+                continue
+            value = live
+            if packed is not None and self._codec is not None:
+                try:
+                    value = self._codec.unpack(packed)
+                except ValueError:
+                    continue
+            if value is not None:
                 yield key, value

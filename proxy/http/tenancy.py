@@ -18,7 +18,8 @@ from pathlib import Path
 from proxy.dialects import SpanMemory
 from proxy.engine.core import Engine
 from proxy.engine.state import ConversationState, approx_bytes
-from proxy.engine.statecache import StateCache, Tier
+from proxy.engine.statecache import Codec, StateCache, Tier
+from proxy.engine.statecodec import pack, unpack
 from proxy.engine.tokens import TokenCounter
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
@@ -66,6 +67,8 @@ class Shared:
             max_bytes=store.state_cache_bytes - span_bytes,
             sizer=approx_bytes,
             tier=tier,
+            codec=Codec(pack, unpack),
+            live=store.live_states,
         )
         return cls(cache, TokenCounter(), SpanMemory(store.state_cache_size, max_bytes=span_bytes))
 

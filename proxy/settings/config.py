@@ -41,6 +41,10 @@ DEFAULT_BODY_TIMEOUT = 60.0
 """Seconds of silence allowed while a request body arrives."""
 DEFAULT_ANALYSIS_BUDGET_MS = 100.0
 """Milliseconds one request's analysis may run before it is given up (fail-open, counted)."""
+DEFAULT_LIVE_STATES = 128
+"""Conversations kept live per worker: more than one worker serves at once in practice, few
+enough that a full garbage collection over them stays short (100-turn states: about 19,000
+objects, a few ms)."""
 MAX_AUTO_WORKERS = 4
 """`server.workers = 0` runs one worker per usable core, at most this many."""
 MAX_WORKERS = 64
@@ -139,6 +143,9 @@ class StoreSettings(_Frozen):
     state_cache_size: int = Field(default=10_000, ge=1)
     state_cache_bytes: int = Field(default=DEFAULT_STATE_CACHE_BYTES, ge=1024 * 1024)
     state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
+    live_states: int = Field(default=DEFAULT_LIVE_STATES, ge=1)
+    """Conversations whose states are kept as objects; the others in the cache are kept packed
+    (smaller, and out of the garbage collector's walks), unpacked when they come back."""
     verdicts: str = DEFAULT_VERDICTS
     """Durable verdict store: a SQLite file path, a `redis://` URL, or empty for none."""
     shared_states: bool = True

@@ -20,18 +20,15 @@ unpickling it safe.
 
 from __future__ import annotations
 
-import dataclasses
-import io
-import pickle
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import structlog
 
 from proxy.engine.state import ConversationState
+from proxy.engine.statecodec import pack, unpack
 
 __all__ = ["BUSY_TIMEOUT_MS", "PRUNE_EVERY", "SHARED_STATES_SHARE", "STICKY_EVERY", "SharedStates"]
 
@@ -53,37 +50,6 @@ SHARED_STATES_SHARE = 4
 pickled state is several times smaller than the same state in memory (6 KB at 24 turns,
 36 KB at 300), so the file holds at least the conversations one worker's cache holds. It
 lives in the run directory, which on Kubernetes is a memory-backed volume (128 MiB there)."""
-
-
-_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
-
-
-class _Pickler(pickle.Pickler):
-    """Dataclasses pickled as their constructor's arguments: a state is mostly small frozen
-    dataclasses, and the default (a dict of slots per object) takes about half as long
-    again to write and twice as long to read."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        kind = type(obj)
-        names = _INIT_FIELDS.get(kind, ())
-        if names == ():
-            names = (
-                tuple(f.name for f in dataclasses.fields(obj))
-                if dataclasses.is_dataclass(obj)
-                and not isinstance(obj, type)
-                and all(f.init for f in dataclasses.fields(obj))
-                else None
-            )
-            _INIT_FIELDS[kind] = names
-        if names is None:
-            return NotImplemented
-        return kind, tuple(getattr(obj, name) for name in names)
-
-
-def _dumps(state: ConversationState) -> bytes:
-    out = io.BytesIO()
-    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-    return out.getvalue()
 
 
 class SharedStates:
@@ -122,11 +88,10 @@ class SharedStates:
             if row is None or time.time() - row[1] > self._ttl:
                 return None
             self._track(self._shared, key)
-            state = pickle.loads(row[0])
+            return unpack(row[0])
         except Exception as exc:  # a damaged row, a state of other code: fold again
             self._trouble("load", exc)
             return None
-        return state if isinstance(state, ConversationState) else None
 
     def store(self, key: tuple[str, str], value: ConversationState) -> None:
         """Written, unless only this worker has served the conversation and it wrote it fewer
@@ -136,7 +101,7 @@ class SharedStates:
             return
         self._track(self._written, key, value.turns)
         try:
-            body = _dumps(value)
+            body = pack(value)
             with self._lock:
                 self._db.execute(
                     "INSERT OR REPLACE INTO states (team, conversation, turns, body, stored) VALUES (?, ?, ?, ?, ?)",

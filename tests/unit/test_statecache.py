@@ -7,11 +7,13 @@ import gc
 import tracemalloc
 
 import pytest
-from chat import Chat, edit, test_run, view
+from chat import Chat, edit, stuck_requests, test_run, view
 from scenario_loader import engine
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.state import ConversationState, approx_bytes
+from proxy.engine.statecache import PACKED_OVERHEAD, Codec, StateCache
+from proxy.engine.statecodec import pack, unpack
 
 HELD = 20
 """Conversations whose states are held at once (enough to drown one-off allocations)."""
@@ -51,3 +53,96 @@ def test_the_size_estimate_is_within_a_quarter_of_what_a_state_holds(turns: int)
         tracemalloc.stop()
     estimate = sum(approx_bytes(s) for s in states)
     assert 0.75 <= held / estimate <= 1.25, f"held {held // HELD} B per state, estimated {estimate // HELD} B"
+
+
+def states(count: int, turns: int = 30) -> list[ConversationState]:
+    """`count` distinct states of stuck conversations (each its own objects, as each
+    conversation's state is)."""
+    body = conversation(turns)
+    eng = engine()
+    out = []
+    for n in range(count):
+        planned = plan_offline(eng, CHAT, body, {"X-Repair-Conversation": f"s{n}"})
+        assert planned is not None
+        out.append(planned.decision.state)
+    return out
+
+
+def packing(live: int | None, **kwargs: object) -> StateCache[ConversationState]:
+    return StateCache(10_000, 3600, sizer=approx_bytes, codec=Codec(pack, unpack), live=live, **kwargs)  # type: ignore[arg-type]
+
+
+def test_past_the_live_bound_states_are_packed_and_come_back_equal() -> None:
+    made = states(5)
+    cache = packing(live=2)
+    for n, state in enumerate(made):
+        cache.put(("t", f"c{n}"), state)
+    assert cache.packed == 3
+    assert cache.get(("t", "c0")) == made[0]  # unpacked: live again, the oldest live one packed
+    assert cache.packed == 3
+    assert dict(cache.items()) == {("t", f"c{n}"): s for n, s in enumerate(made)}
+
+
+def test_a_packed_entry_counts_its_length_toward_the_byte_bound() -> None:
+    made = states(4)
+    cache = packing(live=1)
+    for n, state in enumerate(made):
+        cache.put(("t", f"c{n}"), state)
+    expected = approx_bytes(made[3]) + sum(len(pack(s)) + PACKED_OVERHEAD for s in made[:3])
+    assert cache.bytes == expected
+    assert all(len(pack(s)) < approx_bytes(s) / 3 for s in made)  # what packing saves (30 turns: 9 KB, 30 KB live)
+
+
+def test_a_packed_entry_that_does_not_unpack_is_a_miss() -> None:
+    def broken(_data: bytes) -> ConversationState:
+        raise ValueError("damaged")
+
+    made = states(2)
+    cache: StateCache[ConversationState] = StateCache(100, 3600, codec=Codec(pack, broken), live=1)
+    cache.put(("t", "a"), made[0])
+    cache.put(("t", "b"), made[1])  # "a" is packed
+    assert cache.get(("t", "a")) is None
+    assert len(cache) == 1
+
+
+def tracked_growth(live: int | None) -> int:
+    """Objects the garbage collector tracks, added by 200 conversations' states held in a cache."""
+    states(1)  # first-use allocations
+    gc.collect()
+    before = len(gc.get_objects())
+    made = states(200)
+    cache = packing(live=live)
+    for n, state in enumerate(made):
+        cache.put(("t", f"c{n}"), state)
+    del made, state
+    gc.collect()
+    grown = len(gc.get_objects()) - before
+    assert len(cache) == 200
+    return grown
+
+
+def test_packed_states_are_not_walked_by_the_garbage_collector() -> None:
+    """With 8 kept live, 200 cached states add under a tenth of the tracked objects that 200
+    live ones keep."""
+    assert tracked_growth(live=8) < tracked_growth(live=None) / 10
+
+
+def test_not_without_packing_every_cached_state_is_walked() -> None:
+    """The must-not side: all live, the cached states are what the collector walks (tens of
+    objects each)."""
+    assert tracked_growth(live=None) > 200 * 20
+
+
+def test_decisions_are_the_same_when_every_state_comes_back_from_packing() -> None:
+    """Three stuck conversations interleaved through an engine keeping one state live (each
+    request finds its state packed): the bodies sent are those of an engine keeping all live."""
+    requests = [stuck_requests(prefix) for prefix in ("a", "b", "c")]
+    plain, packed = engine(), engine()
+    packed.cache = packing(live=1)
+    for step in range(len(requests[0])):
+        for prefix, bodies in zip("abc", requests, strict=True):
+            headers = {"X-Repair-Conversation": prefix}
+            one = plan_offline(plain, CHAT, bodies[step], headers)
+            two = plan_offline(packed, CHAT, bodies[step], headers)
+            assert one is not None and two is not None and one.body == two.body
+    assert packed.cache.packed == 2
