@@ -26,6 +26,7 @@ what is left to them.
                 baseline in one run, on the same machine at the same time
 
 Run: python bench/proxy_bench.py [--requests N] [--concurrency C] [--baseline DIR]... [--only NAMES] [--turns T]
+                                 [--proxy-config FILE]
 """
 
 from __future__ import annotations
@@ -244,7 +245,9 @@ def _supports_workers(checkout: Path) -> bool:
     return main.exists() and "--workers" in main.read_text()
 
 
-def plan(upstream_port: int, baselines: list[Path], only: set[str] | None) -> tuple[list[Target], dict[str, Command]]:
+def plan(
+    upstream_port: int, baselines: list[Path], only: set[str] | None, config: Path | None = None
+) -> tuple[list[Target], dict[str, Command]]:
     """The targets to measure and the processes they need (each on a port of its own)."""
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
     py = sys.executable
@@ -255,6 +258,8 @@ def plan(upstream_port: int, baselines: list[Path], only: set[str] | None) -> tu
 
     def serve(process: str, *flags: str, env: dict[str, str] | None = None) -> dict[str, Command]:
         argv = [py, "-m", "proxy", "serve", "--upstream", upstream, "--port", str(at(process)), *flags]
+        if config is not None:
+            argv += ["--config", str(config.resolve())]
         return {process: (argv, env or {})}
 
     single = ("--workers", "1")
@@ -280,9 +285,11 @@ def plan(upstream_port: int, baselines: list[Path], only: set[str] | None) -> tu
     return targets, commands
 
 
-async def run(requests: int, concurrency: int, baselines: list[Path], only: set[str] | None, turns: int) -> None:
+async def run(
+    requests: int, concurrency: int, baselines: list[Path], only: set[str] | None, turns: int, config: Path | None
+) -> None:
     upstream_port = free_port()
-    targets, commands = plan(upstream_port, baselines, only)
+    targets, commands = plan(upstream_port, baselines, only, config)
     commands = {"upstream": ([sys.executable, str(HERE / "fast_upstream.py"), str(upstream_port)], {}), **commands}
     messages = transcript(turns, stuck_runs=4)  # stuck 4 runs at a time: nudges, never a halt
 
@@ -400,9 +407,10 @@ def main() -> None:
     )
     parser.add_argument("--only", help="comma-separated targets to measure besides direct and minimal")
     parser.add_argument("--turns", type=int, default=24, help="agent turns in the transcript (24: 50 messages, 59 KiB)")
+    parser.add_argument("--proxy-config", type=Path, help="a config TOML every repair-proxy target is started with")
     args = parser.parse_args()
     only = set(args.only.split(",")) if args.only else None
-    asyncio.run(run(args.requests, args.concurrency, args.baseline, only, args.turns))
+    asyncio.run(run(args.requests, args.concurrency, args.baseline, only, args.turns, args.proxy_config))
 
 
 if __name__ == "__main__":
