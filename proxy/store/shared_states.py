@@ -30,12 +30,15 @@ import structlog
 from proxy.engine.state import ConversationState
 from proxy.engine.statecodec import pack, unpack
 
-__all__ = ["BUSY_TIMEOUT_MS", "PRUNE_EVERY", "SHARED_STATES_SHARE", "STICKY_EVERY", "SharedStates"]
+__all__ = ["BUSY_TIMEOUT_MS", "PRUNE_EVERY", "SETUP_TIMEOUT", "SHARED_STATES_SHARE", "STICKY_EVERY", "SharedStates"]
 
 log = structlog.get_logger("repair_proxy")
 
 BUSY_TIMEOUT_MS = 20
 """How long a write waits for another worker's to finish before it is skipped (a miss later)."""
+SETUP_TIMEOUT = 10.0
+"""How long a worker starting waits for a sibling setting up the same file; past it (or on any
+error opening it) the worker keeps its states in a private table and shares none, with a warning."""
 PRUNE_EVERY = 256
 """Every this many writes, a worker checks the file's byte bound and prunes the oldest rows."""
 STICKY_EVERY = 4
@@ -62,19 +65,30 @@ class SharedStates:
         self._lock = threading.Lock()  # one connection, used from the event loop and analysis threads
         self._writes = 0
         self._warned = False
-        self._db = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=OFF")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS states (team TEXT NOT NULL, conversation TEXT NOT NULL, "
-            "turns INTEGER NOT NULL, body BLOB NOT NULL, stored REAL NOT NULL, PRIMARY KEY (team, conversation))"
-        )
+        try:
+            self._db = self._open(self.path)
+        except sqlite3.Error as exc:  # never a worker that does not start: a private table instead
+            log.warning("shared_states_unavailable", doing="open", error=str(exc), path=str(self.path))
+            self._warned = True
+            self._db = self._open(":memory:")
         self._written: dict[tuple[str, str], int] = {}
         """The turns of the state this worker last wrote, per conversation."""
         self._shared: set[tuple[str, str]] = set()
         """Conversations another worker has served (a state of theirs was further on than ours)."""
+
+    @staticmethod
+    def _open(path: Path | str) -> sqlite3.Connection:
+        """The file set up (the workers of a set start at once: setting it up waits for a
+        sibling doing the same, up to `SETUP_TIMEOUT` seconds; later calls `BUSY_TIMEOUT_MS`)."""
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=SETUP_TIMEOUT)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS states (team TEXT NOT NULL, conversation TEXT NOT NULL, "
+            "turns INTEGER NOT NULL, body BLOB NOT NULL, stored REAL NOT NULL, PRIMARY KEY (team, conversation))"
+        )
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return db
 
     def load(self, key: tuple[str, str], held: ConversationState | None = None) -> ConversationState | None:
         """The shared state, when it has folded more turns than `held` (a worker that served

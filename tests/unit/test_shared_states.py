@@ -5,6 +5,8 @@ whatever goes wrong with the shared file is a miss, never an error."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -193,3 +195,27 @@ def test_an_unwritable_file_is_a_miss_not_an_error(tmp_path: Path) -> None:
     states.close()
     states.store(KEY, ConversationState(turns=1))  # closed: nothing is stored, nothing raised
     assert states.load(KEY) is None
+
+
+def test_a_sibling_setting_up_the_file_is_waited_for(tmp_path: Path) -> None:
+    """Workers start at once: one that finds the new file locked by a sibling setting it up
+    waits for it (before, it failed after 20 ms and the worker did not start), then shares it."""
+    path = tmp_path / "states.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None)  # a sibling, mid-setup: no WAL yet
+    holder.execute("BEGIN EXCLUSIVE")
+    opened: list[SharedStates] = []
+    starting = threading.Thread(target=lambda: opened.append(SharedStates(path, 1 << 20, 3600)))
+    starting.start()
+    time.sleep(0.3)
+    holder.execute("COMMIT")
+    holder.close()
+    starting.join(timeout=15)
+    other = SharedStates(path, max_bytes=1 << 20, ttl_seconds=3600)
+    other.store(KEY, ConversationState(turns=2))
+    assert opened and opened[0].load(KEY) == ConversationState(turns=2)
+
+
+def test_a_file_that_cannot_be_opened_leaves_the_worker_its_own_states(tmp_path: Path) -> None:
+    states = SharedStates(tmp_path, max_bytes=1 << 20, ttl_seconds=3600)  # a directory: no file there
+    states.store(KEY, ConversationState(turns=2))
+    assert states.load(KEY) == ConversationState(turns=2)
