@@ -11,6 +11,7 @@ of live workers where `/readyz` reads it. `/metrics` adds up every worker's coun
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -65,6 +66,11 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
     """Bind, log `listening`, serve until SIGTERM or SIGINT (in-flight requests get the drain time).
     One of several workers shares the port and also listens on its own socket (see `proxy.http.workers`)."""
     sock = bind(settings.server.host, settings.server.port, reuse_port=worker.index is not None)
+    # What exists now (modules, classes, functions, the compiled policies: about 35,000 objects)
+    # lives as long as the process: out of the collector's full walks, which otherwise pass over
+    # it every time (measured: full collections of 18-37 ms over 76,000 tracked objects).
+    gc.collect()
+    gc.freeze()
     if worker.index is not None:
         structlog.contextvars.bind_contextvars(worker=worker.index)  # on every log line of this process
     worker.listening()
