@@ -34,6 +34,9 @@ __all__ = ["PACKED_OVERHEAD", "Codec", "StateCache", "Tier"]
 
 V = TypeVar("V")
 
+Packed = bytes
+"""A packed value (named: inside `StateCache`, `bytes` is its property)."""
+
 PACKED_OVERHEAD = 120
 """Bytes a packed entry costs beyond its data (the bytes object and the entry holding it)."""
 
@@ -195,19 +198,37 @@ class StateCache(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def items(self) -> Iterator[tuple[tuple[str, str], V]]:
-        """Every entry not expired, oldest first (packed ones unpacked for the caller, left packed)."""
+    def peek(self, key: tuple[str, str]) -> V | None:
+        """The entry's value as held, for a look (admin views): its recency, its packing and the
+        tier are left as they are."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or self._clock() - entry.stamp > self._ttl:
+                return None
+            live, packed = entry.value, entry.packed
+        return live if packed is None else self._unpacked(packed)
+
+    def items(self, first: str | None = None, newest: int | None = None) -> Iterator[tuple[tuple[str, str], V]]:
+        """The entries not expired, most recently used first: those whose key starts with
+        `first` (a team) when given, at most `newest` of them (packed ones are unpacked for the
+        caller and stay packed: a look at thousands of them costs 0.1 ms each)."""
         now = self._clock()
         with self._lock:
-            entries = [(k, e.stamp, e.value, e.packed) for k, e in self._entries.items()]
+            entries = [(k, e.stamp, e.value, e.packed) for k, e in reversed(self._entries.items())]
+        listed = 0
         for key, stamp, live, packed in entries:
-            if now - stamp > self._ttl:
+            if (first is not None and key[0] != first) or now - stamp > self._ttl:
                 continue
-            value = live
-            if packed is not None and self._codec is not None:
-                try:
-                    value = self._codec.unpack(packed)
-                except ValueError:
-                    continue
+            if newest is not None and listed >= newest:
+                return
+            value = live if packed is None else self._unpacked(packed)
             if value is not None:
+                listed += 1
                 yield key, value
+
+    def _unpacked(self, packed: Packed) -> V | None:
+        assert self._codec is not None
+        try:
+            return self._codec.unpack(packed)
+        except ValueError:
+            return None

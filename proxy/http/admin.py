@@ -54,11 +54,22 @@ def _summary(conversation: str, state: ConversationState) -> dict[str, Any]:
     }
 
 
+LISTED = 200
+"""Conversations a listing shows per worker: the most recently active (states beyond the live
+ones are kept packed, and a listing unpacks each one it shows)."""
+
+
 def _states(request: web.Request, team: str) -> dict[str, ConversationState]:
+    """The team's most recently active conversations in this worker's cache."""
     runtime = request.app[RUNTIME].current
     if team not in runtime.teams:
         return {}
-    return {conv: state for (t, conv), state in runtime.shared.cache.items() if t == team}
+    return {conv: state for (_t, conv), state in runtime.shared.cache.items(first=team, newest=LISTED)}
+
+
+def _state(request: web.Request, team: str, conversation: str) -> ConversationState | None:
+    runtime = request.app[RUNTIME].current
+    return runtime.shared.cache.peek((team, conversation)) if team in runtime.teams else None
 
 
 async def _siblings(request: web.Request) -> list[Any]:
@@ -94,7 +105,7 @@ async def conversation(request: web.Request) -> web.Response:
     team, conv = request.match_info["team"], request.match_info["conversation"]
     if (refusal := _allowed(request, team)) is not None:
         return refusal
-    state = _states(request, team).get(conv)
+    state = _state(request, team, conv)
     views = [] if state is None else [_timeline(conv, state)]
     views += await _siblings(request)
     if not views:

@@ -68,8 +68,8 @@ def states(count: int, turns: int = 30) -> list[ConversationState]:
     return out
 
 
-def packing(live: int | None, **kwargs: object) -> StateCache[ConversationState]:
-    return StateCache(10_000, 3600, sizer=approx_bytes, codec=Codec(pack, unpack), live=live, **kwargs)  # type: ignore[arg-type]
+def packing(live: int | None, entries: int = 10_000) -> StateCache[ConversationState]:
+    return StateCache(entries, 3600, sizer=approx_bytes, codec=Codec(pack, unpack), live=live)
 
 
 def test_past_the_live_bound_states_are_packed_and_come_back_equal() -> None:
@@ -146,3 +146,25 @@ def test_decisions_are_the_same_when_every_state_comes_back_from_packing() -> No
             two = plan_offline(packed, CHAT, bodies[step], headers)
             assert one is not None and two is not None and one.body == two.body
     assert packed.cache.packed == 2
+
+
+def test_a_look_leaves_recency_and_packing_as_they_are() -> None:
+    """Admin views peek: the state comes back, still packed, and it is still the first to go."""
+    made = states(3)
+    cache = packing(live=1, entries=2)  # the least recently used goes when a third comes
+    cache.put(("t", "a"), made[0])
+    cache.put(("t", "b"), made[1])  # "a" packed
+    assert cache.peek(("t", "a")) == made[0]
+    assert cache.packed == 1
+    cache.put(("t", "c"), made[2])
+    assert cache.peek(("t", "a")) is None and cache.peek(("t", "b")) == made[1]
+
+
+def test_a_listing_shows_one_teams_newest_first_up_to_its_limit() -> None:
+    made = states(4)
+    cache = packing(live=1)
+    for n, (team, state) in enumerate(zip(["t1", "t2", "t1", "t1"], made, strict=True)):
+        cache.put((team, f"c{n}"), state)
+    assert [key for key, _ in cache.items(first="t1", newest=2)] == [("t1", "c3"), ("t1", "c2")]
+    assert [key for key, _ in cache.items(first="t2")] == [("t2", "c1")]
+    assert cache.packed == 3  # listing unpacks for the caller only
