@@ -130,8 +130,11 @@ class StateCache(Generic[V]):
         if self._tier is not None:
             self._tier.store(key, value)
 
+    def _size(self, value: V) -> int:
+        return self._sizer(value) if self._sizer is not None else 0
+
     def _keep(self, key: tuple[str, str], value: V) -> None:
-        size = self._sizer(value) if self._sizer is not None else 0
+        size = self._size(value)
         with self._lock:
             self._pop(key)
             self._entries[key] = _Entry(self._clock(), value, None, size)
@@ -149,13 +152,11 @@ class StateCache(Generic[V]):
         if entry.packed is None:
             self._mark_live(key)
             return entry.value
-        assert self._codec is not None
-        try:
-            value = self._codec.unpack(entry.packed)
-        except ValueError:
+        value = self._unpacked(entry.packed)
+        if value is None:
             self._pop(key)
             return None
-        size = self._sizer(value) if self._sizer is not None else 0
+        size = self._size(value)
         self._bytes += size - entry.size
         entry.value, entry.packed, entry.size = value, None, size
         self._mark_live(key)
@@ -227,6 +228,7 @@ class StateCache(Generic[V]):
                 yield key, value
 
     def _unpacked(self, packed: Packed) -> V | None:
+        """The value `packed` holds; None when it does not unpack."""
         assert self._codec is not None
         try:
             return self._codec.unpack(packed)
