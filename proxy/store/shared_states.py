@@ -73,8 +73,9 @@ class SharedStates:
             self._db = self._open(":memory:")
         self._written: dict[tuple[str, str], int] = {}
         """The turns of the state this worker last wrote, per conversation."""
-        self._shared: set[tuple[str, str]] = set()
-        """Conversations another worker has served (a state of theirs was further on than ours)."""
+        self._shared: dict[tuple[str, str], int] = {}
+        """Conversations another worker has served: the turns of the state of theirs found further
+        on than ours."""
 
     @staticmethod
     def _open(path: Path | str) -> sqlite3.Connection:
@@ -96,12 +97,12 @@ class SharedStates:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT body, stored FROM states WHERE team = ? AND conversation = ? AND turns > ?",
+                    "SELECT body, stored, turns FROM states WHERE team = ? AND conversation = ? AND turns > ?",
                     (*key, -1 if held is None else held.turns),
                 ).fetchone()
             if row is None or time.time() - row[1] > self._ttl:
                 return None
-            self._track(self._shared, key)
+            self._track(self._shared, key, row[2])
             return unpack(row[0])
         except Exception as exc:  # a damaged row, a state of other code: fold again
             self._trouble("load", exc)
@@ -127,15 +128,11 @@ class SharedStates:
         except Exception as exc:
             self._trouble("store", exc)
 
-    def _track(
-        self, into: dict[tuple[str, str], int] | set[tuple[str, str]], key: tuple[str, str], turns: int = 0
-    ) -> None:
+    @staticmethod
+    def _track(into: dict[tuple[str, str], int], key: tuple[str, str], turns: int) -> None:
         if len(into) >= TRACKED and key not in into:
             into.clear()
-        if isinstance(into, dict):
-            into[key] = turns
-        else:
-            into.add(key)
+        into[key] = turns
 
     def drop(self, key: tuple[str, str]) -> None:
         self._written.pop(key, None)
@@ -148,11 +145,14 @@ class SharedStates:
     def bytes(self) -> int:
         """What the stored states take (their pickles)."""
         with self._lock:
-            return int(self._db.execute("SELECT COALESCE(SUM(length(body)), 0) FROM states").fetchone()[0])
+            return self._total()
+
+    def _total(self) -> int:
+        return int(self._db.execute("SELECT COALESCE(SUM(length(body)), 0) FROM states").fetchone()[0])
 
     def _prune(self) -> None:
         """Down to three quarters of the bound, oldest first, when over it (called under the lock)."""
-        total = int(self._db.execute("SELECT COALESCE(SUM(length(body)), 0) FROM states").fetchone()[0])
+        total = self._total()
         if total <= self._max_bytes:
             return
         excess, removed = total - self._max_bytes * 3 // 4, 0
