@@ -42,20 +42,8 @@ def any_marker(markers: Sequence[Marker], text: str) -> bool:
 
 
 def marked_lines(markers: Sequence[Marker], text: str) -> list[int]:
-    """Start offsets of the lines of `text` that hold a marker, in order, each once.
-
-    The same walk as `_lines_with` for each marker, written out: this runs on every failing
-    output, and a generator per marker costs more than the search on a few KB."""
+    """Start offsets of the lines of `text` that hold a marker, in order, each once."""
     starts: set[int] = set()
-    find, rfind, size = text.find, text.rfind, len(text)
     for marker in markers:
-        needle, pattern = marker.needle, marker.pattern
-        position = find(needle)
-        while position != -1:
-            start = rfind("\n", 0, position) + 1
-            end = find("\n", position)
-            end = size if end == -1 else end
-            if pattern is None or pattern.search(text, start, end):
-                starts.add(start)
-            position = find(needle, end)
+        starts.update(_lines_with(marker, text))
     return sorted(starts)
