@@ -112,15 +112,16 @@ def processes(commands: dict[str, Command]) -> Iterator[dict[str, int]]:
             proc.wait(timeout=40)
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children (a supervisor's workers), in MB."""
+def _over_tree(pid: int, name: str, read: Callable[[str], float]) -> float:
+    """`read` of /proc/<pid>/<name>, summed over a process and its children (a supervisor's
+    workers); a process gone meanwhile counts nothing."""
     total = 0.0
     for one_pid in [pid, *_children(pid)]:
         try:
-            status = Path(f"/proc/{one_pid}/status").read_text()
+            text = Path(f"/proc/{one_pid}/{name}").read_text()
         except OSError:
             continue
-        total += int(status.split("VmRSS:")[1].split()[0]) / 1024
+        total += read(text)
     return total
 
 
@@ -131,17 +132,20 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MB."""
+    return _over_tree(pid, "status", lambda status: int(status.split("VmRSS:")[1].split()[0]) / 1024)
+
+
 def cpu_seconds(pid: int) -> float:
-    """CPU time (user and system) a process and its children (a supervisor's workers) used so far."""
-    total = 0.0
+    """CPU time (user and system) a process and its children used so far."""
     tick = os.sysconf("SC_CLK_TCK")
-    for one_pid in [pid, *_children(pid)]:
-        try:
-            fields = Path(f"/proc/{one_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return total
+
+    def used(stat: str) -> float:
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
+    return _over_tree(pid, "stat", used)
 
 
 def own_cpu_seconds() -> float:
