@@ -32,7 +32,7 @@ from proxy.engine.state import (
     WATCH_TURNS,
     ConversationState,
     Cursor,
-    TimelineEntry,
+    TimelineRow,
     TripOutcome,
     Watch,
 )
@@ -61,13 +61,13 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
         trips.extend(found)
     changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
     outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
-    entry = TimelineEntry(
-        turn=turn.ordinal,
-        calls=tuple(f"{c.kind.value}:{c.call.name}" for c in turn.calls),
-        outcome=outcome if any(c.kind in DIAGNOSTIC_KINDS for c in turn.calls) else "neutral",
-        signature=(after.last_diagnostic_signature or "")[:12],
-        streak=after.same_diagnostic_streak,
-        trips=tuple(f"{t.pattern}:{t.action.value}" for t in trips),
+    row: TimelineRow = (  # a TimelineEntry's fields, in order
+        turn.ordinal,
+        tuple(f"{c.kind.value}:{c.call.name}" for c in turn.calls),
+        outcome if any(c.kind in DIAGNOSTIC_KINDS for c in turn.calls) else "neutral",
+        (after.last_diagnostic_signature or "")[:12],
+        after.same_diagnostic_streak,
+        tuple(f"{t.pattern}:{t.action.value}" for t in trips),
     )
     watches, outcomes = _watch(state, after, turn.ordinal, trips)
     return (
@@ -84,7 +84,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
             tripped=state.tripped | {t.pattern for t in trips},
             last_anchor=turn.anchor,
             progress=fold_progress(state.progress, turn),
-            timeline=(*state.timeline, entry)[-TIMELINE_TURNS:],
+            timeline=(*state.timeline, row)[-TIMELINE_TURNS:],
             last_action_turn=turn.ordinal if turn.calls else state.last_action_turn,
         ),
         trips,

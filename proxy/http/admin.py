@@ -127,7 +127,7 @@ def _timeline(conv: str, state: ConversationState) -> dict[str, Any]:
             "trips": list(e.trips),
             "injected": injected.get(e.turn, []),
         }
-        for e in state.timeline
+        for e in state.entries()
     ]
     return {**_summary(conv, state), "timeline": timeline}
 
