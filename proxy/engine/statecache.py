@@ -7,12 +7,14 @@ with the same result. Each entry's size is estimated when it is stored (`sizer`;
 entry's is its length), so the bound holds without walking what is cached. Safe to share
 between threads (large requests are analysed in worker threads).
 
-Packed entries are bytes: the garbage collector does not walk them. A 100-turn state is about
-150 objects the collector tracks; 4,000 of them live made each full collection take 270 ms,
-holding every request of the process (measured: `gc.collect()` beside the cache). Kept
-packed beyond the `live` most recent, a cache of any size adds little to a collection, and
-holds several times more conversations in the same bytes (a packed 100-turn state is 16 KB).
-A packed entry is unpacked when its conversation comes back (about 0.1 ms at 100 turns).
+Packed entries are bytes: the garbage collector does not walk them. Kept live (as objects),
+a 24-turn state is about 30 objects the collector tracks and a long stuck run's about 110
+(each trip, instruction and outcome is one); a full collection walks them all, holding every
+request of the process (measured beside the cache: 1,024 live 24-turn states 2.5 ms, 4,000
+of them 23 ms). So only the `live` most recently used entries are kept as objects, and no
+more than `LIVE_SHARE` of the byte bound: the rest are packed, several times smaller (a
+24-turn state is 6 KB packed, about 21 KB live), unpacked when their conversation comes back
+(about 30 us at 24 turns, 50 us at 100) while the least recently used live one is packed.
 
 With a tier (the workers of one `serve --workers N`), every state stored is also written
 there, and a state is taken from there when it is missing here or the tier's is further on
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["PACKED_OVERHEAD", "Codec", "StateCache", "Tier"]
+__all__ = ["LIVE_SHARE", "PACKED_OVERHEAD", "Codec", "StateCache", "Tier"]
 
 V = TypeVar("V")
 
@@ -39,6 +41,9 @@ Packed = bytes
 
 PACKED_OVERHEAD = 120
 """Bytes a packed entry costs beyond its data (the bytes object and the entry holding it)."""
+LIVE_SHARE = 0.5
+"""The most of the byte bound live entries may take: beyond, the least recently used are
+packed, so a small bound still holds several times more conversations than it would live."""
 
 
 class Tier(Protocol[V]):
@@ -82,7 +87,8 @@ class StateCache(Generic[V]):
         codec: Codec[V] | None = None,
         live: int | None = None,
     ) -> None:
-        """With a `codec`, only the `live` most recently used entries are kept as objects."""
+        """With a `codec`, only the `live` most recently used entries are kept as objects, and
+        only while they take no more than `LIVE_SHARE` of `max_bytes`."""
         self._entries: OrderedDict[tuple[str, str], _Entry[V]] = OrderedDict()
         self._live: OrderedDict[tuple[str, str], None] = OrderedDict()
         """The keys of the entries kept as objects, least recently used first."""
@@ -96,6 +102,8 @@ class StateCache(Generic[V]):
         self._tier = tier
         self._codec = codec
         self._live_max = live if codec is not None and live is not None else None
+        self._live_bytes = 0
+        self._max_live_bytes = None if max_bytes is None else max_bytes * LIVE_SHARE
 
     @property
     def bytes(self) -> int:
@@ -139,7 +147,7 @@ class StateCache(Generic[V]):
             self._pop(key)
             self._entries[key] = _Entry(self._clock(), value, None, size)
             self._bytes += size
-            self._mark_live(key)
+            self._mark_live(key, size)
             while len(self._entries) > self._max or (
                 self._max_bytes is not None and self._bytes > self._max_bytes and len(self._entries) > 1
             ):
@@ -150,7 +158,7 @@ class StateCache(Generic[V]):
         """The entry's value, unpacked (and kept live again) when it was packed; None (and the
         entry gone) when its bytes do not unpack. Called under the lock."""
         if entry.packed is None:
-            self._mark_live(key)
+            self._mark_live(key, 0)
             return entry.value
         value = self._unpacked(entry.packed)
         if value is None:
@@ -159,23 +167,29 @@ class StateCache(Generic[V]):
         size = self._size(value)
         self._bytes += size - entry.size
         entry.value, entry.packed, entry.size = value, None, size
-        self._mark_live(key)
+        self._mark_live(key, size)
         return value
 
-    def _mark_live(self, key: tuple[str, str]) -> None:
-        """`key` is the most recently used live entry; past the live bound, the least recently
-        used live entry is packed. Called under the lock."""
+    def _mark_live(self, key: tuple[str, str], added: int) -> None:
+        """`key` is the most recently used live entry (`added`: the bytes it adds to the live
+        ones, when it was not live); past the live bounds, the least recently used live entries
+        are packed, never the one just used. Called under the lock."""
         if self._live_max is None:
             return
         self._live[key] = None
         self._live.move_to_end(key)
+        self._live_bytes += added
         assert self._codec is not None
-        while len(self._live) > self._live_max:
+        while len(self._live) > 1 and (
+            len(self._live) > self._live_max
+            or (self._max_live_bytes is not None and self._live_bytes > self._max_live_bytes)
+        ):
             old, _ = self._live.popitem(last=False)
             entry = self._entries[old]
             assert entry.value is not None
             entry.packed = self._codec.pack(entry.value)
             entry.value = None
+            self._live_bytes -= entry.size
             size = len(entry.packed) + PACKED_OVERHEAD
             self._bytes += size - entry.size
             entry.size = size
@@ -195,6 +209,8 @@ class StateCache(Generic[V]):
         self._live.pop(key, None)
         if entry is not None:
             self._bytes -= entry.size
+            if entry.packed is None and self._live_max is not None:
+                self._live_bytes -= entry.size
 
     def __len__(self) -> int:
         return len(self._entries)

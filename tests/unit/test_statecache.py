@@ -93,6 +93,26 @@ def test_a_packed_entry_counts_its_length_toward_the_byte_bound() -> None:
     assert all(len(pack(s)) < approx_bytes(s) / 3 for s in made)  # what packing saves (30 turns: 9 KB, 30 KB live)
 
 
+def test_live_states_take_at_most_half_the_byte_bound() -> None:
+    made = states(10)
+    bound = sum(approx_bytes(s) for s in made)  # all ten live would take all of it
+    cache = StateCache(100, 3600, max_bytes=bound, sizer=approx_bytes, codec=Codec(pack, unpack), live=100)
+    for n, state in enumerate(made):
+        cache.put(("t", f"c{n}"), state)
+    assert len(cache) == 10
+    assert 4 <= cache.packed <= 6  # about half of them live, by bytes
+    assert cache.get(("t", "c0")) == made[0]  # the oldest came back from packing
+    assert cache.bytes <= bound
+
+
+def test_not_under_a_roomy_byte_bound_every_state_up_to_the_count_stays_live() -> None:
+    made = states(10)
+    cache = StateCache(100, 3600, max_bytes=100 << 20, sizer=approx_bytes, codec=Codec(pack, unpack), live=100)
+    for n, state in enumerate(made):
+        cache.put(("t", f"c{n}"), state)
+    assert cache.packed == 0
+
+
 def test_a_packed_entry_that_does_not_unpack_is_a_miss() -> None:
     def broken(_data: bytes) -> ConversationState:
         raise ValueError("damaged")
