@@ -178,14 +178,28 @@ def _dumps(value: Any) -> str:
 
 
 def _array(text: str, member: _Member, change: Array) -> str:
+    """The new array: original elements that follow each other in both are copied as one
+    stretch of the original text, separators included."""
     spans = member.elements or []
     parts = []
+    run_begin = run_end = previous = -1  # the stretch of kept elements being copied
     for item in change.items:
         if isinstance(item, Kept):
             begin, end, _value = spans[item.index]
-            parts.append(text[begin:end])
-        else:
-            parts.append(_dumps(item.value))
+            if item.index == previous + 1 and run_begin >= 0:
+                run_end = end
+            else:
+                if run_begin >= 0:
+                    parts.append(text[run_begin:run_end])
+                run_begin, run_end = begin, end
+            previous = item.index
+            continue
+        if run_begin >= 0:
+            parts.append(text[run_begin:run_end])
+            run_begin = previous = -1
+        parts.append(_dumps(item.value))
+    if run_begin >= 0:
+        parts.append(text[run_begin:run_end])
     return "[" + ",".join(parts) + "]"
 
 

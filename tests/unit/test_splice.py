@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.dialects.splice import Removed, Value, splice
+from proxy.dialects.splice import Array, Fresh, Kept, Removed, Value, splice
 
 KEYS = ("model", "messages", "tools", "tool_choice", "stream", "seed")
 
@@ -87,3 +87,28 @@ def test_the_span_memory_keeps_to_its_byte_bound() -> None:
     assert memory.recall(("team", "c49")) is not None and memory.recall(("team", "c0")) is None
     memory.keep(("team", "c49"), known(10))  # replacing an entry gives its bytes back
     assert memory.bytes <= 9 * each + known_bytes(known(10))
+
+
+def test_elements_kept_in_order_are_copied_with_the_separators_between_them() -> None:
+    body = b'{"messages": [ {"a": 1} ,\n  {"b": 2},{"c": 3} , {"d": 4}], "model": "m"}'
+    plan = Array([Kept(0), Kept(1), Fresh({"x": 0}), Kept(2), Kept(3), Kept(3), Kept(0)])
+    spliced = splice(body, {"messages": plan})
+    assert (
+        spliced == b'{"messages": [{"a": 1} ,\n  {"b": 2},{"x":0},{"c": 3} , {"d": 4},{"d": 4},{"a": 1}], "model": "m"}'
+    )
+
+
+elements = st.lists(st.dictionaries(st.sampled_from("abc"), st.integers(0, 9), max_size=2), min_size=1, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(elements, st.data(), st.sampled_from([",", " , ", ",\n    "]))
+def test_any_plan_of_kept_and_new_elements_is_the_array_it_names(
+    originals: list[dict[str, int]], data: st.DataObject, separator: str
+) -> None:
+    picks = st.one_of(st.integers(0, len(originals) - 1), st.builds(dict, x=st.integers(0, 9)))
+    plan = data.draw(st.lists(picks, max_size=10))
+    items = [Kept(p) if isinstance(p, int) else Fresh(p) for p in plan]
+    body = ('{"messages": [' + separator.join(orjson.dumps(o).decode() for o in originals) + "]}").encode()
+    spliced = orjson.loads(splice(body, {"messages": Array(items)}))
+    assert spliced == {"messages": [originals[p] if isinstance(p, int) else p for p in plan]}
