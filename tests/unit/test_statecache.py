@@ -93,14 +93,14 @@ def test_a_packed_entry_counts_its_length_toward_the_byte_bound() -> None:
     assert all(len(pack(s)) < approx_bytes(s) / 3 for s in made)  # what packing saves (30 turns: 9 KB, 30 KB live)
 
 
-def test_live_states_take_at_most_half_the_byte_bound() -> None:
+def test_live_states_take_at_most_a_quarter_of_the_byte_bound() -> None:
     made = states(10)
     bound = sum(approx_bytes(s) for s in made)  # all ten live would take all of it
     cache = StateCache(100, 3600, max_bytes=bound, sizer=approx_bytes, codec=Codec(pack, unpack), live=100)
     for n, state in enumerate(made):
         cache.put(("t", f"c{n}"), state)
     assert len(cache) == 10
-    assert 4 <= cache.packed <= 6  # about half of them live, by bytes
+    assert 7 <= cache.packed <= 8  # two or three of them live, by bytes
     assert cache.get(("t", "c0")) == made[0]  # the oldest came back from packing
     assert cache.bytes <= bound
 
