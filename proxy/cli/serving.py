@@ -18,6 +18,7 @@ import platform
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from proxy.http.app import server_options
 from proxy.http.workers import Worker, metrics_dir
 from proxy.settings.config import Settings
 
-__all__ = ["BindError", "bind", "one_malloc_arena", "run_worker", "supervise"]
+__all__ = ["BindError", "bind", "bind_unix", "one_malloc_arena", "run_worker", "supervise"]
 
 log = structlog.get_logger("repair_proxy")
 METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -85,10 +86,27 @@ def bind(host: str, port: int, reuse_port: bool, listen: bool = True) -> socket.
     return sock
 
 
+def bind_unix(path: Path) -> socket.socket:
+    """A listening Unix socket at `path`, in place of a stale one a dead worker left there."""
+    if path.exists() and stat.S_ISSOCK(path.stat().st_mode):
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        sock.listen(1024)
+    except OSError as exc:
+        sock.close()
+        raise BindError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
+
+
 def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None:
     """Bind, log `listening`, serve until SIGTERM or SIGINT (in-flight requests get the drain time).
     One of several workers shares the port and also listens on its own socket (see `proxy.http.workers`)."""
     sock = bind(settings.server.host, settings.server.port, reuse_port=worker.index is not None)
+    # its own socket bound too before it says it listens: a sibling may ask it at once
+    socks = [sock] if worker.socket is None else [sock, bind_unix(worker.socket)]
     one_malloc_arena()  # before any thread of this process allocates
     # What exists now (modules, classes, functions, the compiled policies: about 35,000 objects)
     # lives as long as the process: out of the collector's full walks, which otherwise pass over
@@ -107,8 +125,7 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
     )
     web.run_app(
         app,
-        sock=sock,
-        path=None if worker.socket is None else str(worker.socket),
+        sock=socks,
         shutdown_timeout=settings.server.drain_timeout,
         **server_options(settings),
         access_log=None,

