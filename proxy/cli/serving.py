@@ -173,14 +173,17 @@ class _WorkerSet:
         return None
 
     def wait(self, seconds: float) -> None:
-        """Wait for every worker to exit; kill the ones still running after `seconds`."""
+        """Wait for every worker to exit (each exit logged); kill the ones still running after
+        `seconds`."""
         deadline = time.monotonic() + seconds
-        for process in self._processes.values():
+        for index, process in self._processes.items():
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                log.info("worker_exited", worker=index, code=process.returncode)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+                log.warning("worker_killed", worker=index, after_seconds=seconds)
 
 
 def supervise(worker_argv: Sequence[str], settings: Settings, count: int) -> int:

@@ -29,10 +29,12 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(
     )
     assert process.stdout is not None
     early: list[bytes] = []
+    later: asyncio.Task[bytes] | None = None
     try:
         await wait_healthy(port)
         while sum(b'"listening"' in line for line in early) < workers:  # every worker, not only the first
             early.append(await asyncio.wait_for(process.stdout.readline(), 20))
+        later = asyncio.create_task(process.stdout.read())  # drained meanwhile: a full pipe would hold the process
         async with (
             aiohttp.ClientSession() as client,
             client.post(
@@ -45,16 +47,26 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(
             process.send_signal(signal.SIGTERM)
             rest = await response.read()
         assert first + rest == b"".join(chunks)
-        code = await asyncio.wait_for(process.wait(), 20)
+        try:
+            code = await asyncio.wait_for(process.wait(), 20)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            said = (b"".join(early) + await later).decode(errors="replace")
+            raise AssertionError(f"still running 20 s after SIGTERM; it logged:\n{said}") from None
         assert code == 0
-        out = (b"".join(early) + await process.stdout.read()).decode()
+        out = (b"".join(early) + await later).decode()
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
+        if later is not None and not later.done():
+            later.cancel()
     assert "sk-very-secret" not in out
     events = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert sum(e["event"] == "listening" for e in events) == workers
+    exits = [e for e in events if e["event"] == "worker_exited"]  # the supervisor says how each ended
+    assert [e["code"] for e in exits] == ([0] * workers if workers > 1 else [])
     requests = [e for e in events if e["event"] == "request"]
     assert len(requests) == 1
     line = requests[0]
