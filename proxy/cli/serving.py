@@ -75,28 +75,26 @@ def bind(host: str, port: int, reuse_port: bool, listen: bool = True) -> socket.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    try:
-        sock.bind((host, port))
-        if listen:
-            sock.listen(1024)
-    except OSError as exc:
-        sock.close()
-        raise BindError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.setblocking(False)
-    return sock
+    return _bound(sock, (host, port), f"{host}:{port}", listen)
 
 
 def bind_unix(path: Path) -> socket.socket:
     """A listening Unix socket at `path`, in place of a stale one a dead worker left there."""
     if path.exists() and stat.S_ISSOCK(path.stat().st_mode):
         path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    return _bound(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), str(path), str(path), listen=True)
+
+
+def _bound(sock: socket.socket, address: tuple[str, int] | str, shown: str, listen: bool) -> socket.socket:
+    """`sock` bound to `address` (and listening), non-blocking; closed and a `BindError` naming
+    `shown` when the address cannot be had."""
     try:
-        sock.bind(str(path))
-        sock.listen(1024)
+        sock.bind(address)
+        if listen:
+            sock.listen(1024)
     except OSError as exc:
         sock.close()
-        raise BindError(f"cannot listen on {path}: {exc.strerror or exc}") from None
+        raise BindError(f"cannot listen on {shown}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     return sock
 
