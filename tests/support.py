@@ -6,9 +6,11 @@ import asyncio
 import gzip
 import os
 import socket
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -268,3 +270,14 @@ async def wait_healthy(port: int) -> None:
                 pass
             await asyncio.sleep(0.1)
     raise AssertionError(f"the proxy on port {port} did not start")
+
+
+def fresh_interpreter(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by a new Python process from the repository's root, for what is process
+    state (memory, malloc's arenas); a failure shows what the script wrote to stderr."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=root, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done

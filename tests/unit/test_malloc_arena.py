@@ -8,15 +8,11 @@ arena of its own when nothing is tuned, so the tuned case cannot pass by observi
 from __future__ import annotations
 
 import platform
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from support import fresh_interpreter
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="tunes glibc's malloc")
-
-ROOT = Path(__file__).resolve().parents[2]
 
 _SCRIPT = """
 import ctypes, sys, threading
@@ -35,10 +31,7 @@ ctypes.CDLL(None).malloc_stats()  # per arena, to stderr
 
 
 def _arenas(mode: str) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, mode], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    )
-    return done.stderr.count("Arena ")
+    return fresh_interpreter(_SCRIPT, mode).stderr.count("Arena ")
 
 
 def test_a_threads_allocations_come_from_the_main_arena_once_tuned() -> None:

