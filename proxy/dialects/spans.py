@@ -73,6 +73,10 @@ class SpanMemory:
         """The estimated size of what is kept."""
         return self._cache.bytes
 
+    @property
+    def max_bytes(self) -> int | None:
+        return self._cache.max_bytes
+
     def recall(self, key: tuple[str, str]) -> Known | None:
         return self._cache.get(key)
 

@@ -45,7 +45,7 @@ PACKED_OVERHEAD = 120
 LIVE_SHARE = 0.25
 """The most of the byte bound live entries may take: beyond, the least recently used are
 packed. Bytes stand in for the objects a collection walks (about 1 KB of state per object):
-at the default bound (192 MiB for states) live 1,000-turn stuck runs stop at about 400, a
+at the default bound (171 MiB for states) live 1,000-turn stuck runs stop at about 360, a
 full collection of 4-6 ms (measured), where `live` alone would allow 790 (18-28 ms); and a
 small bound still holds several times more conversations than it would live."""
 
@@ -113,6 +113,11 @@ class StateCache(Generic[V]):
     def bytes(self) -> int:
         """The estimated size of everything cached."""
         return self._bytes
+
+    @property
+    def max_bytes(self) -> int | None:
+        """The bound on `bytes`, if any."""
+        return self._max_bytes
 
     @property
     def packed(self) -> int:

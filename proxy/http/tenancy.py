@@ -20,7 +20,7 @@ from proxy.engine.core import Engine
 from proxy.engine.state import ConversationState, approx_bytes
 from proxy.engine.statecache import Codec, StateCache, Tier
 from proxy.engine.statecodec import pack, unpack
-from proxy.engine.tokens import TokenCounter
+from proxy.engine.tokens import TOKENIZER_BYTES, TokenCounter
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
@@ -59,12 +59,15 @@ class Shared:
     @classmethod
     def of(cls, settings: Settings, tier: Tier[ConversationState] | None = None) -> Shared:
         """`tier`: the worker set's shared second level of the state cache (`store.shared_states`)."""
-        store = settings.store  # the byte bound covers both caches: 3/4 states, 1/4 message spans
-        span_bytes = store.state_cache_bytes // 4
+        store = settings.store
+        # The byte bound covers what analysis keeps: the tokenizer (charged whether loaded yet or
+        # not), then 3/4 of the rest for states and 1/4 for message spans.
+        rest = store.state_cache_bytes - TOKENIZER_BYTES
+        span_bytes = rest // 4
         cache = StateCache(
             store.state_cache_size,
             store.state_ttl_seconds,
-            max_bytes=store.state_cache_bytes - span_bytes,
+            max_bytes=rest - span_bytes,
             sizer=approx_bytes,
             tier=tier,
             codec=Codec(pack, unpack),

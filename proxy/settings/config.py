@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_UPSTREAM",
     "ENV_OVERRIDES",
     "MAX_AUTO_WORKERS",
+    "MIN_STATE_CACHE_BYTES",
     "Settings",
     "TeamSettings",
     "check_base_url",
@@ -137,12 +138,17 @@ DEFAULT_VERDICTS = "~/.local/state/repair-proxy/verdicts.sqlite3"
 
 
 DEFAULT_STATE_CACHE_BYTES = 256 * 1024 * 1024
-"""The state cache's bound in bytes (estimated per conversation); least recently used goes first."""
+"""What analysis keeps in memory beyond the idle process, in bytes: the tokenizer (charged 28 MiB,
+`engine.tokens.TOKENIZER_BYTES`), then conversation states (3/4 of the rest, estimated per
+conversation; least recently used goes first) and message spans (1/4)."""
+
+MIN_STATE_CACHE_BYTES = 32 * 1024 * 1024
+"""The least `store.state_cache_bytes` accepted: the tokenizer's charge and 4 MiB for states."""
 
 
 class StoreSettings(_Frozen):
     state_cache_size: int = Field(default=10_000, ge=1)
-    state_cache_bytes: int = Field(default=DEFAULT_STATE_CACHE_BYTES, ge=1024 * 1024)
+    state_cache_bytes: int = Field(default=DEFAULT_STATE_CACHE_BYTES, ge=MIN_STATE_CACHE_BYTES)
     state_ttl_seconds: float = Field(default=24 * 3600.0, gt=0)
     live_states: int = Field(default=DEFAULT_LIVE_STATES, ge=1)
     """Conversations whose states are kept as objects; the others in the cache are kept packed

@@ -8,7 +8,15 @@ import pytest
 
 from proxy.cli.main import main
 from proxy.engine.detectors.stuck_same_diagnostic import AFTER as STUCK_SAME_DIAGNOSTIC_AFTER
-from proxy.settings.config import DEFAULT_HOST, DEFAULT_UPSTREAM, TeamSettings, load_settings
+from proxy.engine.tokens import TOKENIZER_BYTES
+from proxy.http.tenancy import Shared
+from proxy.settings.config import (
+    DEFAULT_HOST,
+    DEFAULT_UPSTREAM,
+    MIN_STATE_CACHE_BYTES,
+    TeamSettings,
+    load_settings,
+)
 from proxy.settings.policy import default_policy, load_policy
 from proxy.settings.problems import ConfigError
 
@@ -49,6 +57,29 @@ def test_unknown_and_invalid_keys_name_file_and_key(tmp_path: Path) -> None:
         (str(path), "upstream.connect_timeout"),
         (str(path), "server.port"),
     }
+
+
+def test_a_state_cache_bound_below_the_tokenizers_charge_is_refused(tmp_path: Path) -> None:
+    """The bound must hold the tokenizer (charged to it) and a few MiB of states."""
+    assert MIN_STATE_CACHE_BYTES >= TOKENIZER_BYTES + (4 << 20)
+    path = tmp_path / "small.toml"
+    path.write_text(f"[store]\nstate_cache_bytes = {MIN_STATE_CACHE_BYTES - 1}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert {(p.file, p.key) for p in caught.value.problems} == {(str(path), "store.state_cache_bytes")}
+    path.write_text(f"[store]\nstate_cache_bytes = {MIN_STATE_CACHE_BYTES}\n")
+    assert load_settings(path).store.state_cache_bytes == MIN_STATE_CACHE_BYTES
+
+
+def test_the_byte_bound_is_shared_by_the_tokenizer_the_states_and_the_spans(tmp_path: Path) -> None:
+    """What the caches may hold plus the tokenizer's charge is the configured bound."""
+    path = tmp_path / "bound.toml"
+    path.write_text(f"[store]\nstate_cache_bytes = {64 << 20}\n")
+    shared = Shared.of(load_settings(path))
+    states, spans = shared.cache.max_bytes, shared.spans.max_bytes
+    assert states is not None and spans is not None
+    assert TOKENIZER_BYTES + states + spans == 64 << 20
+    assert states == 3 * spans
 
 
 def test_environment_overrides_the_file(tmp_path: Path) -> None:
