@@ -89,6 +89,32 @@ def test_the_span_memory_keeps_to_its_byte_bound() -> None:
     assert memory.bytes <= 9 * each + known_bytes(known(10))
 
 
+def test_what_the_span_memory_holds_is_within_its_estimate() -> None:
+    """Each remembered span's estimate (`SPAN_BYTES`) covers what it really holds: a tuple of
+    two offsets (ints past the small-int cache in a long body) and None (tracemalloc)."""
+    import gc
+    import tracemalloc
+
+    from proxy.dialects.spans import Known, SpanMemory
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        memory = SpanMemory(entries=1000)
+        at = 100_000
+        for n in range(20):
+            spans = tuple((at + 251 * i, at + 251 * i + 250, None) for i in range(2000))
+            at = spans[-1][1] + 1
+            memory.keep(("default", f"conversation-{n:06d}"), Known(10, at, b"d" * 16, spans))
+        del spans
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert 0.9 * memory.bytes <= held <= memory.bytes, f"held {held} B, estimated {memory.bytes} B"
+
+
 def test_elements_kept_in_order_are_copied_with_the_separators_between_them() -> None:
     body = b'{"messages": [ {"a": 1} ,\n  {"b": 2},{"c": 3} , {"d": 4}], "model": "m"}'
     plan = Array([Kept(0), Kept(1), Fresh({"x": 0}), Kept(2), Kept(3), Kept(3), Kept(0)])

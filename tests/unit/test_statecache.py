@@ -83,6 +83,27 @@ def test_past_the_live_bound_states_are_packed_and_come_back_equal() -> None:
     assert dict(cache.items()) == {("t", f"c{n}"): s for n, s in enumerate(made)}
 
 
+def test_what_the_cache_holds_for_packed_entries_is_within_its_estimate() -> None:
+    """The byte bound holds for packed entries too: each one's estimate (its length and
+    `PACKED_OVERHEAD`) covers what the cache really holds for it, key included (tracemalloc)."""
+    made = states(1)[0]
+    count = 500
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        cache = packing(live=1)
+        for n in range(count):
+            cache.put(("default", f"{n:08d}-4c1e-9a7d-2f3e5b6c7d8e"), unpack(pack(made)))
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert cache.packed == count - 1
+    assert held <= cache.bytes, f"held {held // count} B per entry, estimated {cache.bytes // count} B"
+    assert held >= 0.9 * cache.bytes  # and not far above it: more would hold fewer than fit
+
+
 def test_a_packed_entry_counts_its_length_toward_the_byte_bound() -> None:
     made = states(4)
     cache = packing(live=1)
