@@ -47,9 +47,9 @@ malloc's own header on the bytes)."""
 LIVE_SHARE = 0.25
 """The most of the byte bound live entries may take: beyond, the least recently used are
 packed. Bytes stand in for the objects a collection walks (about 1 KB of state per object):
-at the default bound (171 MiB for states) live 1,000-turn stuck runs stop at about 360, a
-full collection of 4-6 ms (measured), where `live` alone would allow 790 (18-28 ms); and a
-small bound still holds several times more conversations than it would live."""
+at the default bound (171 MiB for states) live 1,000-turn stuck runs stop at about 360 (404 at
+192 MiB: a full collection of 4-6 ms, measured), where `live` alone would allow 790 (18-28
+ms); and a small bound still holds several times more conversations than it would live."""
 
 
 class Tier(Protocol[V]):
