@@ -13,6 +13,7 @@ this way (`TOKENIZER_BYTES`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import tiktoken
@@ -61,11 +62,16 @@ class TokenCounter:
             )
         self._load = load
         self._loaded: tiktoken.Encoding | None = None
+        self._loading = threading.Lock()
 
     @property
     def _encoding(self) -> tiktoken.Encoding:
+        """Loaded once, even when threads (large bodies are analysed in worker threads) count
+        their first text at the same time: the second waits instead of loading a copy."""
         if self._loaded is None:
-            self._loaded = self._load()
+            with self._loading:
+                if self._loaded is None:
+                    self._loaded = self._load()
         return self._loaded
 
     def count(self, text: str) -> int:

@@ -3,6 +3,7 @@ lean once loaded (its rank table not kept in Python), and counting as the stock 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,29 @@ def test_the_encoding_is_loaded_when_text_is_first_counted() -> None:
     assert loads == []
     assert counter.count("hello world") == 2
     assert counter.trim("one two three four five", 3) == "one two …"
+    assert loads == [ENCODING_NAME]
+
+
+def test_threads_counting_their_first_text_together_load_the_encoding_once() -> None:
+    loads: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def slow() -> tiktoken.Encoding:
+        loads.append(ENCODING_NAME)
+        inside.set()
+        release.wait(10)
+        return lean_encoding()
+
+    counter = TokenCounter(load=slow)
+    first = threading.Thread(target=counter.count, args=("one",))
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=counter.count, args=("two",))
+    second.start()
+    second.join(0.2)  # it waits for the first load (without the lock it would start its own)
+    release.set()
+    first.join(10)
+    second.join(10)
     assert loads == [ENCODING_NAME]
 
 
