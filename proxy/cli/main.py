@@ -9,21 +9,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proxy.cli.demo import run_demo
-from proxy.cli.replay import ReplayInputError, replay_file
-from proxy.cli.report import fetch, recovery_table
-from proxy.cli.serving import run_worker, supervise
+from proxy.cli.supervisor import supervise
 from proxy.engine.rules import Rules
 from proxy.engine.tokens import EncodingUnavailable
-from proxy.http.app import make_app
 from proxy.http.logs import configure_logging
-from proxy.http.reload import Reloader
+from proxy.http.rundir import Worker
 from proxy.http.tenancy import Shared, build_runtime
-from proxy.http.workers import Worker
 from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
-from proxy.store.shared_states import SHARED_STATES_SHARE, SharedStates
+
+# What serves (aiohttp, the app, metrics) and the other commands' own modules are imported
+# where they are used: a supervisor of workers, which serves nothing, never loads them.
 
 __all__ = ["main"]
 
@@ -72,6 +69,10 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     if args.worker is None and count > 1:
         build_runtime(settings)  # policy errors stop here, said once, before any worker starts
         return supervise(argv, settings, count)
+    from proxy.cli.serving import run_worker  # noqa: PLC0415 - a worker's, see above
+    from proxy.http.app import make_app  # noqa: PLC0415
+    from proxy.http.reload import Reloader  # noqa: PLC0415
+
     worker = Worker(args.worker, args.run_dir)
     runtime = build_runtime(settings, _shared(settings, worker))
     app = make_app(runtime, Reloader(args.config, environ, overrides), worker)
@@ -84,6 +85,8 @@ def _shared(settings: Settings, worker: Worker) -> Shared:
     its siblings, through a file in the set's run directory."""
     if worker.states is None or not settings.store.shared_states:
         return Shared.of(settings)
+    from proxy.store.shared_states import SHARED_STATES_SHARE, SharedStates  # noqa: PLC0415 - a worker's
+
     store = settings.store
     bound = store.state_cache_bytes // SHARED_STATES_SHARE
     return Shared.of(settings, SharedStates(worker.states, bound, store.state_ttl_seconds))
@@ -103,8 +106,29 @@ def _check_policy(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    for line in replay_file(Path(args.file), args.policy or "", as_json=args.json):
-        print(line)
+    from proxy.cli.replay import ReplayInputError, replay_file  # noqa: PLC0415 - this command's own
+
+    try:
+        for line in replay_file(Path(args.file), args.policy or "", as_json=args.json):
+            print(line)
+    except ReplayInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from proxy.cli.report import fetch, recovery_table  # noqa: PLC0415 - this command's own
+
+    print(recovery_table(fetch(args.url)))
+    return 0
+
+
+def _demo() -> int:
+    from proxy.cli.demo import run_demo  # noqa: PLC0415 - this command's own
+
+    configure_logging("warning")
+    run_demo()
     return 0
 
 
@@ -120,18 +144,15 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         if args.command == "check-policy":
             return _check_policy(args)
         if args.command == "report":
-            print(recovery_table(fetch(args.url)))
-            return 0
+            return _report(args)
         if args.command == "demo":
-            configure_logging("warning")
-            run_demo()
-            return 0
+            return _demo()
         return _replay(args)
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    except (EncodingUnavailable, ReplayInputError, OSError) as exc:
+    except (EncodingUnavailable, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

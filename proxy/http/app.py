@@ -30,8 +30,9 @@ from proxy.http.forward import RelayEnd
 from proxy.http.metrics import Metrics
 from proxy.http.reload import Reloader
 from proxy.http.routes import add_routes
+from proxy.http.rundir import Worker
 from proxy.http.tenancy import Runtime
-from proxy.http.workers import Worker, watch_supervisor
+from proxy.http.workers import watch_supervisor
 from proxy.settings.config import Settings
 from proxy.store import open_store
 

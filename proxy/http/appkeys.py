@@ -10,9 +10,9 @@ from aiohttp import web
 
 from proxy.engine.budget import GcAccounting
 from proxy.http.metrics import Metrics
+from proxy.http.rundir import Worker
 from proxy.http.tenancy import Runtime, Team
 from proxy.http.upstream import Timeouts
-from proxy.http.workers import Worker
 from proxy.store import VerdictStore
 
 __all__ = [

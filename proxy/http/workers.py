@@ -1,13 +1,5 @@
-"""The worker set, seen from one worker: who it is, whether its siblings run, and asking them.
-
-`repair-proxy serve --workers N` runs N processes on one port; the supervisor
-(`proxy.cli.serving`) gives them one run directory:
-
-    <run_dir>/workers          "<index> <pid>" of each started worker, one per line
-    <run_dir>/ready-<i>        the pid of worker i once its port listens (with `workers`: `/readyz`)
-    <run_dir>/metrics/         prometheus-client multiprocess files (`/metrics` adds them up)
-    <run_dir>/worker-<i>.sock  each worker's own socket, for views that must see every worker
-    <run_dir>/states.sqlite    conversation states every worker writes and reads (`store.shared_states`)
+"""Asking the other workers of a set (`proxy.http.rundir` says what a set is), and noticing that
+the supervisor that started this one is gone.
 
 Each worker folds the conversations it serves into its own state cache, and writes each state
 to the shared file too, so a conversation whose next request lands on another worker is not
@@ -25,7 +17,6 @@ import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +24,15 @@ import aiohttp
 import orjson
 import structlog
 
+from proxy.http.rundir import Worker
+
 log = structlog.get_logger("repair_proxy")
 
 __all__ = [
     "SIBLING_HEADER",
     "SIBLING_TIMEOUT",
     "SUPERVISOR_CHECK_SECONDS",
-    "Worker",
     "ask_siblings",
-    "metrics_dir",
     "watch_supervisor",
 ]
 
@@ -51,66 +42,6 @@ SIBLING_TIMEOUT = 5.0
 """Seconds a sibling has to answer; one that does not is left out of the view."""
 SUPERVISOR_CHECK_SECONDS = 1.0
 """How often a worker checks that the supervisor that started it still runs."""
-
-
-@dataclass(frozen=True, slots=True)
-class Worker:
-    """Which of several workers this process is (both None: the only one)."""
-
-    index: int | None = None
-    run_dir: Path | None = None
-
-    @property
-    def metrics_dir(self) -> Path | None:
-        return None if self.run_dir is None else metrics_dir(self.run_dir)
-
-    @property
-    def states(self) -> Path | None:
-        """The conversation states the set shares."""
-        return None if self.run_dir is None else self.run_dir / "states.sqlite"
-
-    @property
-    def socket(self) -> Path | None:
-        """This worker's own socket."""
-        return None if self.run_dir is None else self.run_dir / f"worker-{self.index}.sock"
-
-    def siblings(self) -> list[Path]:
-        """The other workers' sockets."""
-        if self.run_dir is None:
-            return []
-        return sorted(p for p in self.run_dir.glob("worker-*.sock") if p != self.socket)
-
-    def listening(self) -> None:
-        """Say this worker's port listens (called once bound)."""
-        if self.run_dir is not None:
-            (self.run_dir / f"ready-{self.index}").write_text(str(os.getpid()))
-
-    def missing(self) -> list[int]:
-        """Workers of the set not serving: not running, or started again and not listening yet."""
-        if self.run_dir is None:
-            return []
-        try:
-            started = [line.split() for line in (self.run_dir / "workers").read_text().splitlines()]
-        except OSError:
-            return []
-        return [int(index) for index, pid in started if not _serving(self.run_dir / f"ready-{index}", int(pid))]
-
-
-def _serving(ready: Path, pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return ready.read_text() == str(pid)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-
-
-def metrics_dir(run_dir: Path) -> Path:
-    """Where every worker of the set writes its counters."""
-    return run_dir / "metrics"
 
 
 async def ask_siblings(worker: Worker, method: str, path: str, authorization: str) -> list[Any]:
