@@ -4,9 +4,11 @@ the set a supervisor runs (`proxy.cli.supervisor`).
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import gc
 import platform
+import signal
 
 import structlog
 from aiohttp import web
@@ -64,6 +66,10 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
         upstream=settings.upstream.base_url,
         repair=settings.repair.enabled,
     )
+    loop = asyncio.new_event_loop()
+    stop = _StopOnce()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop, signum)
     web.run_app(
         app,
         sock=socks,
@@ -71,4 +77,24 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
         **server_options(settings),
         access_log=None,
         print=None,
+        handle_signals=False,  # _StopOnce's instead
+        loop=loop,
     )
+
+
+class _StopOnce:
+    """The first SIGTERM or SIGINT stops the worker (in-flight requests get the drain time); any
+    later one is logged and ignored. Under systemd (`KillMode=control-group`) or a Ctrl-C in a
+    terminal every process of the set gets the signal and the supervisor passes it on as well:
+    with aiohttp's own handlers the second one, arriving mid-drain, ended the worker at once
+    (exit 1, streams cut). The supervisor still kills a worker past the drain time."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+
+    def __call__(self, signum: int) -> None:
+        if self.stopping:
+            log.info("signal_ignored", signal=signal.Signals(signum).name, reason="already stopping")
+            return
+        self.stopping = True
+        raise web.GracefulExit

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import signal
 from pathlib import Path
 
@@ -12,12 +14,15 @@ import pytest
 from support import Upstream, spawn_proxy, sse_reply, wait_healthy
 
 
+@pytest.mark.parametrize("everyone", [False, True], ids=["supervisor", "every-process"])
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_serve_logs_json_drains_streams_and_exits_cleanly(
-    upstream: Upstream, tmp_path: Path, workers: int
+    upstream: Upstream, tmp_path: Path, workers: int, everyone: bool
 ) -> None:
     """SIGTERM mid-stream: the stream finishes, the process (every worker) exits 0, each request
-    logged once as JSON without secrets."""
+    logged once as JSON without secrets. `everyone`: every process of the set gets SIGTERM, as
+    systemd stops a service (and a Ctrl-C in a terminal), so each worker gets it twice, once
+    from the supervisor: the second is ignored, the drain goes on (one process: twice too)."""
     chunks = [b'data: {"n": %d}\n\n' % i for i in range(8)] + [b"data: [DONE]\n\n"]
     upstream.reply_with(sse_reply(chunks, gap=0.15))
     process, port = await spawn_proxy(
@@ -45,6 +50,11 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(
         ):
             first = await response.content.readany()
             process.send_signal(signal.SIGTERM)
+            if everyone:
+                first += await response.content.readany()  # the first signal's drain has begun
+                for pid in _workers(early) or [process.pid]:
+                    with contextlib.suppress(ProcessLookupError):  # a worker with nothing to drain is gone
+                        os.kill(pid, signal.SIGTERM)
             rest = await response.read()
         assert first + rest == b"".join(chunks)
         try:
@@ -74,3 +84,13 @@ async def test_serve_logs_json_drains_streams_and_exits_cleanly(
     for key in ("upstream_ms", "overhead_ms", "conversation", "team"):
         assert key in line
     assert "purple-elephant-prompt" not in out  # prompt text is never logged by default
+
+
+def _workers(logged: list[bytes]) -> list[int]:
+    """The pids of a supervisor's workers, from the run directory its first line names."""
+    for line in logged:
+        if b'"supervising"' in line:
+            run_dir = Path(orjson.loads(line)["run_dir"])
+            return [int(row.split()[1]) for row in (run_dir / "workers").read_text().splitlines()]
+    return []
+
