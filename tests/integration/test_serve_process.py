@@ -93,4 +93,3 @@ def _workers(logged: list[bytes]) -> list[int]:
             run_dir = Path(orjson.loads(line)["run_dir"])
             return [int(row.split()[1]) for row in (run_dir / "workers").read_text().splitlines()]
     return []
-
