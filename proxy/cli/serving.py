@@ -9,6 +9,8 @@ import ctypes
 import gc
 import platform
 import signal
+import time
+from collections.abc import Callable
 
 import structlog
 from aiohttp import web
@@ -18,7 +20,7 @@ from proxy.http.app import server_options
 from proxy.http.rundir import Worker
 from proxy.settings.config import Settings
 
-__all__ = ["one_malloc_arena", "run_worker"]
+__all__ = ["DUPLICATE_SIGNAL_SECONDS", "one_malloc_arena", "run_worker"]
 
 log = structlog.get_logger("repair_proxy")
 _M_ARENA_MAX = -8  # glibc's malloc.h
@@ -67,7 +69,7 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
         repair=settings.repair.enabled,
     )
     loop = asyncio.new_event_loop()
-    stop = _StopOnce()
+    stop = _Stop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop, signum)
     web.run_app(
@@ -77,24 +79,35 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
         **server_options(settings),
         access_log=None,
         print=None,
-        handle_signals=False,  # _StopOnce's instead
+        handle_signals=False,  # _Stop's instead
         loop=loop,
     )
 
 
-class _StopOnce:
-    """The first SIGTERM or SIGINT stops the worker (in-flight requests get the drain time); any
-    later one is logged and ignored. Under systemd (`KillMode=control-group`) or a Ctrl-C in a
-    terminal every process of the set gets the signal and the supervisor passes it on as well:
-    with aiohttp's own handlers the second one, arriving mid-drain, ended the worker at once
-    (exit 1, streams cut). The supervisor still kills a worker past the drain time."""
+DUPLICATE_SIGNAL_SECONDS = 1.0
+"""A second SIGTERM or SIGINT this soon after the first is the same stop delivered twice (see
+`_Stop`) and is ignored; a later one stops the worker at once, as a second Ctrl-C does."""
 
-    def __init__(self) -> None:
-        self.stopping = False
+
+class _Stop:
+    """The first SIGTERM or SIGINT stops the worker (in-flight requests get the drain time).
+    Under systemd (`KillMode=control-group`) or a Ctrl-C in a terminal every process of the set
+    gets the signal, and the supervisor passes it on as well: with aiohttp's own handlers that
+    second delivery, arriving mid-drain, ended the worker at once (exit 1, streams cut). So one
+    within `DUPLICATE_SIGNAL_SECONDS` is logged and ignored; one after it is someone asking
+    again, and the worker stops without waiting (exit 1). The supervisor kills a worker still
+    running past the drain time either way."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._first: float | None = None
 
     def __call__(self, signum: int) -> None:
-        if self.stopping:
+        now = self._clock()
+        if self._first is not None and now - self._first < DUPLICATE_SIGNAL_SECONDS:
             log.info("signal_ignored", signal=signal.Signals(signum).name, reason="already stopping")
             return
-        self.stopping = True
+        if self._first is not None:
+            log.warning("stopping_now", signal=signal.Signals(signum).name, reason="asked again while draining")
+        self._first = now
         raise web.GracefulExit

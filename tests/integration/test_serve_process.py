@@ -13,6 +13,8 @@ import orjson
 import pytest
 from support import Upstream, spawn_proxy, sse_reply, wait_healthy
 
+from proxy.cli.serving import DUPLICATE_SIGNAL_SECONDS
+
 
 @pytest.mark.parametrize("everyone", [False, True], ids=["supervisor", "every-process"])
 @pytest.mark.parametrize("workers", [1, 2])
@@ -93,3 +95,34 @@ def _workers(logged: list[bytes]) -> list[int]:
             run_dir = Path(orjson.loads(line)["run_dir"])
             return [int(row.split()[1]) for row in (run_dir / "workers").read_text().splitlines()]
     return []
+
+
+async def test_a_stop_asked_again_after_a_while_stops_at_once(upstream: Upstream, tmp_path: Path) -> None:
+    """A second SIGTERM well after the first (a person pressing Ctrl-C again) is not a duplicate
+    delivery: the worker stops without waiting for its stream (the must-not side of ignoring
+    the second signal of the pair above)."""
+    chunks = [b'data: {"n": %d}\n\n' % i for i in range(60)] + [b"data: [DONE]\n\n"]
+    upstream.reply_with(sse_reply(chunks, gap=0.15))  # 9 s of stream
+    process, port = await spawn_proxy("--upstream", upstream.base_url, env={"REPAIR_PROXY_VERDICTS": ""})
+    try:
+        await wait_healthy(port)
+        async with (
+            aiohttp.ClientSession() as client,
+            client.post(
+                f"http://127.0.0.1:{port}/v1/chat/completions",
+                data=b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}',
+            ) as response,
+        ):
+            got = await response.content.readany()
+            process.send_signal(signal.SIGTERM)
+            await asyncio.sleep(DUPLICATE_SIGNAL_SECONDS + 0.5)
+            process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(aiohttp.ClientPayloadError):  # the connection goes mid-stream
+                got += await response.read()
+        code = await asyncio.wait_for(process.wait(), 20)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert code != 0
+    assert got != b"".join(chunks) and not got.endswith(b"data: [DONE]\n\n")
