@@ -140,7 +140,7 @@ async def stall(base: str, repeats: int = 5) -> None:
         )
 
 
-async def memory(base: str, pid: int, conversations: int, turns: int) -> None:
+async def memory(base: str, pid: int, conversations: int, turns: int, bound_mb: int) -> None:
     messages = transcript(turns, scale=0, stuck_runs=3)
     body = request_body(messages)
     idle = rss_mb(pid)
@@ -158,6 +158,8 @@ async def memory(base: str, pid: int, conversations: int, turns: int) -> None:
                 print(f"  {n:>6} conversations: RSS {rss_mb(pid):7.0f} MB, fds {fds(pid)}", flush=True)
     end = rss_mb(pid)
     print(f"RSS grew {end - idle:.0f} MB over idle, {end - warm:.0f} MB over the first conversation")
+    bar = idle + bound_mb  # MB here are MiB, as the bound's
+    print(f"bound + idle = {bar:.0f} MB: RSS {end:.0f} MB, {'under' if end < bar else 'over'} by {abs(bar - end):.1f}")
 
 
 def mutate(rng: random.Random, body: bytes) -> bytes:
@@ -234,7 +236,7 @@ def main() -> None:
         print(f"\n== memory: cache bound {args.cache_mb} MB")
         config = f"[store]\nstate_cache_bytes = {args.cache_mb * 1024 * 1024}\n[limits]\nanalysis_budget_ms = 60000\n"
         with stack(config) as (base, pid):
-            asyncio.run(memory(base, pid, args.conversations, args.turns))
+            asyncio.run(memory(base, pid, args.conversations, args.turns, args.cache_mb))
     if "fuzz" in parts:
         print(f"\n== fuzz: {args.seconds:g} s of mutated bodies")
         with stack() as (base, pid):
