@@ -26,7 +26,7 @@ from pathlib import Path
 import structlog
 
 from proxy.cli.sockets import bind
-from proxy.http.rundir import metrics_dir, started_list
+from proxy.http.rundir import metrics_dir, write_started
 from proxy.settings.config import Settings
 
 __all__ = ["CANNOT_START", "METRICS_DIR_ENV", "supervise"]
@@ -44,7 +44,7 @@ class _WorkerSet:
 
     def __init__(self, worker_argv: Sequence[str], run_dir: Path) -> None:
         self._argv = [*worker_argv, "--run-dir", str(run_dir)]
-        self._list = started_list(run_dir)
+        self._run_dir = run_dir
         metrics = metrics_dir(run_dir)
         metrics.mkdir()
         self._env = {**os.environ, METRICS_DIR_ENV: str(metrics)}
@@ -54,7 +54,7 @@ class _WorkerSet:
     def start(self, index: int) -> None:
         command = [sys.executable, "-m", "proxy", "serve", *self._argv, "--worker", str(index)]
         self._processes[index] = subprocess.Popen(command, env=self._env)
-        self._list.write_text("".join(f"{i} {p.pid}\n" for i, p in self._processes.items()))
+        write_started(self._run_dir, {i: p.pid for i, p in self._processes.items()})
 
     def signal(self, signum: int, _frame: object = None) -> None:
         """SIGTERM and SIGINT stop the set (each worker drains); SIGHUP reloads every worker."""

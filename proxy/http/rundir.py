@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Worker", "metrics_dir", "started_list"]
+__all__ = ["Worker", "metrics_dir", "started", "write_started"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +59,10 @@ class Worker:
         if self.run_dir is None:
             return []
         try:
-            started = [line.split() for line in started_list(self.run_dir).read_text().splitlines()]
+            pids = started(self.run_dir)
         except OSError:
             return []
-        return [int(index) for index, pid in started if not _serving(self.run_dir / f"ready-{index}", int(pid))]
+        return [index for index, pid in pids.items() if not _serving(self.run_dir / f"ready-{index}", pid)]
 
 
 def _serving(ready: Path, pid: int) -> bool:
@@ -82,6 +82,16 @@ def metrics_dir(run_dir: Path) -> Path:
     return run_dir / "metrics"
 
 
-def started_list(run_dir: Path) -> Path:
-    """Where the supervisor lists the workers it started."""
-    return run_dir / "workers"
+_STARTED = "workers"
+"""The list of started workers, in the run directory."""
+
+
+def write_started(run_dir: Path, pids: dict[int, int]) -> None:
+    """List the workers the supervisor started (index -> pid) where `started` reads them."""
+    (run_dir / _STARTED).write_text("".join(f"{index} {pid}\n" for index, pid in pids.items()))
+
+
+def started(run_dir: Path) -> dict[int, int]:
+    """The workers the supervisor started: index -> pid (`OSError` when there is no list)."""
+    rows = (line.split() for line in (run_dir / _STARTED).read_text().splitlines())
+    return {int(index): int(pid) for index, pid in rows}

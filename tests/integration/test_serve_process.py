@@ -14,6 +14,7 @@ import pytest
 from support import Upstream, spawn_proxy, sse_reply, wait_healthy
 
 from proxy.cli.serving import DUPLICATE_SIGNAL_SECONDS
+from proxy.http.rundir import started
 
 
 @pytest.mark.parametrize("everyone", [False, True], ids=["supervisor", "every-process"])
@@ -93,7 +94,7 @@ def _workers(logged: list[bytes]) -> list[int]:
     for line in logged:
         if b'"supervising"' in line:
             run_dir = Path(orjson.loads(line)["run_dir"])
-            return [int(row.split()[1]) for row in (run_dir / "workers").read_text().splitlines()]
+            return list(started(run_dir).values())
     return []
 
 

@@ -20,6 +20,7 @@ from chat import stuck_requests
 from support import Upstream, completion, json_reply, spawn_proxy, wait_healthy
 
 from proxy.http.app import WORKER_HEADER
+from proxy.http.rundir import started
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -203,8 +204,8 @@ async def test_readyz_answers_for_the_set_and_a_dead_worker_is_replaced(upstream
     two = await serve(2)
     assert two.run_dir is not None
     assert (await get(f"{two.base}/readyz"))[0] == 200
-    index, pid = (two.run_dir / "workers").read_text().split()[:2]
-    os.kill(int(pid), signal.SIGKILL)
+    index, pid = next(iter(started(two.run_dir).items()))
+    os.kill(pid, signal.SIGKILL)
     seen_down = None
     for _ in range(200):
         status, _headers, body = await get(f"{two.base}/readyz")
@@ -212,7 +213,7 @@ async def test_readyz_answers_for_the_set_and_a_dead_worker_is_replaced(upstream
             seen_down = body
             break
         await asyncio.sleep(0.02)
-    assert seen_down == {"status": "unready", "workers_down": [int(index)]}
+    assert seen_down == {"status": "unready", "workers_down": [index]}
     for _ in range(300):
         if (await get(f"{two.base}/readyz"))[0] == 200:
             break
@@ -232,7 +233,7 @@ async def test_workers_whose_supervisor_is_killed_stop_by_themselves(upstream: U
     so no orphan keeps the port."""
     two = await serve(2)
     assert two.run_dir is not None
-    pids = [int(line.split()[1]) for line in (two.run_dir / "workers").read_text().splitlines()]
+    pids = list(started(two.run_dir).values())
     two.process.kill()
     await two.process.wait()
     for _ in range(200):
@@ -250,7 +251,7 @@ async def test_the_supervisor_loads_nothing_that_serves(upstream: Upstream, serv
     by the supervisor (about 40 MB of memory where a worker idles at 56)."""
     two = await serve(2)
     assert two.run_dir is not None
-    pids = [int(line.split()[1]) for line in (two.run_dir / "workers").read_text().splitlines()]
+    pids = list(started(two.run_dir).values())
     assert all(_maps(pid, "aiohttp/_http_parser") for pid in pids)
     assert not _maps(two.process.pid, "aiohttp/_http_parser")
 
