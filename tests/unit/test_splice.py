@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import held_memory
 
 from proxy.dialects.splice import Array, Fresh, Kept, Removed, Value, splice
 
@@ -92,26 +93,18 @@ def test_the_span_memory_keeps_to_its_byte_bound() -> None:
 def test_what_the_span_memory_holds_is_within_its_estimate() -> None:
     """Each remembered span's estimate (`SPAN_BYTES`) covers what it really holds: a tuple of
     two offsets (ints past the small-int cache in a long body) and None (tracemalloc)."""
-    import gc
-    import tracemalloc
-
     from proxy.dialects.spans import Known, SpanMemory
 
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
+    def remember() -> SpanMemory:
         memory = SpanMemory(entries=1000)
         at = 100_000
         for n in range(20):
             spans = tuple((at + 251 * i, at + 251 * i + 250, None) for i in range(2000))
             at = spans[-1][1] + 1
             memory.keep(("default", f"conversation-{n:06d}"), Known(10, at, b"d" * 16, spans))
-        del spans
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+        return memory
+
+    memory, held = held_memory(remember)
     assert 0.9 * memory.bytes <= held <= memory.bytes, f"held {held} B, estimated {memory.bytes} B"
 
 

@@ -4,11 +4,11 @@ really holds: measured here with tracemalloc on long stuck conversations."""
 from __future__ import annotations
 
 import gc
-import tracemalloc
 
 import pytest
 from chat import Chat, edit, stuck_requests, test_run, view
 from scenario_loader import engine
+from support import held_memory
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.state import ConversationState, approx_bytes
@@ -37,20 +37,16 @@ def test_the_size_estimate_is_within_a_quarter_of_what_a_state_holds(turns: int)
     body = conversation(turns)
     eng = engine()
     plan_offline(eng, CHAT, body, {"X-Repair-Conversation": "warm-up"})  # first-use allocations
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        states: list[ConversationState] = []
+
+    def fold_states() -> list[ConversationState]:
+        states = []
         for n in range(HELD):
             planned = plan_offline(eng, CHAT, body, {"X-Repair-Conversation": f"c{n}"})
             assert planned is not None
             states.append(planned.decision.state)
-            del planned
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+        return states
+
+    states, held = held_memory(fold_states)
     estimate = sum(approx_bytes(s) for s in states)
     assert 0.75 <= held / estimate <= 1.25, f"held {held // HELD} B per state, estimated {estimate // HELD} B"
 
@@ -88,17 +84,14 @@ def test_what_the_cache_holds_for_packed_entries_is_within_its_estimate() -> Non
     `PACKED_OVERHEAD`) covers what the cache really holds for it, key included (tracemalloc)."""
     made = states(1)[0]
     count = 500
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
+
+    def fill() -> StateCache[ConversationState]:
         cache = packing(live=1)
         for n in range(count):
             cache.put(("default", f"{n:08d}-4c1e-9a7d-2f3e5b6c7d8e"), unpack(pack(made)))
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - base
-    finally:
-        tracemalloc.stop()
+        return cache
+
+    cache, held = held_memory(fill)
     assert cache.packed == count - 1
     assert held <= cache.bytes, f"held {held // count} B per entry, estimated {cache.bytes // count} B"
     assert held >= 0.9 * cache.bytes  # and not far above it: more would hold fewer than fit
