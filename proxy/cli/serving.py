@@ -48,7 +48,7 @@ def one_malloc_arena() -> bool:
 
 def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None:
     """Bind, log `listening`, serve until SIGTERM or SIGINT (in-flight requests get the drain time).
-    One of several workers shares the port and also listens on its own socket (see `proxy.http.workers`)."""
+    One of several workers shares the port and also listens on its own socket (see `proxy.http.rundir`)."""
     sock = bind(settings.server.host, settings.server.port, reuse_port=worker.index is not None)
     # its own socket bound too before it says it listens: a sibling may ask it at once
     socks = [sock] if worker.socket is None else [sock, bind_unix(worker.socket)]
