@@ -78,6 +78,10 @@ class SpanMemory:
     def max_bytes(self) -> int | None:
         return self._cache.max_bytes
 
+    def resize(self, max_bytes: int) -> None:
+        """A new byte bound; the least recently used entries past it go."""
+        self._cache.resize(max_bytes)
+
     def recall(self, key: tuple[str, str]) -> Known | None:
         return self._cache.get(key)
 

@@ -159,11 +159,25 @@ class StateCache(Generic[V]):
             self._entries[key] = _Entry(self._clock(), value, None, size)
             self._bytes += size
             self._mark_live(key, size)
-            while len(self._entries) > self._max or (
-                self._max_bytes is not None and self._bytes > self._max_bytes and len(self._entries) > 1
-            ):
-                old, _entry = next(iter(self._entries.items()))
-                self._pop(old)
+            self._evict()
+
+    def resize(self, max_bytes: int) -> None:
+        """A new byte bound: past it, the least recently used entries go (and live ones are
+        packed past the live share), as when an entry is stored."""
+        with self._lock:
+            self._max_bytes = max_bytes
+            self._max_live_bytes = max_bytes * LIVE_SHARE
+            self._pack_past_live_bounds()
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the least recently used entries past the bounds (never the last one). Called
+        under the lock."""
+        while len(self._entries) > self._max or (
+            self._max_bytes is not None and self._bytes > self._max_bytes and len(self._entries) > 1
+        ):
+            old, _entry = next(iter(self._entries.items()))
+            self._pop(old)
 
     def _open(self, key: tuple[str, str], entry: _Entry[V]) -> V | None:
         """The entry's value, unpacked (and kept live again) when it was packed; None (and the
@@ -190,6 +204,13 @@ class StateCache(Generic[V]):
         self._live[key] = None
         self._live.move_to_end(key)
         self._live_bytes += added
+        self._pack_past_live_bounds()
+
+    def _pack_past_live_bounds(self) -> None:
+        """Pack the least recently used live entries past the live bounds, never the most
+        recently used one. Called under the lock."""
+        if self._live_max is None:
+            return
         assert self._codec is not None
         while len(self._live) > 1 and (
             len(self._live) > self._live_max

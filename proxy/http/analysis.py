@@ -157,18 +157,19 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
             return None
         return incoming, engine.fold(engine.request(incoming.translation, request.headers, team.name), budget)
 
+    shared = context.runtime.shared
     try:
-        parsed = await _step(request, size, fold)
-        if parsed is None:
-            # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
-            log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
-            return None
-        incoming, folded = parsed
-        prior, asked = await _prior(request, folded)
-        spans = context.runtime.shared.spans
-        planned = await _step(
-            request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), spans)
-        )
+        with shared.footprint.analysing(size):
+            parsed = await _step(request, size, fold)
+            if parsed is None:
+                # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
+                log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
+                return None
+            incoming, folded = parsed
+            prior, asked = await _prior(request, folded)
+            planned = await _step(
+                request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans)
+            )
     except _Failed:
         return None
     decision = planned.decision

@@ -20,7 +20,8 @@ from proxy.engine.core import Engine
 from proxy.engine.state import ConversationState, approx_bytes
 from proxy.engine.statecache import Codec, StateCache, Tier
 from proxy.engine.statecodec import pack, unpack
-from proxy.engine.tokens import TOKENIZER_BYTES, TokenCounter
+from proxy.engine.tokens import TokenCounter
+from proxy.http.footprint import Footprint, Shares
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
@@ -55,25 +56,25 @@ class Shared:
     tokens: TokenCounter
     spans: SpanMemory
     """Where each conversation's last rewrite found its messages (see `dialects.splice`)."""
+    footprint: Footprint
+    """The byte bound's shares: the tokenizer, working memory, then the two caches."""
 
     @classmethod
     def of(cls, settings: Settings, tier: Tier[ConversationState] | None = None) -> Shared:
         """`tier`: the worker set's shared second level of the state cache (`store.shared_states`)."""
         store = settings.store
-        # The byte bound covers what analysis keeps: the tokenizer (charged whether loaded yet or
-        # not), then 3/4 of the rest for states and 1/4 for message spans.
-        rest = store.state_cache_bytes - TOKENIZER_BYTES
-        span_bytes = rest // 4
+        shares = Shares.of(store.state_cache_bytes, working=0)
         cache = StateCache(
             store.state_cache_size,
             store.state_ttl_seconds,
-            max_bytes=rest - span_bytes,
+            max_bytes=shares.states,
             sizer=approx_bytes,
             tier=tier,
             codec=Codec(pack, unpack),
             live=store.live_states,
         )
-        return cls(cache, TokenCounter(), SpanMemory(store.state_cache_size, max_bytes=span_bytes))
+        spans = SpanMemory(store.state_cache_size, max_bytes=shares.spans)
+        return cls(cache, TokenCounter(), spans, Footprint(store.state_cache_bytes, cache, spans))
 
 
 @dataclass(frozen=True, slots=True)

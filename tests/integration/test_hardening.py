@@ -17,7 +17,8 @@ from aiohttp.test_utils import TestServer
 from chat import Chat, test_run
 from support import Upstream, completion, json_reply, post, sse_reply
 
-from proxy.http.appkeys import METRICS
+from proxy.http.appkeys import METRICS, RUNTIME
+from proxy.http.footprint import WORKING_FACTOR
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -249,6 +250,18 @@ async def test_a_large_body_is_analysed_off_the_event_loop_and_still_repaired(
     _status, headers, _ = await post(proxy, stuck(chat).bytes())
     assert len(upstream.seen[0].body) > 256 * 1024
     assert headers["X-Repair-Trips"] == "stuck_same_diagnostic"
+
+
+async def test_an_analysed_body_is_charged_its_working_memory_against_the_byte_bound(
+    make_proxy, upstream: Upstream
+) -> None:  # type: ignore[no-untyped-def]
+    upstream.reply_with(json_reply(ACTING))
+    body = stuck().bytes()
+    analysing, plain = await make_proxy(), await make_proxy({"repair": {"enabled": False}})
+    for proxy in (analysing, plain):
+        await post(proxy, body)
+    charged = [p.app[RUNTIME].current.shared.footprint.working for p in (analysing, plain)]
+    assert charged == [WORKING_FACTOR * len(body), 0]  # not by a proxy that only relays
 
 
 async def test_an_unreadable_streamed_reply_passes_as_it_came(proxy: TestServer, upstream: Upstream) -> None:

@@ -127,6 +127,25 @@ def test_not_under_a_roomy_byte_bound_every_state_up_to_the_count_stays_live() -
     assert cache.packed == 0
 
 
+def test_a_smaller_bound_packs_and_then_drops_the_least_recently_used() -> None:
+    made = states(10)
+    roomy = 100 << 20
+    cache = StateCache(100, 3600, max_bytes=roomy, sizer=approx_bytes, codec=Codec(pack, unpack), live=100)
+    for n, state in enumerate(made):
+        cache.put(("t", f"c{n}"), state)
+    assert cache.packed == 0
+    packed_sizes = [len(pack(s)) + PACKED_OVERHEAD for s in made]
+    smaller = approx_bytes(made[9]) + sum(packed_sizes[5:9])  # the newest live, four more packed
+    cache.resize(smaller)
+    assert cache.max_bytes == smaller
+    assert cache.bytes <= smaller
+    assert [key for key, _state in cache.items()] == [("t", f"c{n}") for n in (9, 8, 7, 6, 5)]
+    assert cache.packed == 4  # all but the most recently used, past the live share
+    cache.resize(roomy)  # a larger bound brings nothing back, and drops nothing more
+    assert len(cache) == 5
+    assert cache.get(("t", "c5")) == made[5]
+
+
 def test_a_packed_entry_that_does_not_unpack_is_a_miss() -> None:
     def broken(_data: bytes) -> ConversationState:
         raise ValueError("damaged")

@@ -1,0 +1,93 @@
+"""What analysis holds in memory, kept within `store.state_cache_bytes`.
+
+The bound is shared out, in this order:
+
+1. The tokenizer: `TOKENIZER_BYTES`, charged from the start, whether it is loaded yet or not.
+2. Working memory: `WORKING_FACTOR` times the most body bytes this process has analysed at
+   once. Parsing and planning a body allocates several times its size, and glibc keeps what is
+   freed for the next request rather than giving it back (giving it back costs about 1.7 ms of
+   trimming and page faults per large request: see the README), so the largest analyses leave
+   their mark on the footprint for good. Never more than `MAX_WORKING_SHARE` of what the
+   tokenizer leaves: bodies past that are analysed anyway, and the process may then go over
+   the bound by the difference.
+3. The rest: conversation states (3/4) and message spans (1/4). When the working charge
+   grows, both caches shrink to their new share, least recently used first.
+
+So the process's memory stays within its idle footprint plus the bound, however many
+conversations come and however large their transcripts grow, up to bodies of about
+`MAX_WORKING_SHARE` x (bound - tokenizer) / `WORKING_FACTOR` (7 MB at the default bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from proxy.dialects import SpanMemory
+from proxy.engine.state import ConversationState
+from proxy.engine.statecache import StateCache
+from proxy.engine.tokens import TOKENIZER_BYTES
+
+__all__ = ["MAX_WORKING_SHARE", "WORKING_FACTOR", "Footprint", "Shares"]
+
+WORKING_FACTOR = 16
+"""Bytes of working memory charged per body byte analysed. Measured: one worker's RSS, after
+analysing its first body beyond what a small body leaves (the tokenizer and parsers), grew
+7.5 MB for a 546 KB body and 14 MB for a 1,092 KB one (about 14 times; `serve`, VmRSS, the
+cache bounded far above it); bodies under 200 KB leave under 1 MB."""
+MAX_WORKING_SHARE = 0.5
+"""The most of the bound past the tokenizer that working memory is charged: the caches keep
+at least the rest."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shares:
+    """The working memory charged, and the byte bounds of the two caches."""
+
+    working: int
+    states: int
+    spans: int
+
+    @classmethod
+    def of(cls, bound: int, working: int) -> Shares:
+        """The shares of `bound` once the tokenizer is charged and `working` bytes (at most
+        `MAX_WORKING_SHARE` of what the tokenizer leaves)."""
+        rest = bound - TOKENIZER_BYTES
+        charged = min(working, int(rest * MAX_WORKING_SHARE))
+        left = rest - charged
+        spans = left // 4
+        return cls(charged, left - spans, spans)
+
+
+class Footprint:
+    """Charges each analysed body's working memory against the bound (see the module)."""
+
+    def __init__(self, bound: int, states: StateCache[ConversationState], spans: SpanMemory) -> None:
+        self._bound = bound
+        self._states = states
+        self._spans = spans
+        self._in_flight = 0
+        self._peak = 0
+        self._shares = Shares.of(bound, 0)
+
+    @property
+    def working(self) -> int:
+        """The working memory charged: `WORKING_FACTOR` times the most body bytes analysed at
+        once, up to its share."""
+        return self._shares.working
+
+    @contextmanager
+    def analysing(self, size: int) -> Iterator[None]:
+        """Around the analysis of a body of `size` bytes (bodies analysed at the same time add
+        up); the caches shrink first when this is the most analysed at once so far."""
+        self._in_flight += size
+        try:
+            if self._in_flight > self._peak:
+                self._peak = self._in_flight
+                self._shares = Shares.of(self._bound, self._peak * WORKING_FACTOR)
+                self._states.resize(self._shares.states)
+                self._spans.resize(self._shares.spans)
+            yield
+        finally:
+            self._in_flight -= size
