@@ -15,7 +15,7 @@ The bound is shared out, in this order:
 
 So the process's memory stays within its idle footprint plus the bound, however many
 conversations come and however large their transcripts grow, up to bodies of about
-`MAX_WORKING_SHARE` x (bound - tokenizer) / `WORKING_FACTOR` (7 MB at the default bound).
+`MAX_WORKING_SHARE` x (bound - tokenizer) / `WORKING_FACTOR` (8.5 MB at the default bound).
 """
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ from proxy.engine.tokens import TOKENIZER_BYTES
 
 __all__ = ["MAX_WORKING_SHARE", "WORKING_FACTOR", "Footprint", "Shares"]
 
-WORKING_FACTOR = 16
-"""Bytes of working memory charged per body byte analysed. Measured: one worker's RSS, after
-analysing its first body beyond what a small body leaves (the tokenizer and parsers), grew
-7.5 MB for a 546 KB body and 14 MB for a 1,092 KB one (about 14 times; `serve`, VmRSS, the
-cache bounded far above it); bodies under 200 KB leave under 1 MB."""
-MAX_WORKING_SHARE = 0.5
+WORKING_FACTOR = 20
+"""Bytes of working memory charged per body byte analysed. Measured (`serve`, VmRSS, the cache
+bounded far above what it held): one worker's first body of 546 KB, 1,092 KB or 2,185 KB left
+8.5, 13.6 and 29.6 MB beyond what a small body leaves (the tokenizer and parsers): 12.5 to 15.6
+times; the next bodies of the same size up to 2.7 MB more (fragmentation, about 2.5 times the
+body). Bodies under 200 KB leave under 1 MB."""
+MAX_WORKING_SHARE = 0.75
 """The most of the bound past the tokenizer that working memory is charged: the caches keep
-at least the rest."""
+at least the rest (they only save work: a state not cached is folded again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,8 @@ class Shares:
 
 
 class Footprint:
-    """Charges each analysed body's working memory against the bound (see the module)."""
+    """Charges each analysed body's working memory against the bound (see the module). Used
+    from the event loop only; the caches it resizes take their own locks."""
 
     def __init__(self, bound: int, states: StateCache[ConversationState], spans: SpanMemory) -> None:
         self._bound = bound
