@@ -83,13 +83,15 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
 def _shared(settings: Settings, worker: Worker) -> Shared:
     """What this process's teams share; a worker of a set also shares conversation states with
     its siblings, through a file in the set's run directory."""
+    from proxy.cli.serving import release_free_memory  # noqa: PLC0415 - a worker's
+
     if worker.states is None or not settings.store.shared_states:
-        return Shared.of(settings)
+        return Shared.of(settings, release=release_free_memory)
     from proxy.store.shared_states import SHARED_STATES_SHARE, SharedStates  # noqa: PLC0415 - a worker's
 
     store = settings.store
     bound = store.state_cache_bytes // SHARED_STATES_SHARE
-    return Shared.of(settings, SharedStates(worker.states, bound, store.state_ttl_seconds))
+    return Shared.of(settings, SharedStates(worker.states, bound, store.state_ttl_seconds), release_free_memory)
 
 
 def _check_config(args: argparse.Namespace) -> int:

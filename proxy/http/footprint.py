@@ -3,15 +3,19 @@
 The bound is shared out, in this order:
 
 1. The tokenizer: `TOKENIZER_BYTES`, charged from the start, whether it is loaded yet or not.
-2. Working memory: `WORKING_FACTOR` times the most body bytes this process has analysed at
-   once. Parsing and planning a body allocates several times its size, and glibc keeps what is
-   freed for the next request rather than giving it back (giving it back costs about 1.7 ms of
-   trimming and page faults per large request: see the README), so the largest analyses leave
-   their mark on the footprint for good. Never more than `MAX_WORKING_SHARE` of what the
-   tokenizer leaves: bodies past that are analysed anyway, and the process may then go over
-   the bound by the difference.
+2. Working memory: `WORKING_FACTOR` times the most body bytes analysed at once, lately.
+   Parsing and planning a body allocates several times its size, and glibc keeps what is
+   freed for the next request rather than giving it back (giving it back after every large
+   request costs about 1.7 ms of trimming and page faults: see the README). Never more than
+   `MAX_WORKING_SHARE` of what the tokenizer leaves: bodies past that are analysed anyway, and
+   the process may then go over the bound by the difference.
 3. The rest: conversation states (3/4) and message spans (1/4). When the working charge
    grows, both caches shrink to their new share, least recently used first.
+
+"Lately" is the last `WORKING_WINDOW` analyses: when none of them came near the charged peak,
+the charge falls to their largest, the caches get the room back, and the process is asked to
+give its free memory back to the system (`release`; glibc's `malloc_trim` in a worker), once.
+So one large body shrinks the caches for a while, not for the process's life.
 
 So the process's memory stays within its idle footprint plus the bound, however many
 conversations come and however large their transcripts grow, up to bodies of about
@@ -20,7 +24,7 @@ conversations come and however large their transcripts grow, up to bodies of abo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -29,7 +33,7 @@ from proxy.engine.state import ConversationState
 from proxy.engine.statecache import StateCache
 from proxy.engine.tokens import TOKENIZER_BYTES
 
-__all__ = ["MAX_WORKING_SHARE", "WORKING_FACTOR", "Footprint", "Shares"]
+__all__ = ["MAX_WORKING_SHARE", "WORKING_FACTOR", "WORKING_WINDOW", "Footprint", "Shares"]
 
 WORKING_FACTOR = 20
 """Bytes of working memory charged per body byte analysed. Measured (`serve`, VmRSS, the cache
@@ -40,6 +44,8 @@ body). Bodies under 200 KB leave under 1 MB."""
 MAX_WORKING_SHARE = 0.75
 """The most of the bound past the tokenizer that working memory is charged: the caches keep
 at least the rest (they only save work: a state not cached is folded again)."""
+WORKING_WINDOW = 1000
+"""Analyses after which the working charge falls to the largest among them, when that is less."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +71,28 @@ class Footprint:
     """Charges each analysed body's working memory against the bound (see the module). Used
     from the event loop only; the caches it resizes take their own locks."""
 
-    def __init__(self, bound: int, states: StateCache[ConversationState], spans: SpanMemory) -> None:
+    def __init__(
+        self,
+        bound: int,
+        states: StateCache[ConversationState],
+        spans: SpanMemory,
+        release: Callable[[], object] = lambda: None,
+    ) -> None:
         self._bound = bound
         self._states = states
         self._spans = spans
+        self._release = release
         self._in_flight = 0
         self._peak = 0
+        """The most body bytes analysed at once that the charge stands for."""
+        self._window_peak = 0
+        self._window_count = 0
         self._shares = Shares.of(bound, 0)
 
     @property
     def working(self) -> int:
         """The working memory charged: `WORKING_FACTOR` times the most body bytes analysed at
-        once, up to its share."""
+        once lately, up to its share."""
         return self._shares.working
 
     @contextmanager
@@ -84,12 +100,22 @@ class Footprint:
         """Around the analysis of a body of `size` bytes (bodies analysed at the same time add
         up); the caches shrink first when this is the most analysed at once so far."""
         self._in_flight += size
+        self._window_peak = max(self._window_peak, self._in_flight)
+        self._window_count += 1
         try:
             if self._in_flight > self._peak:
-                self._peak = self._in_flight
-                self._shares = Shares.of(self._bound, self._peak * WORKING_FACTOR)
-                self._states.resize(self._shares.states)
-                self._spans.resize(self._shares.spans)
+                self._charge(self._in_flight)
+            elif self._window_count >= WORKING_WINDOW:
+                if self._window_peak < self._peak:
+                    self._charge(self._window_peak)
+                    self._release()  # what the larger bodies left free goes back to the system
+                self._window_peak, self._window_count = self._in_flight, 0
             yield
         finally:
             self._in_flight -= size
+
+    def _charge(self, peak: int) -> None:
+        self._peak = peak
+        self._shares = Shares.of(self._bound, peak * WORKING_FACTOR)
+        self._states.resize(self._shares.states)
+        self._spans.resize(self._shares.spans)

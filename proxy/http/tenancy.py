@@ -11,7 +11,7 @@ a reload builds the next runtime on the same ones, so conversation state carries
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,8 +60,14 @@ class Shared:
     """The byte bound's shares: the tokenizer, working memory, then the two caches."""
 
     @classmethod
-    def of(cls, settings: Settings, tier: Tier[ConversationState] | None = None) -> Shared:
-        """`tier`: the worker set's shared second level of the state cache (`store.shared_states`)."""
+    def of(
+        cls,
+        settings: Settings,
+        tier: Tier[ConversationState] | None = None,
+        release: Callable[[], object] | None = None,
+    ) -> Shared:
+        """`tier`: the worker set's shared second level of the state cache (`store.shared_states`);
+        `release`: gives the allocator's free memory back to the system (see `Footprint`)."""
         store = settings.store
         shares = Shares.of(store.state_cache_bytes, working=0)
         cache = StateCache(
@@ -74,7 +80,8 @@ class Shared:
             live=store.live_states,
         )
         spans = SpanMemory(store.state_cache_size, max_bytes=shares.spans)
-        return cls(cache, TokenCounter(), spans, Footprint(store.state_cache_bytes, cache, spans))
+        footprint = Footprint(store.state_cache_bytes, cache, spans, release or (lambda: None))
+        return cls(cache, TokenCounter(), spans, footprint)
 
 
 @dataclass(frozen=True, slots=True)

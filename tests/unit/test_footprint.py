@@ -10,7 +10,7 @@ from chat import Chat, test_run
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.tokens import TOKENIZER_BYTES
-from proxy.http.footprint import MAX_WORKING_SHARE, WORKING_FACTOR, Shares
+from proxy.http.footprint import MAX_WORKING_SHARE, WORKING_FACTOR, WORKING_WINDOW, Footprint, Shares
 from proxy.http.tenancy import Shared
 from proxy.settings.config import load_settings
 from proxy.settings.policy import default_policy
@@ -67,6 +67,37 @@ def test_working_memory_takes_at_most_its_share_of_what_the_tokenizer_leaves(tmp
     assert s.footprint.working == int(rest * MAX_WORKING_SHARE)
     assert sum(caches(s)) == rest - s.footprint.working
     assert Shares.of(BOUND, working=0) == Shares(0, *caches(shared(tmp_path)))
+
+
+def released(tmp_path: Path) -> tuple[Footprint, list[int], Shared]:
+    """A footprint on real caches whose `release` calls are counted."""
+    calls: list[int] = []
+    s = shared(tmp_path)
+    return Footprint(BOUND, s.cache, s.spans, release=lambda: calls.append(1)), calls, s
+
+
+def analyse(footprint: Footprint, *sizes: int) -> None:
+    for size in sizes:
+        with footprint.analysing(size):
+            pass
+
+
+def test_a_window_without_bodies_near_the_peak_brings_the_charge_down_and_releases_memory(tmp_path: Path) -> None:
+    footprint, calls, s = released(tmp_path)
+    analyse(footprint, MB, *[1024] * (WORKING_WINDOW - 1))  # the window the large body is in
+    assert footprint.working == WORKING_FACTOR * MB and not calls
+    analyse(footprint, *[1024] * WORKING_WINDOW)
+    assert footprint.working == WORKING_FACTOR * 1024
+    assert calls == [1]
+    assert TOKENIZER_BYTES + footprint.working + sum(caches(s)) == BOUND  # the caches have the room back
+
+
+def test_not_while_a_large_body_comes_back_in_every_window(tmp_path: Path) -> None:
+    footprint, calls, _s = released(tmp_path)
+    for _ in range(5):
+        analyse(footprint, MB, *[1024] * (WORKING_WINDOW - 1))
+    assert footprint.working == WORKING_FACTOR * MB
+    assert not calls
 
 
 def test_states_past_the_shrunk_bound_are_dropped_least_recently_used_first(tmp_path: Path) -> None:

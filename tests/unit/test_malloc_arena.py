@@ -40,3 +40,33 @@ def test_a_threads_allocations_come_from_the_main_arena_once_tuned() -> None:
 
 def test_not_tuned_a_thread_allocates_from_an_arena_of_its_own() -> None:
     assert _arenas("plain") >= 2
+
+
+_RELEASE = """
+import sys
+from proxy.cli.serving import release_free_memory
+
+def rss_mb():
+    with open("/proc/self/status") as status:
+        return next(int(l.split()[1]) for l in status if l.startswith("VmRSS")) / 1024
+
+chunks = [bytearray(10_000) for _ in range(10_000)]  # 100 MB from the heap, under the mmap threshold
+sentinel = bytearray(10_000)  # above them: the heap's top cannot shrink by itself
+del chunks
+before = rss_mb()
+if sys.argv[1] == "release":
+    assert release_free_memory()
+print(before - rss_mb())
+"""
+
+
+def _given_back_mb(mode: str) -> float:
+    return float(fresh_interpreter(_RELEASE, mode).stdout.split()[-1])
+
+
+def test_released_the_memory_freed_below_the_heaps_top_goes_back_to_the_system() -> None:
+    assert _given_back_mb("release") > 80
+
+
+def test_not_released_the_freed_memory_stays_with_the_process() -> None:
+    assert _given_back_mb("keep") < 5
