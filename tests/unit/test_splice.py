@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import held_memory
 
-from proxy.dialects.splice import Array, Fresh, Kept, Removed, Value, splice
+from proxy.dialects.splice import Array, Fresh, Kept, Removed, Value, kept_or_fresh, materialise, splice
 
 KEYS = ("model", "messages", "tools", "tool_choice", "stream", "seed")
 
@@ -131,3 +131,32 @@ def test_any_plan_of_kept_and_new_elements_is_the_array_it_names(
     body = ('{"messages": [' + separator.join(orjson.dumps(o).decode() for o in originals) + "]}").encode()
     spliced = orjson.loads(splice(body, {"messages": Array(items)}))
     assert spliced == {"messages": [originals[p] if isinstance(p, int) else p for p in plan]}
+
+
+def test_original_elements_that_follow_each_other_are_one_kept_stretch() -> None:
+    originals = [{"n": n} for n in range(600)]
+    values = [*originals[:200], {"new": 1}, *originals[200:599], {"new": 2}, {"new": 3}]
+    items = kept_or_fresh(originals, values)
+    assert items == [Kept(0, 200), Fresh({"new": 1}), Kept(200, 399), Fresh({"new": 2}), Fresh({"new": 3})]
+    assert materialise(originals, items) == values
+
+
+def test_not_merged_when_originals_come_out_of_order_or_an_equal_copy_stands_in() -> None:
+    originals = [{"n": n} for n in range(4)]
+    copy = dict(originals[2])  # equal, but not the original: written anew
+    items = kept_or_fresh(originals, [originals[0], originals[1], copy, originals[3], originals[1]])
+    assert items == [Kept(0, 2), Fresh(copy), Kept(3), Kept(1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(elements, st.data(), st.sampled_from([",", " , ", ",\n    "]))
+def test_stretches_found_from_the_new_values_splice_to_the_array_they_name(
+    originals: list[dict[str, int]], data: st.DataObject, separator: str
+) -> None:
+    picks = st.one_of(st.integers(0, len(originals) - 1), st.builds(dict, x=st.integers(0, 9)))
+    plan = data.draw(st.lists(picks, max_size=10))
+    values = [originals[p] if isinstance(p, int) else p for p in plan]
+    body = ('{"messages": [' + separator.join(orjson.dumps(o).decode() for o in originals) + "]}").encode()
+    items = kept_or_fresh(originals, values)
+    assert orjson.loads(splice(body, {"messages": Array(items)})) == {"messages": values}
+    assert materialise(originals, items) == values

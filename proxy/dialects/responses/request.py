@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, Value
+from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, Value, materialise
 from proxy.dialects.structured import text_format
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.transcript import content_text
@@ -153,7 +153,7 @@ def changes(data: dict[str, Any], edit: Edit) -> dict[str, Change]:
 def _materialise(data: dict[str, Any], plan: list[Kept | Fresh]) -> list[Any]:
     items = data.get("input")
     originals: list[Any] = items if isinstance(items, list) else [{"type": "message", "role": "user", "content": items}]
-    return [originals[p.index] if isinstance(p, Kept) else p.value for p in plan]
+    return materialise(originals, plan)
 
 
 def write(data: dict[str, Any], edit: Edit) -> dict[str, Any]:
@@ -167,5 +167,5 @@ def write(data: dict[str, Any], edit: Edit) -> dict[str, Any]:
         else:
             found = data.get(key)
             source: list[Any] = found if isinstance(found, list) else []
-            out[key] = [source[p.index] if isinstance(p, Kept) else p.value for p in change.items]
+            out[key] = materialise(source, change.items)
     return out
