@@ -15,21 +15,11 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.changes import REMOVED, Array, Change, Kept, Removed, Value, kept_or_fresh, materialise
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
-from proxy.dialects.splice import (
-    REMOVED,
-    Array,
-    Change,
-    Kept,
-    Removed,
-    SpliceError,
-    Value,
-    kept_or_fresh,
-    materialise,
-    splice,
-)
+from proxy.dialects.splice import SpliceError, splice
 from proxy.dialects.structured import Structured, response_format
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.handback import Handback

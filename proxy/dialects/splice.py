@@ -11,28 +11,16 @@ each kept byte for byte (`Kept`), and the new ones (`Fresh`); a member is replac
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import count
 from typing import Any
 
 import orjson
 
+from proxy.dialects.changes import Array, Change, Kept, Removed, Value
 from proxy.dialects.spans import Known, SpanMemory, Walk, running_hash
 
-__all__ = [
-    "REMOVED",
-    "Array",
-    "Fresh",
-    "Kept",
-    "Removed",
-    "SpliceError",
-    "Value",
-    "kept_or_fresh",
-    "loads_piecewise",
-    "materialise",
-    "splice",
-]
+__all__ = ["SpliceError", "loads_piecewise", "splice"]
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
@@ -40,78 +28,6 @@ _WS = " \t\n\r"
 
 class SpliceError(ValueError):
     """The body is not a JSON object this splicer can walk (the caller re-serialises instead)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """The original array's elements from `index` on, `count` of them, byte for byte."""
-
-    index: int
-    count: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Fresh:
-    """A new element, serialised."""
-
-    value: Any
-
-
-@dataclass(frozen=True, slots=True)
-class Array:
-    """A member's new array, built from original and new elements, in order."""
-
-    items: Sequence[Kept | Fresh]
-
-
-@dataclass(frozen=True, slots=True)
-class Value:
-    """A member's new value (added at the end of the object when the body has none)."""
-
-    value: Any
-
-
-class Removed:
-    """The member is taken out."""
-
-
-def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept | Fresh]:
-    """The items of a new array whose `values` are original elements (the same objects as in
-    `originals`) and new ones: each stretch of original elements that follow each other in
-    both is one `Kept`, so an array of hundreds of messages with a few inserted is a few items.
-    (The lookups run at C speed; only the stretches are walked in Python.)"""
-    where = dict(zip(map(id, originals), count()))
-    items: list[Kept | Fresh] = []
-    start = previous = -1
-    for value, index in zip(values, map(where.get, map(id, values)), strict=True):
-        if index is not None and start >= 0 and index == previous + 1:
-            previous = index
-            continue
-        if start >= 0:
-            items.append(Kept(start, previous - start + 1))
-        if index is None:
-            items.append(Fresh(value))
-            start = previous = -1
-        else:
-            start = previous = index
-    if start >= 0:
-        items.append(Kept(start, previous - start + 1))
-    return items
-
-
-def materialise(source: Sequence[Any], items: Sequence[Kept | Fresh]) -> list[Any]:
-    """The new array as values (for a body written whole rather than spliced)."""
-    out: list[Any] = []
-    for item in items:
-        if isinstance(item, Kept):
-            out.extend(source[item.index : item.index + item.count])
-        else:
-            out.append(item.value)
-    return out
-
-
-REMOVED = Removed()
-Change = Array | Value | Removed
 
 
 def _skip(text: str, at: int) -> int:

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import held_memory
 
-from proxy.dialects.splice import Array, Fresh, Kept, Removed, Value, kept_or_fresh, materialise, splice
+from proxy.dialects.changes import Array, Fresh, Kept, Removed, Value, kept_or_fresh, materialise
+from proxy.dialects.splice import splice
 
 KEYS = ("model", "messages", "tools", "tool_choice", "stream", "seed")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.dialects.splice import REMOVED, Array, Change, Fresh, Kept, Removed, Value, materialise
+from proxy.dialects.changes import REMOVED, Array, Change, Fresh, Kept, Removed, Value, materialise
 from proxy.dialects.structured import text_format
 from proxy.engine.exchange import Edit, Translation
 from proxy.engine.transcript import content_text
