@@ -12,7 +12,7 @@ The bound is shared out, in this order:
 3. The rest: conversation states (3/4) and message spans (1/4). When the working charge
    grows, both caches shrink to their new share, least recently used first.
 
-"Lately" is the last `WORKING_WINDOW` analyses: when none of them came near the charged peak,
+"Lately" is the last `WORKING_WINDOW` analyses: when all of them stay below the charged peak,
 the charge falls to their largest, the caches get the room back, and the process is asked to
 give its free memory back to the system (`release`; glibc's `malloc_trim` in a worker), once.
 So one large body shrinks the caches for a while, not for the process's life.
