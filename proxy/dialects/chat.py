@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from proxy.dialects.changes import REMOVED, Array, Change, Kept, Removed, Value, kept_or_fresh, materialise
-from proxy.dialects.lines import LineScanner, sse_payloads
+from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
@@ -149,7 +149,7 @@ class _Watcher:
 
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text: list[str] = []
+        self._text = TextSoFar()
         self._calls: dict[int, str | None] = {}
 
     def feed(self, chunk: bytes) -> None:
@@ -158,7 +158,7 @@ class _Watcher:
             if not isinstance(delta, dict):
                 continue
             if isinstance(delta.get("content"), str):
-                self._text.append(delta["content"])
+                self._text.add(delta["content"])
             for position, call in enumerate(delta.get("tool_calls") or ()):
                 index = call.get("index", position) if isinstance(call, dict) else position
                 name = _calls_of({"tool_calls": [call]})[0]
@@ -169,7 +169,7 @@ class _Watcher:
 
     @property
     def view(self) -> ReplyView:
-        return ReplyView("".join(self._text), tuple(self._calls[i] for i in sorted(self._calls)))
+        return ReplyView(self._text.text, tuple(self._calls[i] for i in sorted(self._calls)))
 
 
 def _tool_calls(calls: Sequence[SalvagedCall], ids: Sequence[str]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from proxy.dialects.chat import read_messages, write_messages
-from proxy.dialects.lines import LineScanner, ndjson_payloads
+from proxy.dialects.lines import LineScanner, TextSoFar, ndjson_payloads
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.structured import ollama_format
@@ -41,7 +41,7 @@ def _names(message: dict[str, Any]) -> list[str | None]:
 class _Watcher:
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text: list[str] = []
+        self._text = TextSoFar()
         self._calls: list[str | None] = []
 
     def feed(self, chunk: bytes) -> None:
@@ -50,12 +50,12 @@ class _Watcher:
             if not isinstance(message, dict):
                 continue
             if isinstance(message.get("content"), str):
-                self._text.append(message["content"])
+                self._text.add(message["content"])
             self._calls.extend(_names(message))
 
     @property
     def view(self) -> ReplyView:
-        return ReplyView("".join(self._text), tuple(self._calls))
+        return ReplyView(self._text.text, tuple(self._calls))
 
 
 def _tool_calls(calls: Sequence[SalvagedCall]) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.lines import LineScanner, sse_payloads
+from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
 from proxy.engine.handback import Handback
 from proxy.engine.reply import ReplyView
 from proxy.engine.salvage import SalvagedCall
@@ -63,7 +63,7 @@ def _is_call(item: Any) -> bool:
 class Watcher:
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text: list[str] = []
+        self._text = TextSoFar()
         self._calls: dict[str, str | None] = {}
 
     def feed(self, chunk: bytes) -> None:
@@ -72,7 +72,7 @@ class Watcher:
                 continue
             kind = event.get("type")
             if kind == "response.output_text.delta" and isinstance(event.get("delta"), str):
-                self._text.append(event["delta"])
+                self._text.add(event["delta"])
             elif kind == "response.output_item.added" and _is_call(event.get("item")):
                 name = event["item"].get("name")
                 self._calls[str(event.get("output_index"))] = name if isinstance(name, str) and name else None
@@ -81,7 +81,7 @@ class Watcher:
 
     @property
     def view(self) -> ReplyView:
-        return ReplyView("".join(self._text), tuple(self._calls.values()))
+        return ReplyView(self._text.text, tuple(self._calls.values()))
 
 
 def _call_items(calls: Sequence[SalvagedCall], ids: Sequence[str], status: str = "completed") -> list[dict[str, Any]]:
