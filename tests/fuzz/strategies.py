@@ -3,11 +3,20 @@ chat, Responses and Ollama shapes."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import orjson
 from chat import OUTPUTS
 from hypothesis import strategies as st
+
+EXPLORE_SCALE = 10
+
+
+def examples(count: int) -> int:
+    """A test's example count: as stated under the `ci` profile, ten times it under `explore`."""
+    return count * EXPLORE_SCALE if os.environ.get("HYPOTHESIS_PROFILE") == "explore" else count
+
 
 FAILURES = [(OUTPUTS / f"{n}.txt").read_text() for n in ("pytest_addition_a", "pytest_addition_b")]
 JSON_SCALARS = (

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies import as_ollama, as_responses, chat_body
+from strategies import as_ollama, as_responses, chat_body, examples
 
 from proxy.dialects import CHAT, OLLAMA, RESPONSES, Dialect, plan_offline
 from proxy.engine.core import Engine
@@ -21,7 +21,7 @@ from proxy.settings.policy import default_policy
 
 ENGINE = Engine.of(default_policy())
 FUZZ = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 DIALECTS: list[tuple[Dialect, str, Any]] = [
     (CHAT, "messages", lambda b: b),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from strategies import as_ollama, as_responses, chat_body
+from strategies import as_ollama, as_responses, chat_body, examples
 from support import Upstream, completion, json_reply, start_proxy, start_upstream
 
 from proxy.http.replies import OUTCOME_HEADER
@@ -62,7 +62,7 @@ def servers() -> Iterator[Servers]:
 
 
 @pytest.mark.parametrize("dialect", sorted(PATHS))
-@settings(max_examples=40, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), suppress_health_check=list(HealthCheck))
 @given(body=chat_body())
 def test_no_proxy_made_error_and_nothing_but_additions(servers: Servers, dialect: str, body: dict[str, Any]) -> None:
     path, key, shape = PATHS[dialect]
