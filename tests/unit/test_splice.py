@@ -121,15 +121,26 @@ def test_elements_kept_in_order_are_copied_with_the_separators_between_them() ->
 elements = st.lists(st.dictionaries(st.sampled_from("abc"), st.integers(0, 9), max_size=2), min_size=1, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
-@given(elements, st.data(), st.sampled_from([",", " , ", ",\n    "]))
-def test_any_plan_of_kept_and_new_elements_is_the_array_it_names(
-    originals: list[dict[str, int]], data: st.DataObject, separator: str
-) -> None:
+Plan = tuple[list[dict[str, int]], list[int | dict[str, int]], bytes]
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> Plan:
+    """Original elements, a plan of them (an index) and new ones (a dict), and a body holding
+    the originals with one of the separators agents' bodies use."""
+    originals = draw(elements)
     picks = st.one_of(st.integers(0, len(originals) - 1), st.builds(dict, x=st.integers(0, 9)))
-    plan = data.draw(st.lists(picks, max_size=10))
-    items = [Kept(p) if isinstance(p, int) else Fresh(p) for p in plan]
+    plan = draw(st.lists(picks, max_size=10))
+    separator = draw(st.sampled_from([",", " , ", ",\n    "]))
     body = ('{"messages": [' + separator.join(orjson.dumps(o).decode() for o in originals) + "]}").encode()
+    return originals, plan, body
+
+
+@settings(max_examples=300, deadline=None)
+@given(plans())
+def test_any_plan_of_kept_and_new_elements_is_the_array_it_names(drawn: Plan) -> None:
+    originals, plan, body = drawn
+    items = [Kept(p) if isinstance(p, int) else Fresh(p) for p in plan]
     spliced = orjson.loads(splice(body, {"messages": Array(items)}))
     assert spliced == {"messages": [originals[p] if isinstance(p, int) else p for p in plan]}
 
@@ -150,14 +161,10 @@ def test_not_merged_when_originals_come_out_of_order_or_an_equal_copy_stands_in(
 
 
 @settings(max_examples=300, deadline=None)
-@given(elements, st.data(), st.sampled_from([",", " , ", ",\n    "]))
-def test_stretches_found_from_the_new_values_splice_to_the_array_they_name(
-    originals: list[dict[str, int]], data: st.DataObject, separator: str
-) -> None:
-    picks = st.one_of(st.integers(0, len(originals) - 1), st.builds(dict, x=st.integers(0, 9)))
-    plan = data.draw(st.lists(picks, max_size=10))
+@given(plans())
+def test_stretches_found_from_the_new_values_splice_to_the_array_they_name(drawn: Plan) -> None:
+    originals, plan, body = drawn
     values = [originals[p] if isinstance(p, int) else p for p in plan]
-    body = ('{"messages": [' + separator.join(orjson.dumps(o).decode() for o in originals) + "]}").encode()
     items = kept_or_fresh(originals, values)
     assert orjson.loads(splice(body, {"messages": Array(items)})) == {"messages": values}
     assert materialise(originals, items) == values
