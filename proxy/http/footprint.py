@@ -76,7 +76,7 @@ class Footprint:
         bound: int,
         states: StateCache[ConversationState],
         spans: SpanMemory,
-        release: Callable[[], object] = lambda: None,
+        release: Callable[[], object] | None = None,
     ) -> None:
         self._bound = bound
         self._states = states
@@ -108,7 +108,8 @@ class Footprint:
             elif self._window_count >= WORKING_WINDOW:
                 if self._window_peak < self._peak:
                     self._charge(self._window_peak)
-                    self._release()  # what the larger bodies left free goes back to the system
+                    if self._release is not None:  # what the larger bodies left free goes back to the system
+                        self._release()
                 self._window_peak, self._window_count = self._in_flight, 0
             yield
         finally:

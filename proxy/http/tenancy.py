@@ -80,7 +80,7 @@ class Shared:
             live=store.live_states,
         )
         spans = SpanMemory(store.state_cache_size, max_bytes=shares.spans)
-        footprint = Footprint(store.state_cache_bytes, cache, spans, release or (lambda: None))
+        footprint = Footprint(store.state_cache_bytes, cache, spans, release)
         return cls(cache, TokenCounter(), spans, footprint)
 
 
