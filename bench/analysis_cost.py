@@ -26,7 +26,7 @@ from workload import request_body, transcript
 
 from proxy.dialects import CHAT, Planned, plan_offline
 from proxy.engine.core import Engine
-from proxy.engine.state import ConversationState
+from proxy.engine.state.conversation import ConversationState
 from proxy.settings.policy import default_policy
 
 

@@ -44,12 +44,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import real_model  # noqa: E402
 
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
-from proxy.engine.canonical import call_key  # noqa: E402
-from proxy.engine.classify import Classifier  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
-from proxy.engine.statecache import StateCache  # noqa: E402
-from proxy.engine.tokens import TokenCounter  # noqa: E402
-from proxy.engine.transcript import parse_arguments  # noqa: E402
+from proxy.engine.reading.canonical import call_key  # noqa: E402
+from proxy.engine.reading.classify import Classifier  # noqa: E402
+from proxy.engine.state.cache import StateCache  # noqa: E402
+from proxy.engine.text.tokens import TokenCounter  # noqa: E402
+from proxy.engine.text.transcript import parse_arguments  # noqa: E402
 from proxy.settings.kinds import CallKind  # noqa: E402
 from proxy.settings.policy import policy_from_mapping  # noqa: E402
 

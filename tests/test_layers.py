@@ -26,6 +26,9 @@ FORBIDDEN = {
 }
 """Third-party and standard modules a layer must not import: the engine is pure and
 synchronous, settings and dialects likewise; stores know nothing of HTTP."""
+ENGINE_LAYERS = {"text": 0, "reading": 1, "state": 2, "detectors": 3, "plan": 4}
+"""The engine's own folders, grouped by job: a module may import its own folder and the ones
+below it. Modules directly in `proxy/engine/` (the engine itself) sit above them all."""
 MAX_LINES = 300
 
 
@@ -72,6 +75,59 @@ def test_imports_go_one_way(path: Path) -> None:
         elif parts[0] in FORBIDDEN.get(layer, set()):
             bad.append(name)
     assert bad == [], f"{path.relative_to(ROOT)} ({layer}) imports {bad}"
+
+
+def engine_layer_of(path: Path) -> int | None:
+    """The engine sub-layer of a module in `proxy/engine/` (top-level modules: above all)."""
+    parts = path.relative_to(PACKAGE).parts if path.is_relative_to(PACKAGE) else path.parts
+    if parts[0] != "engine":
+        return None
+    return ENGINE_LAYERS[parts[1]] if len(parts) > 2 else len(ENGINE_LAYERS)
+
+
+def upward_engine_imports(path: Path, placed: Path | None = None) -> list[str]:
+    """The engine modules `path` imports from an engine folder above its own (`placed`: where
+    in the package it sits, when it is not there)."""
+    own = engine_layer_of(placed or path)
+    if own is None:
+        return []
+    bad = []
+    for name in imports(path):
+        parts = name.split(".")
+        if parts[:2] != ["proxy", "engine"] or len(parts) < 3:
+            continue
+        target = ENGINE_LAYERS.get(parts[2], len(ENGINE_LAYERS))
+        if target > own:
+            bad.append(name)
+    return bad
+
+
+def test_every_engine_module_is_in_an_engine_folder() -> None:
+    """The engine's folders are the ones the layering names, and only the engine itself sits
+    directly in `proxy/engine/`."""
+    engine = PACKAGE / "engine"
+    folders = {p.name for p in engine.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(ENGINE_LAYERS)
+    assert sorted(p.name for p in engine.glob("*.py")) == ["__init__.py", "core.py"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules() if engine_layer_of(p) is not None],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_engine_folders_import_one_way(path: Path) -> None:
+    """Within the engine: the reading never imports the state, the state never the detectors,
+    the detectors never the plan."""
+    assert upward_engine_imports(path) == [], f"{path.relative_to(ROOT)} imports {upward_engine_imports(path)}"
+
+
+def test_the_engine_check_catches_an_upward_import(tmp_path: Path) -> None:
+    """The check itself: a module of the reading that imports the state is seen."""
+    fake = tmp_path / "probe.py"
+    fake.write_text("from proxy.engine.state.failure import RepairState\nfrom proxy.engine.text import transcript\n")
+    placed = Path("engine", "reading", "probe.py")
+    assert upward_engine_imports(fake, placed) == ["proxy.engine.state.failure"]
 
 
 def test_the_import_check_catches_an_upward_import(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from proxy.cli.supervisor import supervise
-from proxy.engine.rules import Rules
-from proxy.engine.tokens import EncodingUnavailable
+from proxy.engine.plan.rules import Rules
+from proxy.engine.text.tokens import EncodingUnavailable
 from proxy.http.logs import configure_logging
 from proxy.http.rundir import Worker
 from proxy.http.tenancy import Shared, build_runtime

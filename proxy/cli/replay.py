@@ -15,7 +15,7 @@ import orjson
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
-from proxy.engine.plan import Decision
+from proxy.engine.plan.decide import Decision
 from proxy.settings.policy import load_policy
 
 __all__ = ["ReplayInputError", "read_requests", "render_text", "replay", "replay_file", "to_record"]

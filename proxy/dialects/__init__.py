@@ -21,9 +21,9 @@ from proxy.dialects.responses import RESPONSES
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, loads_piecewise
 from proxy.engine.core import Engine
-from proxy.engine.exchange import Edit, Translation
-from proxy.engine.plan import Decision
-from proxy.engine.reply import Gate
+from proxy.engine.plan.decide import Decision
+from proxy.engine.plan.reply import Gate
+from proxy.engine.text.exchange import Edit, Translation
 
 __all__ = [
     "CHAT",

@@ -21,10 +21,10 @@ from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
 from proxy.dialects.structured import Structured, response_format
-from proxy.engine.exchange import Edit, Translation
-from proxy.engine.handback import Handback
-from proxy.engine.reply import ReplyView
-from proxy.engine.salvage import SalvagedCall
+from proxy.engine.plan.handback import Handback
+from proxy.engine.plan.reply import ReplyView
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.salvage import SalvagedCall
 
 __all__ = [
     "CHAT",

@@ -21,10 +21,10 @@ from proxy.dialects.lines import LineScanner, TextSoFar, ndjson_payloads
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.structured import ollama_format
-from proxy.engine.exchange import Edit, Translation
-from proxy.engine.handback import Handback
-from proxy.engine.reply import ReplyView
-from proxy.engine.salvage import SalvagedCall
+from proxy.engine.plan.handback import Handback
+from proxy.engine.plan.reply import ReplyView
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.salvage import SalvagedCall
 
 __all__ = ["OLLAMA", "Ollama"]
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from proxy.dialects.spans import SpanMemory
-from proxy.engine.exchange import Edit, Translation
-from proxy.engine.handback import Handback
-from proxy.engine.reply import ReplyView
-from proxy.engine.salvage import SalvagedCall
+from proxy.engine.plan.handback import Handback
+from proxy.engine.plan.reply import ReplyView
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.salvage import SalvagedCall
 
 __all__ = ["Dialect", "ReplyWatcher"]
 

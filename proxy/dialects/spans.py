@@ -15,7 +15,7 @@ from typing import Any
 
 import xxhash
 
-from proxy.engine.statecache import StateCache
+from proxy.engine.state.cache import StateCache
 
 __all__ = ["Known", "SpanMemory", "Walk", "running_hash"]
 

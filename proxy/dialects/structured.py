@@ -1,5 +1,5 @@
 """Structured output: where each dialect asks the server to constrain a reply to a JSON schema,
-and how (for the call schemas of `proxy/engine/callschema.py`).
+and how (for the call schemas of `proxy/engine/plan/callschema.py`).
 
     chat        `response_format: {"type": "json_schema", "json_schema": {"name", "schema"}}`
                 (read by llama.cpp, vLLM, Ollama's /v1 and OpenAI)
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from proxy.engine.callschema import SCHEMA_NAME
+from proxy.engine.plan.callschema import SCHEMA_NAME
 
 __all__ = ["Structured", "ollama_format", "response_format", "text_format"]
 

@@ -1,8 +1,14 @@
 """The engine: pure and synchronous, no network, no event loop.
 
-    translation -> transcript -> observe/classify -> fold (failure model, detectors/) -> plan -> Decision
+    text      a request's messages as typed turns; calls written as text; the reply read back
+    reading   what each call does and how it came out; what a failure is
+    state     the current-failure model and the conversation's state, folded turn by turn
+    detectors one file per pattern, plugged into the fold
+    plan      the decision about this request: hand-back, instructions, a pinned call, gates
+    core      the engine: one policy and the states it keeps
 
-It reads a request in chat terms (`exchange.Translation`), folds the turns it has not seen
-into the conversation's state, and decides what to change (`plan.Decision`). It never
+Each folder imports only the ones listed above it (tests/test_layers.py holds this). It reads
+a request in chat terms (`text.exchange.Translation`), folds the turns it has not seen into
+the conversation's state, and decides what to change (`plan.decide.Decision`). It never
 imports aiohttp, a store client or the HTTP layer (a test enforces it).
 """

@@ -14,21 +14,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from proxy.engine.budget import Budget
 from proxy.engine.detectors import BY_NAME, RemedyContext, Trip
-from proxy.engine.exchange import Translation
-from proxy.engine.failure import RepairState
-from proxy.engine.fold import fold_messages
-from proxy.engine.identity import conversation_id, task_id
-from proxy.engine.plan import Decision, Effects, Request, decide, passed
-from proxy.engine.remedy import fitter, memory_text
-from proxy.engine.rules import Rules
-from proxy.engine.salvage import offered_tools
-from proxy.engine.state import INJECTIONS_KEPT, ConversationState, Injection
-from proxy.engine.statecache import StateCache
-from proxy.engine.tokens import TokenCounter
-from proxy.engine.verdict import Verdict
-from proxy.engine.vocabulary import learn_vocabulary
+from proxy.engine.detectors.wording import fitter
+from proxy.engine.plan.decide import Decision, Effects, Request, decide, passed
+from proxy.engine.plan.handback import memory_text
+from proxy.engine.plan.rules import Rules
+from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.state.budget import Budget
+from proxy.engine.state.cache import StateCache
+from proxy.engine.state.conversation import INJECTIONS_KEPT, ConversationState, Injection
+from proxy.engine.state.failure import RepairState
+from proxy.engine.state.fold import fold_messages
+from proxy.engine.state.verdict import Verdict
+from proxy.engine.text.exchange import Translation
+from proxy.engine.text.identity import conversation_id, task_id
+from proxy.engine.text.salvage import offered_tools
+from proxy.engine.text.tokens import TokenCounter
 from proxy.settings.kinds import Action, Placement
 from proxy.settings.policy import Policy
 

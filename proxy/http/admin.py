@@ -20,8 +20,8 @@ from typing import Any
 
 from aiohttp import web
 
-from proxy.engine.state import ConversationState
-from proxy.engine.verdict import Verdict
+from proxy.engine.state.conversation import ConversationState
+from proxy.engine.state.verdict import Verdict
 from proxy.http.appkeys import RUNTIME, STORES, WORKER
 from proxy.http.replies import openai_error
 from proxy.http.workers import SIBLING_HEADER, ask_siblings

@@ -22,11 +22,11 @@ import structlog
 from aiohttp import web
 
 from proxy.dialects import Dialect, Incoming, Planned, parse
-from proxy.engine.budget import Budget, BudgetExceeded
 from proxy.engine.core import Folded
-from proxy.engine.identity import CONVERSATION_HEADER
-from proxy.engine.plan import Decision
-from proxy.engine.verdict import Verdict
+from proxy.engine.plan.decide import Decision
+from proxy.engine.state.budget import Budget, BudgetExceeded
+from proxy.engine.state.verdict import Verdict
+from proxy.engine.text.identity import CONVERSATION_HEADER
 from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
 
 __all__ = ["analyse"]

@@ -13,7 +13,7 @@ import structlog
 from aiohttp import web
 
 from proxy.dialects import ROUTES
-from proxy.engine.budget import GcAccounting
+from proxy.engine.state.budget import GcAccounting
 from proxy.http.appkeys import (
     GC,
     METRICS,

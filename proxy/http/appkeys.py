@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
-from proxy.engine.budget import GcAccounting
+from proxy.engine.state.budget import GcAccounting
 from proxy.http.metrics import Metrics
 from proxy.http.rundir import Worker
 from proxy.http.tenancy import Runtime, Team

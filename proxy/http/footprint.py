@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from proxy.dialects import SpanMemory
-from proxy.engine.state import ConversationState
-from proxy.engine.statecache import StateCache
-from proxy.engine.tokens import TOKENIZER_BYTES
+from proxy.engine.state.cache import StateCache
+from proxy.engine.state.conversation import ConversationState
+from proxy.engine.text.tokens import TOKENIZER_BYTES
 
 __all__ = ["MAX_WORKING_SHARE", "WORKING_FACTOR", "WORKING_WINDOW", "Footprint", "Shares"]
 

@@ -16,7 +16,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.dialects import ROUTES, Planned
-from proxy.engine.identity import CONVERSATION_HEADER
+from proxy.engine.text.identity import CONVERSATION_HEADER
 from proxy.http.analysis import analyse
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, RUNTIME, Context
 from proxy.http.forward import forward, upstream_headers

@@ -14,8 +14,8 @@ import orjson
 from aiohttp import web
 
 from proxy.dialects import Dialect
-from proxy.engine.handback import Handback
-from proxy.engine.identity import CONVERSATION_HEADER
+from proxy.engine.plan.handback import Handback
+from proxy.engine.text.identity import CONVERSATION_HEADER
 
 __all__ = [
     "ARM_HEADER",

@@ -1,5 +1,5 @@
 """The reply stage: the model's reply watched as it comes, and acted on when the plan's
-reply rules say so (see `proxy/engine/reply.py`):
+reply rules say so (see `proxy/engine/plan/reply.py`):
 
     salvage   a call written as text goes to the agent as a real call, in its dialect
     gates     a reply that stops too early, finishes on a live failure, or does not act
@@ -30,7 +30,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.dialects import Dialect, Planned
-from proxy.engine.reply import GATE_OUTCOMES, Gate, Judgement, ReplyRules, holding, judge, settled
+from proxy.engine.plan.reply import GATE_OUTCOMES, Gate, Judgement, ReplyRules, holding, judge, settled
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 from proxy.http.forward import downstream_headers, is_streaming, relay, send
 from proxy.http.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER

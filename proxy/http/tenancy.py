@@ -17,10 +17,10 @@ from pathlib import Path
 
 from proxy.dialects import SpanMemory
 from proxy.engine.core import Engine
-from proxy.engine.state import ConversationState, approx_bytes
-from proxy.engine.statecache import Codec, StateCache, Tier
-from proxy.engine.statecodec import pack, unpack
-from proxy.engine.tokens import TokenCounter
+from proxy.engine.state.cache import Codec, StateCache, Tier
+from proxy.engine.state.codec import pack, unpack
+from proxy.engine.state.conversation import ConversationState, approx_bytes
+from proxy.engine.text.tokens import TokenCounter
 from proxy.http.footprint import Footprint, Shares
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy

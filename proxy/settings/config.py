@@ -44,7 +44,7 @@ DEFAULT_ANALYSIS_BUDGET_MS = 100.0
 """Milliseconds one request's analysis may run before it is given up (fail-open, counted)."""
 DEFAULT_LIVE_STATES = 1024
 """Conversations kept live per worker (and in at most a quarter of the states' bytes, see
-`engine.statecache.LIVE_SHARE`): more than one worker serves at once in practice, few enough
+`engine.state.cache.LIVE_SHARE`): more than one worker serves at once in practice, few enough
 that a full garbage collection over them stays short (1,024 states of 24 turns: about 30,000
 objects, 2.5 ms; of 100 turns: 4.5 ms)."""
 MAX_AUTO_WORKERS = 4

@@ -177,7 +177,7 @@ class Loops(_Frozen):
 
 
 class Reply(_Frozen):
-    """What the proxy does with the model's reply (see `proxy/engine/reply.py`)."""
+    """What the proxy does with the model's reply (see `proxy/engine/plan/reply.py`)."""
 
     salvage: bool = True
     """A tool call the model wrote as text becomes a real call in the request's dialect."""

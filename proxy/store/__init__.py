@@ -1,6 +1,6 @@
 """The durable verdict store: what a stalled run leaves for the next run of the same task.
 
-Keyed by team and task (see `proxy.engine.verdict`). SQLite by default (one file, WAL,
+Keyed by team and task (see `proxy.engine.state.verdict`). SQLite by default (one file, WAL,
 durable across `kill -9`); Redis when several replicas share the work. Same interface,
 same tests; each backend is imported only when it is used.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from proxy.engine.verdict import Verdict
+from proxy.engine.state.verdict import Verdict
 
 __all__ = ["Verdict", "VerdictStore", "open_store"]
 

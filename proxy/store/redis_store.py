@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from proxy.engine.verdict import Verdict
+from proxy.engine.state.verdict import Verdict
 
 __all__ = ["RedisVerdictStore"]
 

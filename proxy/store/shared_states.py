@@ -1,5 +1,5 @@
 """Conversation states shared by the workers of one `serve --workers N`: the state cache's
-second level (`engine.statecache.Tier`), in one SQLite file in the worker set's run directory.
+second level (`engine.state.cache.Tier`), in one SQLite file in the worker set's run directory.
 
 Without it, a conversation whose requests land on different workers (the kernel spreads
 connections, not conversations) is folded from its whole transcript by every worker it
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import structlog
 
-from proxy.engine.state import ConversationState
-from proxy.engine.statecodec import pack, unpack
+from proxy.engine.state.codec import pack, unpack
+from proxy.engine.state.conversation import ConversationState
 
 __all__ = ["BUSY_TIMEOUT_MS", "PRUNE_EVERY", "SETUP_TIMEOUT", "SHARED_STATES_SHARE", "STICKY_EVERY", "SharedStates"]
 

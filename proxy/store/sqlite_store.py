@@ -7,7 +7,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from proxy.engine.verdict import Verdict
+from proxy.engine.state.verdict import Verdict
 
 __all__ = ["SQLiteVerdictStore"]
 

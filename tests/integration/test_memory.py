@@ -14,7 +14,7 @@ import pytest
 from chat import Chat, edit, test_run
 from support import Upstream, completion, json_reply, post, spawn_proxy, wait_healthy
 
-from proxy.engine.verdict import Verdict
+from proxy.engine.state.verdict import Verdict
 from proxy.store import VerdictStore, open_store
 from proxy.store.sqlite_store import SQLiteVerdictStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.engine.callschema import call_schema
+from proxy.engine.plan.callschema import call_schema
 
 
 def tool(name: str, parameters: Any) -> dict[str, Any]:

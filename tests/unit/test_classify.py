@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.engine.classify import Classifier
-from proxy.engine.outcome import Outcome, rejected, result_outcome
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.outcome import Outcome, rejected, result_outcome
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import default_policy
 

@@ -8,7 +8,7 @@ import pytest
 
 from proxy.cli.main import main
 from proxy.engine.detectors.stuck_same_diagnostic import AFTER as STUCK_SAME_DIAGNOSTIC_AFTER
-from proxy.engine.tokens import TOKENIZER_BYTES
+from proxy.engine.text.tokens import TOKENIZER_BYTES
 from proxy.http.tenancy import Shared
 from proxy.settings.config import (
     DEFAULT_HOST,

@@ -13,7 +13,7 @@ from scenario_loader import load, names
 
 from proxy.cli.main import main
 from proxy.engine.detectors import REGISTRY, Pattern
-from proxy.engine.rules import Rules
+from proxy.engine.plan.rules import Rules
 from proxy.settings.policy import Ladder, default_policy, policy_from_mapping
 from proxy.settings.problems import ConfigError
 

@@ -7,8 +7,8 @@ import pytest
 from chat import Chat, edit, test_run
 from scenario_loader import analyse, engine
 
-from proxy.engine.identity import conversation_id, task_id
-from proxy.engine.statecache import StateCache
+from proxy.engine.state.cache import StateCache
+from proxy.engine.text.identity import conversation_id, task_id
 from proxy.settings.policy import policy_from_mapping
 
 

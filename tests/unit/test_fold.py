@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from chat import Chat, edit, test_run, view
 
-from proxy.engine.fold import fold_messages
-from proxy.engine.rules import Rules
-from proxy.engine.state import ConversationState
+from proxy.engine.plan.rules import Rules
+from proxy.engine.state.conversation import ConversationState
+from proxy.engine.state.fold import fold_messages
 from proxy.settings.policy import default_policy
 
 RULES = Rules.of(default_policy())

@@ -9,7 +9,7 @@ from chat import Chat, test_run
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
-from proxy.engine.tokens import TOKENIZER_BYTES
+from proxy.engine.text.tokens import TOKENIZER_BYTES
 from proxy.http.footprint import MAX_WORKING_SHARE, WORKING_FACTOR, WORKING_WINDOW, Footprint, Shares
 from proxy.http.tenancy import Shared
 from proxy.settings.config import load_settings

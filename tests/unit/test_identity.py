@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.engine.identity import TASK_HEADER, conversation_id, task_id
-from proxy.engine.textcalls import is_framework_context
+from proxy.engine.text.identity import TASK_HEADER, conversation_id, task_id
+from proxy.engine.text.textcalls import is_framework_context
 
 ENVIRONMENT = (
     "<environment_context>\n  <cwd>/home/me/project</cwd>\n  <approval_policy>never</approval_policy>\n"

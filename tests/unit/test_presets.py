@@ -12,7 +12,7 @@ from chat import output
 from scenario_loader import analyse, engine
 
 from proxy.cli.main import main
-from proxy.engine.classify import Classifier
+from proxy.engine.reading.classify import Classifier
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import bundled_presets, load_policy
 from proxy.settings.problems import ConfigError

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from proxy.engine.rewrite import anchor_positions, apply_injections
-from proxy.engine.state import Injection
-from proxy.engine.tokens import ENCODING_NAME, TokenCounter
+from proxy.engine.plan.rewrite import anchor_positions, apply_injections
+from proxy.engine.state.conversation import Injection
+from proxy.engine.text.tokens import ENCODING_NAME, TokenCounter
 from proxy.settings.kinds import Placement
 
 MESSAGES: list[dict[str, object]] = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.salvage import OfferedTool, may_become_call, miscall, offered_tools, salvage
+from proxy.engine.text.salvage import OfferedTool, may_become_call, miscall, offered_tools, salvage
 
 OFFERED = {
     "execute_bash": OfferedTool("execute_bash", frozenset({"command"})),

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from chat import stuck_requests
 
-import proxy.engine.fold as fold_module
+import proxy.engine.state.fold as fold_module
 from proxy.dialects import CHAT, SpanMemory, plan_offline
 from proxy.engine.core import Engine
-from proxy.engine.state import ConversationState
-from proxy.engine.statecache import StateCache
+from proxy.engine.state.cache import StateCache
+from proxy.engine.state.conversation import ConversationState
 from proxy.settings.policy import default_policy
 from proxy.store.shared_states import PRUNE_EVERY, STICKY_EVERY, SharedStates
 

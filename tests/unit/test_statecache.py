@@ -11,9 +11,9 @@ from scenario_loader import engine
 from support import held_memory
 
 from proxy.dialects import CHAT, plan_offline
-from proxy.engine.state import ConversationState, approx_bytes
-from proxy.engine.statecache import PACKED_OVERHEAD, Codec, StateCache
-from proxy.engine.statecodec import pack, unpack
+from proxy.engine.state.cache import PACKED_OVERHEAD, Codec, StateCache
+from proxy.engine.state.codec import pack, unpack
+from proxy.engine.state.conversation import ConversationState, approx_bytes
 
 HELD = 20
 """Conversations whose states are held at once (enough to drown one-off allocations)."""

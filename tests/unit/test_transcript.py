@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.engine.transcript import content_text, parse_arguments, read_turns
+from proxy.engine.text.transcript import content_text, parse_arguments, read_turns
 
 
 def call(call_id: str, name: str = "bash", arguments: object = '{"command": "ls"}') -> dict[str, object]:

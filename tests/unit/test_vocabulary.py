@@ -7,9 +7,9 @@ import orjson
 import pytest
 from vocabularies import SHELL_TOOL, VOCABULARIES
 
-from proxy.engine.classify import Classifier
-from proxy.engine.remedy import resolve_path
-from proxy.engine.vocabulary import Call, learn_vocabulary
+from proxy.engine.detectors.wording import resolve_path
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.vocabulary import Call, learn_vocabulary
 from proxy.settings.policy import default_policy
 
 CLASSIFIER = Classifier(default_policy().classify)

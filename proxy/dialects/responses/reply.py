@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 
 from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
-from proxy.engine.handback import Handback
-from proxy.engine.reply import ReplyView
-from proxy.engine.salvage import SalvagedCall
+from proxy.engine.plan.handback import Handback
+from proxy.engine.plan.reply import ReplyView
+from proxy.engine.text.salvage import SalvagedCall
 
 __all__ = ["Watcher", "handback", "read_reply", "salvaged", "salvaged_stream"]
 

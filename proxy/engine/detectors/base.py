@@ -12,68 +12,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from proxy.engine.classify import Classifier
-from proxy.engine.failure import RepairState
-from proxy.engine.observe import ObservedTurn
-from proxy.engine.salvage import OfferedTool
-from proxy.engine.vocabulary import Vocabulary
-from proxy.settings.kinds import Action, CallKind
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.vocabulary import Vocabulary
+from proxy.engine.state.failure import RepairState
+from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts
+from proxy.engine.text.salvage import OfferedTool
+from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "RemedyContext", "Trip", "TurnFacts"]
 
 S = TypeVar("S")
-
-
-@dataclass(frozen=True, slots=True)
-class Trip:
-    """One pattern firing on one turn."""
-
-    pattern: str
-    action: Action
-    detail: str
-    """Why, in words generated from the state (never prompt text beyond the failure snippet)."""
-    turn: int
-    """1-based ordinal of the turn that tripped it."""
-    anchor: str
-    """Stable id of that turn's end, where its injection is placed in every later request."""
-    count: int
-    """The pattern's count when it fired (streak, repeats, turns)."""
-    subject: str = ""
-    """What the pattern is about, as the agent would recognise it (a call, a tool, a file)."""
-    excerpt: str = ""
-    """A short quote of the evidence (a repeated output, a repeated reply)."""
-    tool: str = ""
-    """The one tool the pattern is about, when there is one (what `restrict` takes away)."""
-    arguments: tuple[str, ...] = ()
-    """The argument names of the call the pattern is about (what a remedy may tell it to change)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnFacts:
-    """A folded turn as detectors see it: the turn, and the failure model before and after it."""
-
-    turn: ObservedTurn
-    before: RepairState
-    after: RepairState
-    failure_model: bool
-    """The current-failure model is on (it owns repeated failures)."""
-
-    def trip(
-        self,
-        pattern: str,
-        action: Action,
-        detail: str,
-        count: int,
-        *,
-        subject: str = "",
-        excerpt: str = "",
-        tool: str = "",
-        arguments: tuple[str, ...] = (),
-    ) -> Trip:
-        """A trip of `pattern` on this turn."""
-        turn = self.turn
-        return Trip(pattern, action, detail, turn.ordinal, turn.anchor, count, subject, excerpt, tool, arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,27 +142,3 @@ class Pattern(Protocol):
     def step(
         self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
     ) -> tuple[DetectorStates, list[Trip]]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class DetectorStates:
-    """Every detector's state, by detector; a detector with none stored is at its `initial`."""
-
-    values: Mapping[str, object] = field(default_factory=dict)
-
-    def get(self, detector: Detector[S]) -> S:
-        value = self.values.get(detector.name, detector.initial)
-        if type(value) is not type(detector.initial):
-            raise TypeError(f"{detector.name}: stored state is a {type(value).__name__}")
-        return value
-
-    def put(self, detector: Detector[S], state: S) -> DetectorStates:
-        if self.values.get(detector.name) is state:
-            return self
-        return DetectorStates({**self.values, detector.name: state})
-
-    def reset(self, names: frozenset[str]) -> DetectorStates:
-        """These detectors back at their initial state (a new episode)."""
-        if not names & self.values.keys():
-            return self
-        return DetectorStates({k: v for k, v in self.values.items() if k not in names})

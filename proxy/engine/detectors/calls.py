@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.engine.observe import ObservedCall
+from proxy.engine.reading.observe import ObservedCall
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Policy
 

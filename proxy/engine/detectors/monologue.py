@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.remedy import PREFIX
+from proxy.engine.detectors.wording import PREFIX
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
-from proxy.engine.remedy import PREFIX
+from proxy.engine.detectors.wording import PREFIX
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt, is_poll
-from proxy.engine.outcome import Outcome
-from proxy.engine.remedy import PREFIX
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.outcome import Outcome
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy, Rung
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.evidence import evidence
-from proxy.engine.failure import DIAGNOSTIC_KINDS
-from proxy.engine.outcome import Outcome
-from proxy.engine.remedy import PREFIX
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.evidence import evidence
+from proxy.engine.reading.outcome import Outcome
+from proxy.engine.state.failure import DIAGNOSTIC_KINDS
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
-from proxy.engine.remedy import PREFIX, failing_call
+from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 

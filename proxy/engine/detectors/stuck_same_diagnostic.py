@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
-from proxy.engine.failure import RepairState
-from proxy.engine.remedy import PREFIX, failing_call, resolve_path, working_dir
-from proxy.engine.vocabulary import Vocabulary
+from proxy.engine.detectors.wording import PREFIX, failing_call, resolve_path, working_dir
+from proxy.engine.reading.vocabulary import Vocabulary
+from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
 

@@ -12,9 +12,9 @@ Some agents keep their history in plain messages rather than `tool_calls` and `t
    summaries (each acknowledged by an assistant `Ok, ...`), and blocks such as Codex's
    `<environment_context>` or `<user_instructions>`.
 
-`proxy.engine.transcript` turns (1) and (2) into calls with results, so the failure model and
+`proxy.engine.text.transcript` turns (1) and (2) into calls with results, so the failure model and
 the loop patterns see them, and leaves (3) out of the person's messages (they start no new
-episode, and `proxy.engine.identity` does not take them for the task). Every reader here is
+episode, and `proxy.engine.text.identity` does not take them for the task). Every reader here is
 linear in the text and returns nothing for text it does not recognise.
 """
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.canonical import call_key, output_digest
-from proxy.engine.classify import Classifier
-from proxy.engine.envelope import unwrap
-from proxy.engine.outcome import Outcome, rejected, result_outcome
-from proxy.engine.transcript import ToolCall, Turn
+from proxy.engine.reading.canonical import call_key, output_digest
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.envelope import unwrap
+from proxy.engine.reading.outcome import Outcome, rejected, result_outcome
+from proxy.engine.text.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
 

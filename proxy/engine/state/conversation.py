@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from proxy.engine.detectors import DetectorStates, Trip
-from proxy.engine.failure import RepairState
-from proxy.engine.progress import Progress
+from proxy.engine.state.failure import RepairState
+from proxy.engine.state.patterns import DetectorStates, Trip
+from proxy.engine.state.progress import Progress
 from proxy.settings.kinds import Placement
 
 __all__ = [
@@ -60,7 +60,7 @@ class Injection:
 TimelineRow = tuple[int, tuple[str, ...], str, str, int, tuple[str, ...]]
 """A `TimelineEntry`'s fields as a plain tuple: what the state keeps, one per turn. A tuple of
 strings and numbers leaves the garbage collector's sight after its first collection and
-pickles without a Python call (`statecodec`), where an object per turn did neither: in a
+pickles without a Python call (`codec`), where an object per turn did neither: in a
 100-turn state the timeline was 100 of its 155 tracked objects."""
 
 

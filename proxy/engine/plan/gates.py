@@ -20,16 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from proxy.engine.callschema import call_schema
 from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
-from proxy.engine.exchange import Edit, Translation
-from proxy.engine.remedy import PREFIX, failing_call
-from proxy.engine.reply import Gate, GatePlan, ReplyRules
-from proxy.engine.rules import Rules
-from proxy.engine.salvage import offered_tools
-from proxy.engine.state import ConversationState, Injection
-from proxy.engine.transcript import content_text
-from proxy.engine.vocabulary import learn_vocabulary
+from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.plan.callschema import call_schema
+from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
+from proxy.engine.plan.rules import Rules
+from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.state.conversation import ConversationState, Injection
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.salvage import offered_tools
+from proxy.engine.text.transcript import content_text
 from proxy.settings.kinds import Action, CallKind, Placement
 
 __all__ = ["ASKS_FOR_CALL_CHARS", "Turn", "asks_for_a_call", "forced_schema", "forced_tool", "nagged", "reply_rules"]

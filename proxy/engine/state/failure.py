@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
-from proxy.engine.evidence import Pointers, evidence, extract_pointers
-from proxy.engine.observe import ObservedCall, ObservedTurn
-from proxy.engine.outcome import Outcome
+from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
+from proxy.engine.reading.observe import ObservedCall, ObservedTurn
+from proxy.engine.reading.outcome import Outcome
 from proxy.settings.kinds import CallKind
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure"]

@@ -1,5 +1,5 @@
 """A conversation state as bytes, and back: for the states the cache keeps packed (out of the
-garbage collector's sight, see `statecache`) and the ones workers share (`store.shared_states`).
+garbage collector's sight, see `cache`) and the ones workers share (`store.shared_states`).
 
 Pickle, with every dataclass written as its constructor's arguments (read in C by an
 `attrgetter`): a state is mostly small frozen dataclasses and plain tuples (its timeline), and
@@ -18,7 +18,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-from proxy.engine.state import ConversationState
+from proxy.engine.state.conversation import ConversationState
 
 __all__ = ["pack", "unpack"]
 

@@ -17,13 +17,9 @@ from typing import Any
 
 import orjson
 
-from proxy.engine.budget import Budget
-from proxy.engine.detectors import BY_NAME, REGISTRY, Trip, TurnFacts
-from proxy.engine.failure import DIAGNOSTIC_KINDS, DiagnosticClass, RepairState, fold_failure
-from proxy.engine.observe import ObservedTurn, observe
-from proxy.engine.progress import fold_progress
-from proxy.engine.rules import Rules
-from proxy.engine.state import (
+from proxy.engine.reading.observe import ObservedTurn, observe
+from proxy.engine.state.budget import Budget
+from proxy.engine.state.conversation import (
     FOLDED_IDS,
     OUTCOMES_KEPT,
     TIMELINE_TURNS,
@@ -36,19 +32,21 @@ from proxy.engine.state import (
     TripOutcome,
     Watch,
 )
-from proxy.engine.transcript import Turn, UserMessage, read_turns
+from proxy.engine.state.failure import DIAGNOSTIC_KINDS, DiagnosticClass, RepairState, fold_failure
+from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts
+from proxy.engine.state.progress import fold_progress
+from proxy.engine.text.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action
 
 __all__ = ["FIRST_FOLD_MESSAGES", "Caught", "fold_messages", "fold_turn", "fold_user"]
 
-EPISODIC = frozenset(d.name for d in REGISTRY if d.episodic)
 FIRST_FOLD_MESSAGES = 500
 """A transcript seen for the first time (no cached state) is folded from at most this many of
 its last messages: the current failure and the loops are in the recent turns, and a replica
 that lost its cache must not stall on a 50,000-message history."""
 
 
-def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tuple[ConversationState, list[Trip]]:
+def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) -> tuple[ConversationState, list[Trip]]:
     """Fold one observed turn: the failure model first, then every detector on it."""
     policy = rules.policy
     model_on = policy.repair.failure_model
@@ -56,7 +54,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
     facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on)
     detectors = state.detectors
     trips: list[Trip] = []
-    for detector in REGISTRY:
+    for detector in rules.patterns:
         detectors, found = detector.step(detectors, facts, rules.ladders[detector.name], policy)
         trips.extend(found)
     changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
@@ -69,7 +67,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
         after.same_diagnostic_streak,
         tuple(f"{t.pattern}:{t.action.value}" for t in trips),
     )
-    watches, outcomes = _watch(state, after, turn.ordinal, trips)
+    watches, outcomes = _watch(state, after, turn.ordinal, trips, rules)
     return (
         replace(
             state,
@@ -92,7 +90,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: Rules) -> tup
 
 
 def _watch(
-    state: ConversationState, after: RepairState, ordinal: int, trips: list[Trip]
+    state: ConversationState, after: RepairState, ordinal: int, trips: list[Trip], rules: FoldRules
 ) -> tuple[tuple[Watch, ...], tuple[TripOutcome, ...]]:
     """Resolve the open watches with this turn's failure model; open new ones for new trips."""
     halted = any(t.action is Action.HALT for t in trips)
@@ -110,12 +108,12 @@ def _watch(
         else:
             still.append(w)
     for trip in trips:
-        if BY_NAME[trip.pattern].watched and trip.action is not Action.HALT:
+        if rules.pattern(trip.pattern).watched and trip.action is not Action.HALT:
             still.append(Watch(trip.pattern, trip.turn, after.last_diagnostic_signature or ""))
     return tuple(still), tuple(done)
 
 
-def fold_user(state: ConversationState, message: UserMessage) -> ConversationState:
+def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) -> ConversationState:
     """A person's new message (text not sent before) starts a new episode for the episodic
     detectors; repeated boilerplate ("please continue") does not. The failure model is never
     reset by user messages."""
@@ -125,7 +123,7 @@ def fold_user(state: ConversationState, message: UserMessage) -> ConversationSta
         return state
     return replace(
         state,
-        detectors=state.detectors.reset(EPISODIC),
+        detectors=state.detectors.reset(rules.episodic),
         user_texts=(*state.user_texts, digest)[-USER_TEXTS_KEPT:],
         episode_start=state.turns,
     )
@@ -226,7 +224,7 @@ class Caught:
 
 
 def fold_messages(
-    state: ConversationState, messages: Sequence[Any], rules: Rules, budget: Budget | None = None
+    state: ConversationState, messages: Sequence[Any], rules: FoldRules, budget: Budget | None = None
 ) -> Caught:
     """Fold the turns of `messages` that `state` has not seen."""
     turns, users = read_turns(messages, _resume_at(state, messages))
@@ -238,7 +236,7 @@ def fold_messages(
         if budget is not None:
             budget.check()
         if isinstance(event, UserMessage):
-            state = fold_user(state, event)
+            state = fold_user(state, event, rules)
             continue
         observed = observe(event, state.turns + 1, rules.classifier, frozenset(state.folded), volatile)
         if not observed.calls and event.calls:

@@ -16,17 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.engine.detectors import BY_NAME, Levers, Trip
-from proxy.engine.exchange import Edit, Translation
-from proxy.engine.failure import DiagnosticClass
-from proxy.engine.gates import Turn, forced_schema, forced_tool, nagged, reply_rules
-from proxy.engine.handback import Handback
-from proxy.engine.remedy import handback_text
-from proxy.engine.reply import ReplyRules
-from proxy.engine.rewrite import anchor_positions, apply_injections
-from proxy.engine.rules import Rules
-from proxy.engine.salvage import SalvagedCall, offered_tools
-from proxy.engine.state import ConversationState, Injection, TripOutcome
-from proxy.engine.verdict import Verdict
+from proxy.engine.plan.gates import Turn, forced_schema, forced_tool, nagged, reply_rules
+from proxy.engine.plan.handback import Handback, handback_text
+from proxy.engine.plan.reply import ReplyRules
+from proxy.engine.plan.rewrite import anchor_positions, apply_injections
+from proxy.engine.plan.rules import Rules
+from proxy.engine.state.conversation import ConversationState, Injection, TripOutcome
+from proxy.engine.state.failure import DiagnosticClass
+from proxy.engine.state.verdict import Verdict
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.salvage import SalvagedCall, offered_tools
 from proxy.settings.kinds import Action, CallKind
 
 __all__ = ["Decision", "Effects", "Request", "decide", "passed"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from itertools import count, repeat
 from typing import Any
 
-from proxy.engine.state import Injection
+from proxy.engine.state.conversation import Injection
 from proxy.settings.kinds import Placement
 
 __all__ = ["anchor_positions", "apply_injections"]

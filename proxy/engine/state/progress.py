@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from proxy.engine.observe import ObservedTurn
+from proxy.engine.reading.observe import ObservedTurn
 from proxy.settings.kinds import CallKind
 
 __all__ = ["Progress", "fold_progress"]

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 import orjson
 
-from proxy.engine.textscan import Marker, any_marker
+from proxy.engine.reading.textscan import Marker, any_marker
 from proxy.settings.kinds import CallKind
 
 __all__ = ["FAIL_MARKERS", "PASS_MARKERS", "Outcome", "exit_code", "rejected", "result_outcome"]

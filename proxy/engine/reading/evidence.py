@@ -15,8 +15,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from proxy.engine.signature import meaningful, normalise_line, strip_controls
-from proxy.engine.textscan import Marker, marked_lines
+from proxy.engine.reading.normalise import meaningful, normalise_line, strip_controls
+from proxy.engine.reading.textscan import Marker, marked_lines
 
 __all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "Pointers", "evidence", "extract_pointers"]
 

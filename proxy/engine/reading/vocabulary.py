@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from proxy.engine.classify import Classifier
+from proxy.engine.reading.classify import Classifier
 from proxy.settings.kinds import CallKind
 
 __all__ = ["Call", "Vocabulary", "learn_vocabulary"]

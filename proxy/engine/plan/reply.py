@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from proxy.engine.exchange import Edit
-from proxy.engine.salvage import OfferedTool, SalvagedCall, call_shaped, may_become_call, ran_on, salvage
+from proxy.engine.text.exchange import Edit
+from proxy.engine.text.salvage import OfferedTool, SalvagedCall, call_shaped, may_become_call, ran_on, salvage
 
 __all__ = [
     "GATE_OUTCOMES",

@@ -4,7 +4,7 @@ A turn is one assistant message and the tool results that answer its calls, pair
 `tool_call_id`. Anything odd (null or array content, parallel calls, calls with no result
 yet, legacy `function_call` / `function` role, unknown roles, malformed arguments) is
 normal input here: it is read as well as it can be and never raises. Calls and results an
-agent writes as text (smolagents, aider) are read as calls too (`proxy.engine.textcalls`);
+agent writes as text (smolagents, aider) are read as calls too (`proxy.engine.text.textcalls`);
 such a turn ends at the message that carries its result, and is anchored there.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from proxy.engine import textcalls
+from proxy.engine.text import textcalls
 
 __all__ = ["Message", "ToolCall", "Turn", "UserMessage", "content_text", "parse_arguments", "read_turns"]
 

@@ -1,6 +1,6 @@
-"""What every remedy shares: the marker, the token budget, paths written the agent's way,
-the failing call quoted as it was made, and the two texts that belong to no one pattern
-(the incomplete hand-back and the cross-run memory note).
+"""What every remedy shares: the marker, the token budget, paths written the agent's way, and
+the failing call quoted as it was made. (The two texts that belong to no one pattern, the
+incomplete hand-back and the cross-run memory note, are `plan.handback`'s.)
 
 Each pattern's own instruction lives in its detector file; each names what is failing and
 the concrete next step, and fits the policy's token budget: when it does not, the quoted
@@ -12,14 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from proxy.engine.detectors.base import Trip
-from proxy.engine.failure import RepairState
-from proxy.engine.tokens import TokenCounter
-from proxy.engine.transcript import parse_arguments
-from proxy.engine.verdict import Verdict
-from proxy.engine.vocabulary import Call, Vocabulary
+from proxy.engine.reading.vocabulary import Call, Vocabulary
+from proxy.engine.state.failure import RepairState
+from proxy.engine.text.tokens import TokenCounter
+from proxy.engine.text.transcript import parse_arguments
 
-__all__ = ["PREFIX", "failing_call", "fitter", "handback_text", "memory_text", "resolve_path", "working_dir"]
+__all__ = ["PREFIX", "failing_call", "fitter", "resolve_path", "working_dir"]
 
 PREFIX = "[repair-proxy]"
 """Marks every text the proxy adds, so a reader of the transcript can tell it apart."""
@@ -79,37 +77,3 @@ def failing_call(state: RepairState, vocabulary: Vocabulary | None = None) -> st
     if state.failing_command:
         return f"`{state.failing_command}`"
     return f"{state.failing_tool} with {state.failing_arguments}"
-
-
-def memory_text(verdict: Verdict, counter: TokenCounter, budget: int) -> str:
-    """The note a new run of a task gets about the attempt that stalled before it."""
-    fit = fitter(counter, budget)
-    patterns = ", ".join(verdict.patterns) or "no progress"
-    if verdict.failing_class == "fail" and verdict.snippet:
-        head = (
-            f"{PREFIX} A previous attempt at this task stalled ({patterns}): the same failure came back "
-            f"{verdict.streak} times and {verdict.edits_unchanged} edit(s) did not change it:"
-        )
-        tail = "Do not repeat that attempt's fix. Find out why this failure persists before you edit."
-        return fit(head, verdict.snippet, tail)
-    head = f"{PREFIX} A previous attempt at this task stalled ({patterns}) without making progress."
-    return fit(head, "", "Take a different approach from the start.")
-
-
-def handback_text(trip: Trip, state: RepairState, turns: int, progress: str = "") -> str:
-    """The incomplete hand-back's message: why it stopped, what is failing, what was tried."""
-    lines = [
-        f"{PREFIX} Stopping here: this run is INCOMPLETE and is being handed back.",
-        f"Reason: {trip.pattern} ({trip.detail}), after {turns} turn(s).",
-    ]
-    if progress:
-        lines.append(f"Partial progress: {progress}")
-    if state.live:
-        lines.append(
-            f"Still failing ({state.same_diagnostic_streak} times in a row, "
-            f"{state.edits_on_failure} edit(s) did not change it), last seen from {failing_call(state)}:"
-        )
-        lines.append(state.snippet)
-    else:
-        lines.append("No check is failing right now; the run stopped making progress.")
-    return "\n".join(lines)

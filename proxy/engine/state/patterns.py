@@ -1,0 +1,148 @@
+"""What the fold needs of a pattern, and what a pattern's fold sees and returns.
+
+The detectors (`proxy.engine.detectors`, one file per pattern) implement `Folding`; the
+compiled policy (`proxy.engine.plan.rules.Rules`) implements `FoldRules`. The fold depends on
+these two interfaces, not on the detectors themselves, so the state and its fold sit below
+the patterns that plug into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.observe import ObservedTurn
+from proxy.engine.state.failure import RepairState
+from proxy.settings.kinds import Action
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["DetectorStates", "FoldRules", "Folding", "Stateful", "Trip", "TurnFacts"]
+
+S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
+
+
+class Stateful(Protocol, Generic[S_co]):
+    """A pattern with a state of its own: its name, and its state before any turn."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def initial(self) -> S_co: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """One pattern firing on one turn."""
+
+    pattern: str
+    action: Action
+    detail: str
+    """Why, in words generated from the state (never prompt text beyond the failure snippet)."""
+    turn: int
+    """1-based ordinal of the turn that tripped it."""
+    anchor: str
+    """Stable id of that turn's end, where its injection is placed in every later request."""
+    count: int
+    """The pattern's count when it fired (streak, repeats, turns)."""
+    subject: str = ""
+    """What the pattern is about, as the agent would recognise it (a call, a tool, a file)."""
+    excerpt: str = ""
+    """A short quote of the evidence (a repeated output, a repeated reply)."""
+    tool: str = ""
+    """The one tool the pattern is about, when there is one (what `restrict` takes away)."""
+    arguments: tuple[str, ...] = ()
+    """The argument names of the call the pattern is about (what a remedy may tell it to change)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    """A folded turn as detectors see it: the turn, and the failure model before and after it."""
+
+    turn: ObservedTurn
+    before: RepairState
+    after: RepairState
+    failure_model: bool
+    """The current-failure model is on (it owns repeated failures)."""
+
+    def trip(
+        self,
+        pattern: str,
+        action: Action,
+        detail: str,
+        count: int,
+        *,
+        subject: str = "",
+        excerpt: str = "",
+        tool: str = "",
+        arguments: tuple[str, ...] = (),
+    ) -> Trip:
+        """A trip of `pattern` on this turn."""
+        turn = self.turn
+        return Trip(pattern, action, detail, turn.ordinal, turn.anchor, count, subject, excerpt, tool, arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorStates:
+    """Every detector's state, by detector; a detector with none stored is at its `initial`."""
+
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    def get(self, detector: Stateful[S]) -> S:
+        value = self.values.get(detector.name, detector.initial)
+        if type(value) is not type(detector.initial):
+            raise TypeError(f"{detector.name}: stored state is a {type(value).__name__}")
+        return value
+
+    def put(self, detector: Stateful[S], state: S) -> DetectorStates:
+        if self.values.get(detector.name) is state:
+            return self
+        return DetectorStates({**self.values, detector.name: state})
+
+    def reset(self, names: frozenset[str]) -> DetectorStates:
+        """These detectors back at their initial state (a new episode)."""
+        if not names & self.values.keys():
+            return self
+        return DetectorStates({k: v for k, v in self.values.items() if k not in names})
+
+
+class Folding(Protocol):
+    """A pattern as the fold drives it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def episodic(self) -> bool:
+        """A person's new user message starts a new episode: its state goes back to the start."""
+        ...
+
+    @property
+    def watched(self) -> bool:
+        """What follows a trip is recorded (cleared, changed, unchanged, handed back)."""
+        ...
+
+    def step(
+        self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
+    ) -> tuple[DetectorStates, list[Trip]]: ...
+
+
+class FoldRules(Protocol):
+    """A policy compiled for the fold: the policy, its classifier, the patterns in planning
+    order and each one's ladder."""
+
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def classifier(self) -> Classifier: ...
+    @property
+    def patterns(self) -> Sequence[Folding]: ...
+    @property
+    def ladders(self) -> Mapping[str, Ladder]: ...
+    @property
+    def episodic(self) -> frozenset[str]:
+        """The names of the episodic patterns."""
+        ...
+
+    def pattern(self, name: str) -> Folding: ...
