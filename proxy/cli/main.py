@@ -1,4 +1,4 @@
-"""The command line: `serve`, `check-config`, `check-policy`, `replay`, `report`, `demo`."""
+"""The command line: `serve`, `check-config`, `check-policy`, `patterns`, `replay`, `report`, `demo`."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("file")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
     check_policy.add_argument("file")
+    sub.add_parser("patterns", help="every pattern's defaults (ladder and options), as policy TOML")
     report = sub.add_parser("report", help="recovery rate of treated vs holdout conversations, from a proxy's /metrics")
     report.add_argument("url", nargs="?", default="http://127.0.0.1:8400/metrics")
     sub.add_parser("demo", help="watch a stuck agent get unstuck: scripted model and agent, the real proxy, no setup")
@@ -102,8 +103,15 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _check_policy(args: argparse.Namespace) -> int:
-    policy = Rules.of(load_policy(args.file)).policy  # pattern names are checked against the detectors
+    policy = Rules.of(load_policy(args.file)).policy  # pattern tables are checked against the detectors
     print(f"{args.file}: ok (policy {policy.name!r})")
+    return 0
+
+
+def _patterns() -> int:
+    from proxy.cli.patterns import patterns_toml  # noqa: PLC0415 - this command's own
+
+    print(patterns_toml(), end="")
     return 0
 
 
@@ -145,6 +153,8 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             return _check_config(args)
         if args.command == "check-policy":
             return _check_policy(args)
+        if args.command == "patterns":
+            return _patterns()
         if args.command == "report":
             return _report(args)
         if args.command == "demo":

@@ -2,8 +2,10 @@
 
 Knobs shared by several patterns have a named default here, exported for tests and
 documented in `proxy/defaults/default.toml`, the embedded default policy. Each pattern's own
-thresholds (its ladder) are a `[patterns.<name>]` table; the pattern's default ladder lives
-in its detector file, and the engine refuses a policy naming a pattern it does not have.
+settings (its ladder and any options of its own) are a `[patterns.<name>]` table, kept here
+as written: the pattern's detector file declares their defaults and their types (a `Ladder`
+subclass), and the engine validates the table against it when it compiles the policy,
+refusing a pattern it does not have (`repair-proxy patterns` lists them).
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from proxy.settings.kinds import Action, CallKind, Placement
+from proxy.settings.kinds import CallKind, Placement
+from proxy.settings.ladder import Frozen, Ladder, Rung
 from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
 
 __all__ = [
@@ -25,8 +28,6 @@ __all__ = [
     "MAX_FINISH_ATTEMPTS",
     "MAX_INJECTED_TOKENS",
     "MAX_VERIFY_ATTEMPTS",
-    "READ_SHARE",
-    "REPEAT_OUTPUT_RING",
     "Classification",
     "Ladder",
     "Loops",
@@ -44,10 +45,6 @@ __all__ = [
     "policy_from_mapping",
 ]
 
-REPEAT_OUTPUT_RING = 5
-"""How many recent successful results `repeat_output` remembers."""
-READ_SHARE = 0.75
-"""A turn is read-dominated when at least this share of its calls read or search."""
 DEFAULT_POLL_TOOLS = (
     "wait",
     "sleep",
@@ -72,42 +69,7 @@ MAX_FINISH_ATTEMPTS = 2
 """Finish gate: how many times finishing on a live failure is sent back before it passes as `complete_failing`."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Rung(_Frozen):
-    at: int = Field(ge=1)
-    action: Action
-
-
-class Ladder(_Frozen):
-    """A pattern's threshold and what happens as its count climbs."""
-
-    after: int = Field(ge=1)
-    action: Action = Action.NUDGE
-    escalate: tuple[Rung, ...] = ()
-
-    @model_validator(mode="after")
-    def _rising(self) -> Ladder:
-        counts = [self.after, *(r.at for r in self.escalate)]
-        if counts != sorted(set(counts)):
-            raise ValueError("escalate counts must rise above `after`, each once")
-        return self
-
-    @property
-    def counts(self) -> tuple[int, ...]:
-        """The counts its rungs stand at, lowest first."""
-        return (self.after, *(r.at for r in self.escalate))
-
-    def action_at(self, count: int) -> Action | None:
-        """The action of the rung at exactly `count`; None between rungs."""
-        if count == self.after:
-            return self.action
-        return next((rung.action for rung in self.escalate if rung.at == count), None)
-
-
-class ToolRule(_Frozen):
+class ToolRule(Frozen):
     """How to classify calls to the named tools."""
 
     names: tuple[str, ...] = Field(min_length=1)
@@ -115,12 +77,12 @@ class ToolRule(_Frozen):
     """A fixed kind for every call."""
     arg: str | None = None
     """An argument whose value picks the kind through `values`."""
-    values: dict[str, CallKind] = {}
+    values: dict[str, CallKind] = Field(default_factory=dict)
     command_arg: str | None = None
     """This tool runs shell commands held in this argument: classify by `shell` patterns."""
 
 
-class ShellPatterns(_Frozen):
+class ShellPatterns(Frozen):
     """Regular expressions over one shell command segment (split on && ; || |)."""
 
     verify: tuple[str, ...] = ()
@@ -130,7 +92,7 @@ class ShellPatterns(_Frozen):
     poll: tuple[str, ...] = ()
 
 
-class NameHints(_Frozen):
+class NameHints(Frozen):
     """Substrings of unknown tool names, lower-cased, that suggest a kind."""
 
     verify: tuple[str, ...] = ()
@@ -141,7 +103,7 @@ class NameHints(_Frozen):
     finish: tuple[str, ...] = ()
 
 
-class Classification(_Frozen):
+class Classification(Frozen):
     """How calls are told apart: edits, checks, reads, searches, polls."""
 
     tools: tuple[ToolRule, ...] = ()
@@ -151,7 +113,7 @@ class Classification(_Frozen):
     name_hints: NameHints = NameHints()
 
 
-class Repair(_Frozen):
+class Repair(Frozen):
     """The current-failure model, the done-gate and how instructions are placed."""
 
     failure_model: bool = True
@@ -166,17 +128,31 @@ class Repair(_Frozen):
     handback_command: str = ""  # a command ending the agent's run: see default.toml
 
 
-class Loops(_Frozen):
-    """Knobs of the loop and stagnation guards (thresholds live in `patterns`)."""
+_MOVED_TO_PATTERNS = ("repeat_output_ring", "read_share")
+"""`[loops]` keys that now belong to the one pattern that uses them (its own table)."""
+
+
+class Loops(Frozen):
+    """What the loop guards share: which tools poll, which argument keys never matter. A knob of
+    one pattern is in that pattern's table (`[patterns.<name>]`)."""
 
     poll_tools: tuple[str, ...] = DEFAULT_POLL_TOOLS
     volatile_keys: tuple[str, ...] = tuple(sorted(DEFAULT_VOLATILE_KEYS))
-    repeat_output_ring: int = Field(default=REPEAT_OUTPUT_RING, ge=2)
-    read_share: float = Field(default=READ_SHARE, gt=0, le=1)
-    """A turn is read-dominated when at least this share of its calls read or search."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in _MOVED_TO_PATTERNS:
+                if key in data:
+                    raise ValueError(
+                        f"`{key}` is now an option of the pattern that uses it, in its own [patterns.<name>] "
+                        "table: `repair-proxy patterns` prints every pattern's options"
+                    )
+        return data
 
 
-class Reply(_Frozen):
+class Reply(Frozen):
     """What the proxy does with the model's reply (see `proxy/engine/plan/reply.py`)."""
 
     salvage: bool = True
@@ -191,20 +167,22 @@ class Reply(_Frozen):
     max_finish_attempts: int = Field(default=MAX_FINISH_ATTEMPTS, ge=0)
 
 
-class Memory(_Frozen):
+class Memory(Frozen):
     """Cross-run memory."""
 
     enabled: bool = True
     """Cross-run memory: a stalled run's verdict seeds the next run of the same task."""
 
 
-class Policy(_Frozen):
+class Policy(Frozen):
     """One policy file laid over what it extends."""
 
     name: str = "default"
     repair: Repair = Repair()
-    patterns: dict[str, Ladder] = {}
-    """Each pattern's ladder by name (`[patterns.<name>]`); a pattern left out keeps its default."""
+    patterns: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Each pattern's table by name (`[patterns.<name>]`), as written: laid over the defaults its
+    detector declares and validated when the engine compiles the policy. A pattern left out
+    keeps its defaults."""
     classify: Classification = Classification()
     loops: Loops = Loops()
     memory: Memory = Memory()

@@ -41,7 +41,21 @@ CLASSIFIER = Classifier(default_policy().classify)
         ("ls > /dev/null 2>&1", CallKind.READ, False),
         ("sleep 5", CallKind.POLL, False),
         ("pip install -e .", CallKind.OTHER, False),
-        ("python repro.py", CallKind.OTHER, False),
+        # a program file run is a check, whatever its name (a repro script, Django's runner)
+        ("python repro.py", CallKind.VERIFY, False),
+        ("python3 tests/runtests.py admin_views -v 2", CallKind.VERIFY, False),
+        ("./tests/runtests.py queries", CallKind.VERIFY, False),
+        ("bin/test -v", CallKind.VERIFY, False),
+        # searching for a runner's name runs no test
+        ("grep -rn pytest setup.cfg | head", CallKind.SEARCH, False),
+        # a here-document's body is data: its `>` and its lines are no commands
+        ("cat > test_fix.py << 'EOF'\nif a > b:\n    rm = 1\nEOF\npython test_fix.py", CallKind.VERIFY, True),
+        # inline code is a probe: its `>` is no redirect, and it writes nothing
+        ("python - <<'PY'\nprint(1 > 0)\nPY", CallKind.OTHER, False),
+        ('python -c "import x; print(x.a > 2)"', CallKind.OTHER, False),
+        # removing, creating folders, changing modes change no code
+        ("rm reproduce_issue.py", CallKind.OTHER, False),
+        ("mkdir -p build && touch build/.keep", CallKind.OTHER, False),
     ],
 )
 def test_shell_commands(command: str, kind: CallKind, mutates: bool) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from proxy.cli.main import main
 from proxy.engine.detectors.stuck_same_diagnostic import AFTER as STUCK_SAME_DIAGNOSTIC_AFTER
+from proxy.engine.plan.rules import Rules
 from proxy.engine.text.tokens import TOKENIZER_BYTES
 from proxy.http.tenancy import Shared
 from proxy.settings.config import (
@@ -120,17 +121,33 @@ def test_check_config_accepts_the_example(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_policy_errors_name_file_and_key(tmp_path: Path) -> None:
-    """A policy with a bad action and a non-rising ladder is refused with both keys named."""
+    """A policy with a bad placement is refused naming the file and the key; a non-rising ladder
+    and a pattern's own option out of range, when the engine compiles it, naming each key."""
     path = tmp_path / "p.toml"
-    path.write_text(
-        '[repair]\nplacement = "sideways"\n[patterns.stuck_same_diagnostic]\nafter = 4\nescalate = [{ at = 3, action = "halt" }]\n'
-    )
+    path.write_text('[repair]\nplacement = "sideways"\n')
     with pytest.raises(ConfigError) as caught:
         load_policy(path)
-    keys = {p.key for p in caught.value.problems}
-    assert "repair.placement" in keys
+    assert [(p.file, p.key) for p in caught.value.problems] == [(str(path), "repair.placement")]
+    path.write_text(
+        '[patterns.stuck_same_diagnostic]\nafter = 4\nescalate = [{ at = 3, action = "halt" }]\n'
+        "[patterns.read_stagnation]\nread_share = 2\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        Rules.of(load_policy(path))
+    keys = [p.key for p in caught.value.problems]
     assert any(k.startswith("patterns.stuck_same_diagnostic") for k in keys)
+    assert "patterns.read_stagnation.read_share" in keys
     assert all(p.file == str(path) for p in caught.value.problems)
+
+
+def test_a_loops_key_that_moved_to_its_pattern_says_where_it_went(tmp_path: Path) -> None:
+    """`[loops] read_share` now belongs to `[patterns.read_stagnation]`: the error says where to
+    look for it."""
+    path = tmp_path / "p.toml"
+    path.write_text("[loops]\nread_share = 0.5\n")
+    with pytest.raises(ConfigError) as caught:
+        load_policy(path)
+    assert "read_share" in str(caught.value) and "repair-proxy patterns" in str(caught.value)
 
 
 def test_policy_file_is_laid_over_the_default(tmp_path: Path) -> None:
@@ -139,5 +156,5 @@ def test_policy_file_is_laid_over_the_default(tmp_path: Path) -> None:
     path.write_text('[repair]\nplacement = "user"\n')
     policy = load_policy(path)
     assert policy.repair.placement == "user"
-    assert policy.patterns["stuck_same_diagnostic"].after == STUCK_SAME_DIAGNOSTIC_AFTER
+    assert Rules.of(policy).options["stuck_same_diagnostic"].after == STUCK_SAME_DIAGNOSTIC_AFTER
     assert policy.classify.tools == default_policy().classify.tools

@@ -12,22 +12,35 @@ import pytest
 from scenario_loader import load, names
 
 from proxy.cli.main import main
-from proxy.engine.detectors import REGISTRY, Pattern
+from proxy.engine.detectors import BY_NAME, REGISTRY, Pattern
 from proxy.engine.plan.rules import Rules
-from proxy.settings.policy import Ladder, default_policy, policy_from_mapping
+from proxy.settings.policy import default_policy, policy_from_mapping
 from proxy.settings.problems import ConfigError
 
 DEFAULT_TOML = tomllib.loads(resources.files("proxy").joinpath("defaults/default.toml").read_text())
 
 
-@pytest.mark.parametrize("detector", REGISTRY, ids=lambda d: d.name)
-def test_default_policy_documents_each_detectors_own_ladder(detector: Pattern) -> None:
-    """default.toml's `[patterns.<name>]` is exactly the ladder the detector file declares."""
-    assert Ladder.model_validate(DEFAULT_TOML["patterns"][detector.name]) == detector.ladder
+def test_the_default_policy_leaves_every_pattern_to_its_own_file() -> None:
+    """A pattern's defaults are declared once, in its detector file: default.toml has no
+    `[patterns.*]` table to drift from them."""
+    assert "patterns" not in DEFAULT_TOML
 
 
-def test_default_policy_names_no_pattern_the_engine_lacks() -> None:
-    assert set(DEFAULT_TOML["patterns"]) == {d.name for d in REGISTRY}
+def test_repair_proxy_patterns_prints_every_default_as_policy_toml(capsys: pytest.CaptureFixture[str]) -> None:
+    """`repair-proxy patterns` prints each pattern's defaults as TOML that, given back as a
+    policy, compiles to exactly those defaults."""
+    assert main(["patterns"], environ={}) == 0
+    printed = tomllib.loads(capsys.readouterr().out)
+    assert set(printed["patterns"]) == {d.name for d in REGISTRY}
+    rules = Rules.of(policy_from_mapping(printed, "printed"))
+    assert all(rules.options[d.name] == d.options for d in REGISTRY)
+
+
+def test_a_pattern_table_is_laid_over_its_defaults() -> None:
+    """Setting one option keeps the others, the ladder included."""
+    rules = Rules.of(policy_from_mapping({"patterns": {"read_stagnation": {"read_share": 0.5}}}, "t"))
+    options = rules.options["read_stagnation"]
+    assert options.model_dump() == {**BY_NAME["read_stagnation"].options.model_dump(), "read_share": 0.5}
 
 
 @pytest.mark.parametrize("detector", REGISTRY, ids=lambda d: d.name)
@@ -47,12 +60,12 @@ def test_each_pattern_is_one_file_named_after_it(detector: Pattern) -> None:
 
 
 def test_a_pattern_left_out_of_a_policy_keeps_its_default() -> None:
-    rules = Rules.of(policy_from_mapping({"patterns": {}}, "t").model_copy(update={"patterns": {}}))
-    assert all(rules.ladders[d.name] == d.ladder for d in REGISTRY)
+    rules = Rules.of(policy_from_mapping({"patterns": {}}, "t"))
+    assert all(rules.options[d.name] == d.options for d in REGISTRY)
 
 
 def test_a_policy_naming_an_unknown_pattern_is_refused_with_file_and_key() -> None:
-    policy = default_policy().model_copy(update={"patterns": {"stuck_forever": Ladder(after=2)}, "source": "p.toml"})
+    policy = default_policy().model_copy(update={"patterns": {"stuck_forever": {"after": 2}}, "source": "p.toml"})
     with pytest.raises(ConfigError) as caught:
         Rules.of(policy)
     assert str(caught.value).startswith("p.toml: patterns.stuck_forever: no such pattern")

@@ -12,6 +12,7 @@ from chat import output
 from scenario_loader import analyse, engine
 
 from proxy.cli.main import main
+from proxy.engine.plan.rules import Rules
 from proxy.engine.reading.classify import Classifier
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import bundled_presets, load_policy
@@ -160,7 +161,8 @@ def test_extends_chain_and_cycles(tmp_path: Path) -> None:
     (tmp_path / "base.toml").write_text('extends = "openhands"\n[repair]\nplacement = "user"\n')
     (tmp_path / "team.toml").write_text('extends = "base.toml"\n[patterns.stuck_same_diagnostic]\nafter = 4\n')
     policy = load_policy(tmp_path / "team.toml")
-    assert (policy.repair.placement, policy.repair.verify_tool, policy.patterns["stuck_same_diagnostic"].after) == (
+    after = Rules.of(policy).options["stuck_same_diagnostic"].after
+    assert (policy.repair.placement, policy.repair.verify_tool, after) == (
         "user",
         "execute_bash",
         4,
@@ -177,9 +179,9 @@ def test_extends_chain_and_cycles(tmp_path: Path) -> None:
 def test_check_policy_reports_file_and_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`repair-proxy check-policy` exits 2 naming file and key; 0 for every bundled preset."""
     bad = tmp_path / "bad.toml"
-    bad.write_text('extends = "claude_code"\n[patterns.repeat_call]\nafter = 0\n[loops]\nread_share = 2\n')
+    bad.write_text('extends = "claude_code"\n[patterns.repeat_call]\nafter = 0\n[patterns.repeat_output]\nring = 1\n')
     assert main(["check-policy", str(bad)], environ={}) == 2
     err = capsys.readouterr().err
-    assert f"{bad}: patterns.repeat_call.after:" in err and f"{bad}: loops.read_share:" in err
+    assert f"{bad}: patterns.repeat_call.after:" in err and f"{bad}: patterns.repeat_output.ring:" in err
     for preset in bundled_presets():
         assert main(["check-policy", str(ROOT / "policies" / f"{preset}.toml")], environ={}) == 0

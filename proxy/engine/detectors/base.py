@@ -1,16 +1,20 @@
 """What a pattern is: one typed detector per file, everything about it in that file.
 
-A `Detector` bundles a pattern's pure fold over its own frozen state, its episode rule, its
-default ladder, the instruction it injects, what `force` pins and what `restrict` takes
-away, and whether its aftermath is watched or remembered. The engine, the fold and the plan
-only look detectors up; a pattern's name is written in its own file and in policy files.
+A `Detector` bundles a pattern's pure fold over its own frozen state, its options (its
+ladder and any knob of its own, with their defaults and types: a `Ladder` subclass the
+policy's `[patterns.<name>]` table is validated against), its episode rule, the instruction
+it injects, what `force` pins and what `restrict` takes away, and whether its aftermath is
+watched or remembered. The engine, the fold and the plan only look detectors up; a pattern's
+name is written in its own file and in policy files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import ValidationError
 
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.vocabulary import Vocabulary
@@ -19,10 +23,12 @@ from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts
 from proxy.engine.text.salvage import OfferedTool
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Ladder, Policy
+from proxy.settings.problems import ConfigProblem, problems_of
 
 __all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "RemedyContext", "Trip", "TurnFacts"]
 
 S = TypeVar("S")
+Opts = TypeVar("Opts", bound=Ladder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,16 +94,17 @@ def the_tripped_tool(trip: Trip, _levers: Levers) -> frozenset[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Detector(Generic[S]):
+class Detector(Generic[S, Opts]):
     """One pattern, whole."""
 
     name: str
     initial: S
     """The state before any turn (and after a new episode starts, when `episodic`)."""
-    fold: Callable[[S, TurnFacts, Ladder, Policy], tuple[S, list[Trip]]]
-    """Pure: the state after one turn, and the trips that turn causes (the ladder is the policy's)."""
-    ladder: Ladder
-    """The default ladder; `[patterns.<name>]` in a policy replaces it."""
+    fold: Callable[[S, TurnFacts, Opts, Policy], tuple[S, list[Trip]]]
+    """Pure: the state after one turn, and the trips that turn causes (with the policy's options)."""
+    options: Opts
+    """The defaults: its ladder and its own options. A policy's `[patterns.<name>]` is laid
+    over them and validated by their class (`configure`)."""
     remedy: Callable[[Trip, RemedyContext], str]
     """The instruction a nudge, force or restrict injects."""
     episodic: bool = True
@@ -111,11 +118,27 @@ class Detector(Generic[S]):
     remembered: bool = False
     """A trip means the run stalled: its verdict is stored for the next run of the task (a halt always is)."""
 
+    @property
+    def ladder(self) -> Ladder:
+        """The default ladder (part of the default options)."""
+        return self.options
+
+    def configure(self, table: Mapping[str, Any], source: str) -> tuple[Opts | None, list[ConfigProblem]]:
+        """A policy's table laid over the defaults: the options, or the problems, each naming
+        `source` and the key under `patterns.<name>`."""
+        try:
+            return type(self.options).model_validate({**self.options.model_dump(), **table}), []
+        except ValidationError as exc:
+            problems = problems_of(exc, source)
+            return None, [ConfigProblem(p.file, f"patterns.{self.name}.{p.key}", p.message) for p in problems]
+
     def step(
-        self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
+        self, states: DetectorStates, facts: TurnFacts, options: Ladder, policy: Policy
     ) -> tuple[DetectorStates, list[Trip]]:
-        """Fold this detector's own state in `states`."""
-        state, trips = self.fold(states.get(self), facts, ladder, policy)
+        """Fold this detector's own state in `states`, with the options `configure` gave."""
+        if not isinstance(options, type(self.options)):
+            raise TypeError(f"{self.name}: options are a {type(options).__name__}")
+        state, trips = self.fold(states.get(self), facts, options, policy)
         return states.put(self, state), trips
 
 
@@ -124,6 +147,8 @@ class Pattern(Protocol):
 
     @property
     def name(self) -> str: ...
+    @property
+    def options(self) -> Ladder: ...
     @property
     def ladder(self) -> Ladder: ...
     @property
@@ -139,6 +164,8 @@ class Pattern(Protocol):
     @property
     def remembered(self) -> bool: ...
 
+    def configure(self, table: Mapping[str, Any], source: str) -> tuple[Ladder | None, list[ConfigProblem]]: ...
+
     def step(
-        self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
+        self, states: DetectorStates, facts: TurnFacts, options: Ladder, policy: Policy
     ) -> tuple[DetectorStates, list[Trip]]: ...

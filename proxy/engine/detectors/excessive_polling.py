@@ -25,7 +25,7 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "excessive_polling"
 AFTER = 10
 """Consecutive calls of a polling tool that trip the pattern."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,4 +57,4 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)

@@ -31,7 +31,7 @@ __all__ = ["AFTER", "DETECTOR", "NAME", "normalised"]
 NAME = "monologue"
 AFTER = 3
 """Text-only assistant replies in a row with the same normalised text (or none) that trip the pattern."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 _NOISE = re.compile(r"[\d\W_]+")
 
 
@@ -71,4 +71,4 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     return context.fit(f"{PREFIX} You have sent this same reply {trip.count} times:", trip.excerpt, tail)
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy, episodic=False)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, episodic=False)

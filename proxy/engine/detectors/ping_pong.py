@@ -25,7 +25,7 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "ping_pong"
 AFTER = 6
 """Calls alternating between two call keys, results unchanged, that trip the pattern."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,4 +66,4 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)

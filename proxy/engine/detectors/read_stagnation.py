@@ -1,7 +1,7 @@
 """`read_stagnation`: turn after turn of reading and searching, and no change is made.
 
-Counts consecutive turns that only read and search (share `loops.read_share` of their
-calls) with no successful change; fires when that run reaches a rung of the ladder (first
+Counts consecutive turns that only read and search (at least `read_share` of their calls,
+an option of its own) with no successful change; fires when that run reaches a rung of the ladder (first
 `after`, default `AFTER`) once it has re-read something it already read in the run (reads
 are keyed by the canonical call, path and range included), or later, on the turn it first
 does. Whether or not any edit ever failed. A successful change, or a turn that does
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX
 from proxy.settings.kinds import Action, CallKind
@@ -27,7 +29,18 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "read_stagnation"
 AFTER = 8
 """Consecutive read-or-search-only turns without a change (one of them a re-read) that trip the pattern."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+READ_SHARE = 0.75
+"""A turn is read-dominated when at least this share of its calls read or search."""
+
+
+class Options(Ladder):
+    """`[patterns.read_stagnation]`: the ladder, and what makes a turn read-dominated."""
+
+    read_share: float = Field(default=READ_SHARE, gt=0, le=1)
+    """A turn is read-dominated when at least this share of its calls read or search."""
+
+
+OPTIONS = Options(after=AFTER, action=Action.NUDGE)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 _MAX_KEYS = 256
@@ -53,12 +66,12 @@ def _count(reads: tuple[tuple[str, int], ...], paths: list[str]) -> tuple[tuple[
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:_MAX_PATHS])
 
 
-def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tuple[State, list[Trip]]:
+def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     calls = facts.turn.calls
     if not calls:
         return state, []
     reads = [c for c in calls if c.kind in _READS]
-    if any(c.succeeded_mutation for c in calls) or len(reads) < policy.loops.read_share * len(calls):
+    if any(c.succeeded_mutation for c in calls) or len(reads) < ladder.read_share * len(calls):
         return State(), []
     keys = {c.key for c in reads}
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
@@ -96,4 +109,4 @@ def force(_trip: Trip, levers: Levers) -> Forced | None:
     return Forced.of(levers.classifier.tool_of_kind(CallKind.EDIT, set(levers.offered)), CallKind.EDIT)
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy, force=force)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, force=force)

@@ -33,7 +33,7 @@ AFTER = 3
 """The same canonical call succeeding this many times in a row trips the pattern."""
 HALT_AT = 6
 """Repeats at which the run is handed back."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),))
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,4 +80,4 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)

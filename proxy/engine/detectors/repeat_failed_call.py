@@ -25,7 +25,7 @@ from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.evidence import evidence
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.state.failure import DIAGNOSTIC_KINDS
+from proxy.engine.state.failure import is_check
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
@@ -34,7 +34,7 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "repeat_failed_call"
 AFTER = 3
 """The same call failing with the same error this many times in a row trips the pattern."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         return State(), []
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        owned = call.kind in DIAGNOSTIC_KINDS and not call.rejected
+        owned = call.probe or is_check(call)  # a probe that fails again is the failure model's
         if call.outcome is not Outcome.FAIL or owned:
             state = State()
             continue
@@ -104,4 +104,4 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)

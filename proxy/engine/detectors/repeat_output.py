@@ -1,6 +1,6 @@
 """`repeat_output`: one tool keeps returning the same output.
 
-A ring of the last `loops.repeat_output_ring` successful results, as (tool, output digest);
+A ring of the last `ring` successful results (an option of its own), as (tool, output digest);
 fires when the trailing run of one tool with one digest reaches a rung of the ladder (first
 `after`, default `AFTER`) and the run came from more than one distinct call (identical
 calls are `repeat_call`'s, so the two never double-fire).
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
@@ -28,7 +30,17 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "repeat_output"
 AFTER = 3
 """Consecutive results of one tool with the same output hash that trip the pattern."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+RING = 5
+"""How many recent successful results are remembered."""
+
+
+class Options(Ladder):
+    """`[patterns.repeat_output]`: the ladder, and how many recent results are remembered."""
+
+    ring: int = Field(default=RING, ge=2)
+
+
+OPTIONS = Options(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +49,13 @@ class State:
     """(tool, output digest, call key), oldest first."""
 
 
-def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tuple[State, list[Trip]]:
+def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
         if call.outcome is Outcome.FAIL or call.digest is None or call.mutates:
             continue
         entry = (call.call.name, call.digest, call.key)
-        state = State((*state.ring, entry)[-policy.loops.repeat_output_ring :])
+        state = State((*state.ring, entry)[-ladder.ring :])
         run = []
         for tool, digest, key in reversed(state.ring):
             if (tool, digest) != entry[:2]:
@@ -74,4 +86,4 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, ladder=LADDER, remedy=remedy)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)

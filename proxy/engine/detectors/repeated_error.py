@@ -25,7 +25,7 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "repeated_error"
 AFTER = 3
 """Identical failing call and output in a row (only with the failure model off)."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ DETECTOR = Detector(
     name=NAME,
     initial=State(),
     fold=fold,
-    ladder=LADDER,
+    options=OPTIONS,
     remedy=remedy,
     episodic=False,  # failures are not reset by user messages
 )

@@ -29,7 +29,7 @@ At 2, an agent that edits and then re-runs the check is never interrupted; one t
 a second edit on an unverified one is told to re-run first (an agent that tries to stop
 right after one edit meets the done-gate instead). Every nudge stays in all later prompts,
 so 1 costs tokens on long runs."""
-LADDER = Ladder(after=AFTER, action=Action.NUDGE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ class State:
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
     if not facts.failure_model or not facts.after.reverify_owed:
         return State(), []
-    if not any(c.succeeded_mutation for c in facts.turn.calls):
+    if not any(c.changed_sources for c in facts.turn.calls):
         return state, []
     state = State(state.edit_turns + 1)
     action = ladder.action_at(state.edit_turns)
@@ -67,7 +67,7 @@ DETECTOR = Detector(
     name=NAME,
     initial=State(),
     fold=fold,
-    ladder=LADDER,
+    options=OPTIONS,
     remedy=remedy,
     episodic=False,  # the current-failure model never resets on user messages
     force=force,

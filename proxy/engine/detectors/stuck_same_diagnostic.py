@@ -40,7 +40,7 @@ rung the model read the code at 5, then re-ran the same failing check at 6 and 7
 change and was handed back at 8; nothing asked it for the edit in between."""
 HALT_AT = 8
 """Streak at which the run is handed back as incomplete."""
-LADDER = Ladder(
+OPTIONS = Ladder(
     after=AFTER,
     action=Action.NUDGE,
     escalate=(
@@ -176,7 +176,7 @@ DETECTOR = Detector(
     name=NAME,
     initial=State(),
     fold=fold,
-    ladder=LADDER,
+    options=OPTIONS,
     remedy=remedy,
     episodic=False,  # the current-failure model never resets on user messages
     force=force,

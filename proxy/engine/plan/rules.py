@@ -1,9 +1,10 @@
-"""A policy compiled for the engine: its classifier, the patterns and every pattern's ladder,
+"""A policy compiled for the engine: its classifier, the patterns and every pattern's options,
 checked once.
 
-A policy may tune any pattern under `[patterns.<name>]`; a pattern it leaves out keeps the
-default ladder its detector file declares. A name no detector has is refused here, naming
-the policy file and the key. `Rules` is what the fold asks of a policy (`state.patterns.FoldRules`).
+A policy may tune any pattern under `[patterns.<name>]` (its ladder and its own options); a
+pattern it leaves out keeps the defaults its detector file declares. A name no detector has,
+or a value its detector refuses, is refused here, every problem naming the policy file and
+the key. `Rules` is what the fold asks of a policy (`state.patterns.FoldRules`).
 """
 
 from __future__ import annotations
@@ -23,22 +24,28 @@ __all__ = ["Rules"]
 class Rules:
     policy: Policy
     classifier: Classifier
-    ladders: Mapping[str, Ladder]
-    """Every registered pattern's ladder: the policy's, else the detector's default."""
+    options: Mapping[str, Ladder]
+    """Every registered pattern's options (its ladder and its own knobs): the policy's table laid
+    over the detector's defaults."""
     patterns: tuple[Pattern, ...] = REGISTRY
     """Every pattern, in planning order."""
 
     @classmethod
     def of(cls, policy: Policy) -> Rules:
-        known = {d.name for d in REGISTRY}
-        unknown = sorted(set(policy.patterns) - known)
-        if unknown:
-            names = ", ".join(sorted(known))
-            raise ConfigError(
-                [ConfigProblem(policy.source, f"patterns.{n}", f"no such pattern (known: {names})") for n in unknown]
-            )
-        ladders = {d.name: policy.patterns.get(d.name, d.ladder) for d in REGISTRY}
-        return cls(policy, Classifier(policy.classify), ladders)
+        known = ", ".join(sorted(BY_NAME))
+        problems = [
+            ConfigProblem(policy.source, f"patterns.{name}", f"no such pattern (known: {known})")
+            for name in sorted(set(policy.patterns) - BY_NAME.keys())
+        ]
+        options: dict[str, Ladder] = {}
+        for detector in REGISTRY:
+            configured, found = detector.configure(policy.patterns.get(detector.name, {}), policy.source)
+            problems.extend(found)
+            if configured is not None:
+                options[detector.name] = configured
+        if problems:
+            raise ConfigError(problems)
+        return cls(policy, Classifier(policy.classify), options)
 
     @property
     def episodic(self) -> frozenset[str]:

@@ -1,5 +1,9 @@
 """Normalise before comparing: calls as canonical JSON with sorted keys and volatile ids
-dropped, outputs as short digests (empty payloads have none)."""
+dropped, outputs as short digests of what they say: the agent's framing taken off
+(`envelope.payload`) and run-to-run noise (pids, timings, addresses, temporary paths)
+replaced as in a failure's signature (`normalise`), so a poll whose only change is a timing
+repeats, and one that makes progress does not. A result that says nothing (empty, or only
+the agent's fixed "no output" framing) has no digest."""
 
 from __future__ import annotations
 
@@ -8,6 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+
+from proxy.engine.reading.envelope import payload
+from proxy.engine.reading.normalise import normalise
+from proxy.engine.reading.outcome import exit_code
 
 __all__ = ["call_key", "output_digest"]
 
@@ -36,7 +44,10 @@ def call_key(name: str, arguments: Mapping[str, Any] | None, raw: str, volatile:
 
 
 def output_digest(text: str) -> str | None:
-    """A digest of a result's payload; None when there is no payload (empty or whitespace)."""
-    if not text.strip():
+    """A digest of what a result says (see the module's docstring); None when it says nothing."""
+    said = payload(text)
+    if not said:
         return None
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+    code = exit_code(text)
+    normal = normalise(said) + (f"\n[exit {code}]" if code is not None else "")
+    return hashlib.blake2b(normal.encode("utf-8", "replace"), digest_size=16).hexdigest()

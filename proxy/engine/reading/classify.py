@@ -1,9 +1,15 @@
-"""Classification: what a call does (edit, verify, read, search, poll, finish, other).
+"""Classification: what a call does (edit, verify, read, search, poll, finish, other), and
+which files it writes.
 
 Calls are classified by the policy: a tool with a fixed kind, a tool whose kind depends on
-one argument, a shell tool whose command is matched against patterns, and for unknown
-tools a shell-like argument or a hint in the name. How a call's result came out is
-`outcome.py`'s.
+one argument, a shell tool whose command is read by its structure (`commands.py`) and its
+segments matched against the policy's patterns, and for unknown tools a shell-like argument
+or a hint in the name. A shell command that runs a program file (`python repro.py`,
+`./tests/runtests.py`) is a check, like a test runner; one that runs code given inline
+(`python -c`, `python - <<EOF`) is a probe, never a check by its name. Files written are
+found by structure (redirections, `tee`, `cp`, `sed -i`, an editor's `create`), never by a
+`>` inside a quoted program. How a call's result came out is `outcome.py`'s; whether a write
+changed the sources or only a scratch file of the agent's is the workspace's (`workspace.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.engine.reading.commands import Write, read_command
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
@@ -21,15 +28,31 @@ __all__ = ["COMMAND_CHARS", "CallClass", "Classifier", "command_of"]
 COMMAND_CHARS = 4096
 """How much of a shell command is read to classify it."""
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
-_SEGMENT_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
-_LEADING_NOISE = re.compile(r"^(?:cd\s+\S+|export\s+\S+|source\s+\S+|(?:\w+=\S*\s+)+|timeout\s+\d+\w?\s+|time\s+)")
+_BY_PROGRAM = (CallKind.SEARCH, CallKind.READ, CallKind.POLL)
+"""Kinds a segment has by the program it starts with: its patterns name the program."""
+_PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "notebook_path")
+_WHOLE_VALUES = frozenset({"create", "write", "overwrite"})
+_WHOLE_NAMES = ("write", "create")
 
 
 @dataclass(frozen=True, slots=True)
 class CallClass:
     kind: CallKind
     mutates: bool
-    """The call changes the workspace (an edit, or a command segment that writes)."""
+    """The call changes files (an edit, or a command that writes one)."""
+    writes: tuple[Write, ...] = ()
+    """The files it writes, when they can be told (an edit whose target is unknown has none)."""
+    probe: bool = False
+    """A command that runs code given inline: an experiment, not a check by its name."""
+
+
+def _editor_writes(name: str, arguments: Mapping[str, Any] | None, value: str | None = None) -> tuple[Write, ...]:
+    """The file an editing tool writes: whole when it creates or writes a file, else in place."""
+    path = next((v for k in _PATH_ARGS if isinstance(v := (arguments or {}).get(k), str) and v), None)
+    if path is None:
+        return ()
+    whole = value in _WHOLE_VALUES if value is not None else any(w in name.lower() for w in _WHOLE_NAMES)
+    return (Write(path, whole),)
 
 
 def command_of(arguments: Mapping[str, Any] | None, names: tuple[str, ...]) -> str | None:
@@ -93,19 +116,23 @@ class Classifier:
     def classify(self, name: str, arguments: Mapping[str, Any] | None) -> CallClass:
         if name in self._fixed:
             kind = self._fixed[name]
-            return CallClass(kind, kind is CallKind.EDIT)
+            edits = kind is CallKind.EDIT
+            return CallClass(kind, edits, _editor_writes(name, arguments) if edits else ())
         if name in self._by_arg:
             arg, values = self._by_arg[name]
             value = arguments.get(arg) if arguments else None
             kind = values.get(value, CallKind.OTHER) if isinstance(value, str) else CallKind.OTHER
-            return CallClass(kind, kind is CallKind.EDIT)
+            edits = kind is CallKind.EDIT
+            chosen = value if isinstance(value, str) else None
+            return CallClass(kind, edits, _editor_writes(name, arguments, chosen) if edits else ())
         command = self.command(name, arguments)
         if command is not None:
             return self.classify_command(command)
         lowered = name.lower()
         for kind in _PRECEDENCE:
             if any(hint in lowered for hint in self._hints.get(kind, ())):
-                return CallClass(kind, kind is CallKind.EDIT)
+                edits = kind is CallKind.EDIT
+                return CallClass(kind, edits, _editor_writes(name, arguments) if edits else ())
         return CallClass(CallKind.OTHER, False)
 
     def tool_of_kind(self, kind: CallKind, offered: set[str]) -> str | None:
@@ -119,18 +146,32 @@ class Classifier:
         return None
 
     def classify_command(self, command: str) -> CallClass:
-        """A shell command's kind: the strongest kind of any segment; mutating if any segment writes.
-        Only its first `COMMAND_CHARS` are read."""
-        found: set[CallKind] = set()
-        for part in _SEGMENT_SPLIT.split(command[:COMMAND_CHARS].strip()):
-            segment = _LEADING_NOISE.sub("", part).strip()
-            if not segment:
-                continue
-            for kind, patterns in self._patterns.items():
-                if any(p.search(segment) for p in patterns):
-                    found.add(kind)
-        mutates = CallKind.EDIT in found
+        """A shell command's kind: the strongest kind of any segment (see `_segment_kind`);
+        mutating when it writes a file or a segment matches an edit pattern. Only its first
+        `COMMAND_CHARS` are read."""
+        read = read_command(command[:COMMAND_CHARS])
+        found = {self._segment_kind(s.text, s.script is not None, bool(s.writes)) for s in read.segments}
+        writes = read.writes
+        mutates = bool(writes) or CallKind.EDIT in found
+        probe = read.inline and CallKind.VERIFY not in found
         for kind in _PRECEDENCE:
             if kind in found:
-                return CallClass(kind, mutates)
-        return CallClass(CallKind.OTHER, mutates)
+                return CallClass(kind, mutates, writes, probe)
+        return CallClass(CallKind.OTHER, mutates, writes, probe)
+
+    def _segment_kind(self, text: str, runs_script: bool, writes: bool) -> CallKind:
+        """One segment's kind: a check when it runs a program file; an edit when its output
+        goes to a file (`cat > f.py` writes, it reads nothing); what its program is, when a
+        read, search or poll pattern names it (`grep pytest` searches, it runs no test); else a
+        check or an edit by pattern; else other."""
+        if runs_script:
+            return CallKind.VERIFY
+        if writes:
+            return CallKind.EDIT
+        for kind in _BY_PROGRAM:
+            if any(p.search(text) for p in self._patterns.get(kind, ())):
+                return kind
+        for kind in (CallKind.VERIFY, CallKind.EDIT):
+            if any(p.search(text) for p in self._patterns.get(kind, ())):
+                return kind
+        return CallKind.OTHER

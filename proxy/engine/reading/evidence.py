@@ -2,7 +2,10 @@
 
 `evidence` gives its signature (SHA-256 of the normalised failure lines; when it has none,
 of its normalised tail, so a summary count that moves because another test started passing
-does not make a new failure) and the snippet quoted back to the model. `extract_pointers`
+does not make a new failure) and the snippet quoted back to the model. Neither ever holds
+noise (warnings, "Exception ignored", pip's notes: `outcome.noise_line`) nor the agent's
+framing of every result (`envelope.payload`): two different failures printed under the same
+warning are two failures. `extract_pointers`
 gives what a next step can name: for pytest, unittest, jest/vitest, go test, cargo test,
 tsc, mypy, ruff/flake8 and Python tracebacks, the failing test (id and file) and the source
 file and line of the failure.
@@ -15,7 +18,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.normalise import meaningful, normalise_line, strip_controls
+from proxy.engine.reading.outcome import noise_line
 from proxy.engine.reading.textscan import Marker, marked_lines
 
 __all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "Pointers", "evidence", "extract_pointers"]
@@ -158,13 +163,13 @@ def evidence(output: str) -> Evidence:
     The evidence is the output's failure lines (deduplicated by their normalised form, in
     order); when it has none, its normalised tail. The snippet quotes the same lines as printed.
     """
-    text = strip_controls(output) + "\n"
+    text = payload(strip_controls(output)) + "\n"
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()
     for start in marked_lines(EVIDENCE_MARKERS, text):
         end = text.find("\n", start)
         raw = text[start : end if end != -1 else len(text)][:LINE_CHARS].rstrip()
-        if not meaningful(raw):
+        if not meaningful(raw) or noise_line(raw):
             continue
         norm = normalise_line(raw)
         if norm not in seen:
@@ -173,7 +178,8 @@ def evidence(output: str) -> Evidence:
             if len(picked) >= _MAX_EVIDENCE_LINES:
                 break
     if not picked:
-        tail = [line[:LINE_CHARS].rstrip() for line in text.split("\n")[-_TAIL_LINES:] if meaningful(line[:LINE_CHARS])]
+        lines = text.split("\n")[-_TAIL_LINES:]
+        tail = [line[:LINE_CHARS].rstrip() for line in lines if meaningful(line[:LINE_CHARS]) and not noise_line(line)]
         picked = [(raw, normalise_line(raw)) for raw in tail]
         basis = "\n".join(norm for _, norm in picked)[-4000:]
         quoted = picked[-12:]

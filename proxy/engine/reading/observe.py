@@ -1,4 +1,10 @@
-"""Observation: a transcript turn with each answered call classified and judged."""
+"""Observation: a transcript turn with each answered call classified and judged.
+
+A call is classified by what it is (`classify`) and judged by what it printed (`outcome`): a
+command whose output is a test runner's report is a check whatever its name; a call that
+could not run is an environment problem. Whether it changed the sources, or only a file of
+the agent's own, is read against the workspace as the earlier calls left it (`workspace`).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,10 @@ from dataclasses import dataclass
 
 from proxy.engine.reading.canonical import call_key, output_digest
 from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.commands import Write
 from proxy.engine.reading.envelope import unwrap
-from proxy.engine.reading.outcome import Outcome, rejected, result_outcome
+from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
+from proxy.engine.reading.workspace import Workspace
 from proxy.engine.text.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
@@ -46,6 +54,12 @@ class ObservedCall:
     """The tool turned the call down before running it (an argument missing or invalid)."""
     output: str = ""
     """The result as printed (a JSON envelope's output unwrapped, see `envelope`)."""
+    writes: tuple[Write, ...] = ()
+    """The files it writes, when they can be told."""
+    probe: bool = False
+    """A command running code given inline: an experiment, never a check by its name."""
+    edits_source: bool = False
+    """Its writes change files that are not the agent's own (see `workspace`)."""
 
     @property
     def result(self) -> str:
@@ -70,6 +84,11 @@ class ObservedCall:
         if self.command:
             return f"{self.call.name}: `{self.command}`"
         return f"{self.call.name} {self.call.raw_arguments}".strip()
+
+    @property
+    def changed_sources(self) -> bool:
+        """The call changed the sources (not only a file of the agent's own) and did not fail."""
+        return self.edits_source and self.succeeded_mutation
 
     @property
     def succeeded_mutation(self) -> bool:
@@ -103,26 +122,37 @@ def observe(
     classifier: Classifier,
     skip: frozenset[str] = frozenset(),
     volatile: frozenset[str] = DEFAULT_VOLATILE_KEYS,
-) -> ObservedTurn:
-    """Classify the turn's answered calls not in `skip` (already folded)."""
+    workspace: Workspace | None = None,
+) -> tuple[ObservedTurn, Workspace]:
+    """Classify the turn's answered calls not in `skip` (already folded), in call order, and
+    the workspace they leave."""
     calls: list[ObservedCall] = []
+    space = workspace or Workspace()
     for call in turn.calls:
         if call.result is None or call.id in skip:
             continue
         cls = classifier.classify(call.name, call.arguments)
         full = unwrap(call.result)
         output = window(full)
-        calls.append(
-            ObservedCall(
-                call=call,
-                kind=cls.kind,
-                mutates=cls.mutates,
-                outcome=result_outcome(cls.kind, output, call.is_error),
-                command=classifier.command(call.name, call.arguments),
-                key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
-                digest=output_digest(full),
-                rejected=rejected(output),
-                output=output,
-            )
+        kind = cls.kind
+        if kind is CallKind.OTHER and test_report(output):
+            kind = CallKind.VERIFY  # a test runner's report: a check, whatever printed it
+        observed = ObservedCall(
+            call=call,
+            kind=kind,
+            mutates=cls.mutates,
+            outcome=result_outcome(kind, output, call.is_error),
+            command=classifier.command(call.name, call.arguments),
+            key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
+            digest=output_digest(output),
+            rejected=rejected(output),
+            output=output,
+            writes=cls.writes,
+            probe=cls.probe and kind is not CallKind.VERIFY,
+            edits_source=cls.mutates and space.edits_source(cls.writes),
         )
-    return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal)
+        calls.append(observed)
+        if observed.succeeded_mutation or kind in (CallKind.READ, CallKind.SEARCH):
+            read = observed.target if kind in (CallKind.READ, CallKind.SEARCH) else None
+            space = space.after(cls.writes if observed.succeeded_mutation else (), [read] if read else [])
+    return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal), space

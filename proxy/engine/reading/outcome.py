@@ -1,10 +1,15 @@
 """Outcomes: how one call's result came out, judged by what kind of call made it.
 
-`fail`, `pass` or `neutral`, from an error flag, an `{"error": ...}` payload, an exit code in
-one of the shapes agents print, a test-runner or compiler summary, a traceback, or the tool
-turning the call down. A call the tool *rejected* (a missing or invalid argument, an unknown
-tool) failed before it ran: it says nothing about the work, so the failure model leaves it
-to the patterns that watch calls.
+`fail`, `pass`, `neutral` or `environment`, from an error flag, an `{"error": ...}` payload,
+an exit code in one of the shapes agents print, a test-runner or compiler summary, a
+traceback, or the tool turning the call down. A call the tool *rejected* (a missing or
+invalid argument, an unknown tool) failed before it ran: it says nothing about the work, so
+the failure model leaves it to the patterns that watch calls. A check that could not run at
+all (its program not found, exit 126 or 127; the test runner itself, or a top-level module
+the code imports, not installed) is an *environment* problem: reported as such, never a
+failure of the work. Lines every run prints whatever it does (interpreter and library
+warnings, "Exception ignored" at exit) are noise: a run that exits 0 and prints only those
+has not failed.
 """
 
 from __future__ import annotations
@@ -14,16 +19,30 @@ from enum import StrEnum
 
 import orjson
 
+from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.textscan import Marker, any_marker
 from proxy.settings.kinds import CallKind
 
-__all__ = ["FAIL_MARKERS", "PASS_MARKERS", "Outcome", "exit_code", "rejected", "result_outcome"]
+__all__ = [
+    "FAIL_MARKERS",
+    "PASS_MARKERS",
+    "Outcome",
+    "environment_problem",
+    "exit_code",
+    "noise_line",
+    "rejected",
+    "result_outcome",
+    "test_report",
+    "without_noise",
+]
 
 
 class Outcome(StrEnum):
     FAIL = "fail"
     PASS = "pass"
     NEUTRAL = "neutral"
+    ENVIRONMENT = "environment"
+    """The call could not run (a missing program or module): a problem of the machine, not the work."""
 
 
 _EXIT_CODE = re.compile(
@@ -122,6 +141,94 @@ def exit_code(text: str) -> int | None:
     return None if last is None else last[1]
 
 
+_REPORTS = (
+    Marker.of("passed", r"=+ .*\b\d+ (?:passed|failed)\b.*=+"),  # pytest
+    Marker.of("failed", r"=+ .*\b\d+ failed\b.*=+"),
+    Marker.of("error", r"=+ .*\b\d+ errors?\b.*=+"),
+    Marker.of("no tests ran", r"=+ no tests ran"),
+    Marker.of("Ran ", r"^Ran \d+ tests? in "),  # unittest, Django's runner
+    Marker.of("Tests", r"^(?:Tests|Test Suites):\s+\d+"),  # jest
+    Marker.of("Tests", r"^\s*Tests\s+\d+ (?:passed|failed)"),  # vitest
+    Marker.of("test result: "),  # cargo
+    Marker.of("--- FAIL: "),  # go test
+    Marker.of("ok\t", r"^ok\t\S+"),
+    Marker.of("passed", r"^\s*\d+ (?:passed|failed)"),
+    Marker.of("tests passed"),
+    Marker.of("tests failed"),
+)
+"""A test runner's report: the output of a check, whatever program printed it."""
+
+
+def test_report(text: str) -> bool:
+    """The output holds a test runner's report (pytest's, unittest's `Ran N tests`, jest's...)."""
+    return any_marker(_REPORTS, text)
+
+
+_NOT_RUN = re.compile(
+    r"(?:^|\n)[^\n]*(?:: command not found|: not found$|can't open file [^\n]*No such file or directory"
+    r"|No module named (?:pytest|unittest|nose|tox|nox|coverage)\b"
+    r"|^/usr/bin/env: [^\n]*No such file or directory"
+    r"|^FileNotFoundError: \[Errno 2\] No such file or directory: '[\w.+-]+'(?:: '[\w.+-]+')?$"
+    r"|Connection refused|Is the server running on that host|could not translate host name"
+    r"|Temporary failure in name resolution|Name or service not known|Network is unreachable)",
+    re.MULTILINE,
+)
+_MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '?([\w]+)'?\s*$", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
+
+
+def environment_problem(text: str, code: int | None) -> bool:
+    """The call could not run: its program or the test runner not found, the interpreter unable
+    to open its script, a program the code starts not installed (`FileNotFoundError` naming a
+    bare program), a server or host it needs not there (connection refused, no such host), or
+    the only error a top-level module that is not installed."""
+    if code in (126, 127):
+        return True
+    head = text[:2000]
+    if _NOT_RUN.search(head) or (text is not head and _NOT_RUN.search(text[-2000:])):
+        return True
+    missing = _MISSING_MODULE.findall(text[-4000:])
+    errors = _ERROR_LINE.findall(text[-4000:])
+    return bool(missing) and len(errors) == len(missing)
+
+
+_NOISE = re.compile(
+    r"^\s*(?:[^\n]*\b\w*Warning: |warnings\.warn\(|Exception ignored in|WARNING: (?:Running pip|You are using pip|"
+    r"The directory|Ignoring invalid distribution|pip is configured)|\[notice\] )"
+)
+"""Lines a run prints whatever it does: warnings, the interpreter's "Exception ignored", pip's notes."""
+
+
+def noise_line(line: str) -> bool:
+    """A line that says nothing about whether the work is right (see `_NOISE`)."""
+    return _NOISE.match(line) is not None
+
+
+def without_noise(text: str) -> str:
+    """`text` without noise: warning lines (with the source line Python prints under each) and
+    whole "Exception ignored in" blocks (the traceback the interpreter prints at exit)."""
+    if "Warning" not in text and "Exception ignored" not in text and "WARNING" not in text:
+        return text
+    kept: list[str] = []
+    skipping = ""
+    for line in text.split("\n"):
+        if skipping == "ignored":
+            if line and not line.startswith((" ", "\t", "Traceback")):
+                skipping = ""  # the exception line ends the block
+            continue
+        if skipping == "warning" and line.startswith((" ", "\t")):
+            skipping = ""
+            continue
+        skipping = ""
+        if line.startswith("Exception ignored"):
+            skipping = "ignored"
+        elif noise_line(line):
+            skipping = "warning"
+        else:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def rejected(text: str) -> bool:
     """The tool turned the call down (a missing or invalid argument, an unknown tool): the result
     opens as an error and says why."""
@@ -134,6 +241,8 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
         return Outcome.FAIL
     text = text if text.endswith("\n") else text + "\n"
     code = exit_code(text)
+    if kind in (CallKind.VERIFY, CallKind.OTHER) and code != 0 and environment_problem(payload(text), code):
+        return Outcome.ENVIRONMENT
     if kind is CallKind.EDIT:
         if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
             return Outcome.FAIL
@@ -148,7 +257,7 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
         return Outcome.FAIL
     if any_marker(PASS_MARKERS, text) and not _counts_failure(text):
         return Outcome.PASS if kind is CallKind.VERIFY else Outcome.NEUTRAL
-    if any_marker(FAIL_MARKERS, text):
+    if any_marker(FAIL_MARKERS, text) and not (code == 0 and not any_marker(FAIL_MARKERS, without_noise(text))):
         return Outcome.FAIL
     if code == 0 and kind is CallKind.VERIFY:
         return Outcome.PASS

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from proxy.engine.reading.workspace import Workspace
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import DetectorStates, Trip
 from proxy.engine.state.progress import Progress
@@ -142,6 +143,8 @@ class ConversationState:
     """Ordinal of the last turn with tool calls (an instruction placed at or after it is unanswered)."""
     episode_start: int = 0
     """Turns folded when the person last sent a new message (instructions before it belong to an old episode)."""
+    workspace: Workspace = field(default_factory=Workspace)
+    """The files the agent created and the ones it found (what tells a source edit from its own file's)."""
 
     def entries(self) -> tuple[TimelineEntry, ...]:
         """The timeline, each turn with its fields named."""
@@ -162,6 +165,7 @@ def approx_bytes(state: ConversationState) -> int:
     repair = state.repair
     size += 2 * (len(repair.snippet) + len(repair.failing_command) + len(repair.failing_arguments))
     size += 90 * (len(repair.read_since_failure) + len(repair.edited_since_failure))
+    size += 90 * (len(state.workspace.created) + len(state.workspace.known))
     return size + sum(_detector_bytes(value) for value in state.detectors.values.values())
 
 

@@ -2,16 +2,26 @@
 
 Folded once per turn by `fold_failure`, by these rules:
 
-1. A turn is judged by its first failing diagnostic result in call order (a verification,
-   or a command that is neither a read, a search, a poll nor an edit; not a call the tool
-   rejected before running it), so a turn that edits and re-tests is judged by the
-   re-test, past the edit's own "ok".
+1. A turn is judged by its first failing check in call order, so a turn that edits and
+   re-tests is judged by the re-test, past the edit's own "ok". A check is a call that
+   verifies (a test runner, a program file run, a command whose output is a test report:
+   `reading.classify`, `reading.observe`), or a probe of inline code run again (an agent
+   that re-runs the same `python -c` after its edits uses it as its test; a probe run once
+   is an experiment, and its failure is nobody's obligation); not a call the tool rejected
+   before running it, and not one that could not run at all (an environment problem:
+   `reading.outcome`). A re-run probe that fails as its last run did counts both runs.
 2. A failure with the live failure's signature extends the streak, even across edits; a
-   different signature starts a new streak at 1; a passing verification clears the model.
-3. A successful edit with no verification after it, on a live failure, keeps the model
-   and owes a re-verify. An edit's own success is not verification.
-4. Anything else (reads, searches, failed edits, other successful commands) leaves the
-   model as it is: only a pass or a new signature changes the live failure.
+   different signature starts a new streak at 1; a passing check clears the model. When the
+   agent rewrote the check itself since (the script the failing command runs), the same
+   failure again holds the streak: that is a new way of reproducing it, not a repeat.
+3. A successful edit of the sources with no check after it, on a live failure, keeps the
+   model and owes a re-verify. An edit's own success is not verification, and a write to a
+   file of the agent's own (a script it created, a backup, a temporary file:
+   `reading.workspace`) is no edit of the sources.
+4. Anything else (reads, searches, failed edits, probes, other commands) leaves the model
+   as it is: only a pass or a new signature changes the live failure. A check that could not
+   run at all (an environment problem) leaves no failure live and nothing owed: the failure is
+   not seen any more, and this machine cannot say more.
 """
 
 from __future__ import annotations
@@ -19,17 +29,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
+from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
+from proxy.engine.reading.workspace import same_file
 from proxy.settings.kinds import CallKind
 
-__all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure"]
+__all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
 
 _MAX_FILES = 12
 _MAX_READ = 64
-DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY, CallKind.OTHER})
+_MAX_PROBES = 16
+DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
+
+
+def is_check(call: ObservedCall, probes: tuple[tuple[str, str], ...] = ()) -> bool:
+    """The call is a check (rule 1): it verifies, or it is a probe run before (`probes`), and
+    the tool ran it."""
+    if call.rejected:
+        return False
+    if call.probe:
+        return any(key == call.key for key, _ in probes)
+    return call.kind in DIAGNOSTIC_KINDS
 
 
 def _plain(value: object) -> object:
@@ -65,6 +88,13 @@ class RepairState:
     """Files read since the live failure first appeared."""
     edited_since_failure: tuple[str, ...] = ()
     """Files changed since the live failure first appeared, in order."""
+    failing_scripts: tuple[str, ...] = ()
+    """The program files the failing command runs (the check, when it is the agent's script)."""
+    check_rewritten: bool = False
+    """One of `failing_scripts` was written since the failure was last seen."""
+    probes: tuple[tuple[str, str], ...] = ()
+    """Probes run so far (the most recent `_MAX_PROBES`): each call's key and the signature its
+    last run failed with (empty: it did not fail)."""
 
     @property
     def live(self) -> bool:
@@ -90,17 +120,33 @@ SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
 """The current-failure model's own fields (the first six), in the order they are shown."""
 
 
-def _first_failure(calls: tuple[ObservedCall, ...]) -> int | None:
+def _first_failure(calls: tuple[ObservedCall, ...], probes: tuple[tuple[str, str], ...]) -> int | None:
     for index, call in enumerate(calls):
-        if call.kind in DIAGNOSTIC_KINDS and call.outcome is Outcome.FAIL and not call.rejected:
+        if is_check(call, probes) and call.outcome is Outcome.FAIL:
             return index
     return None
+
+
+def _rewrites(calls: tuple[ObservedCall, ...], scripts: tuple[str, ...]) -> bool:
+    """Some call wrote one of `scripts` (the failing check's own program files)."""
+    return bool(scripts) and any(
+        same_file(w.path, s) for c in calls if c.succeeded_mutation for w in c.writes for s in scripts
+    )
+
+
+def _probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
+    """The probes with this turn's runs recorded (each with its failure's signature, or empty)."""
+    runs = [(c.key, evidence(c.result).signature if c.outcome is Outcome.FAIL else "") for c in calls if c.probe]
+    if not runs:
+        return probes
+    kept = [p for p in probes if p[0] not in {key for key, _ in runs}]
+    return (*kept, *dict(runs).items())[-_MAX_PROBES:]
 
 
 def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """The live failure's read and edited files, with this turn's added."""
     read = {c.target for c in calls if c.kind in (CallKind.READ, CallKind.SEARCH) and c.target}
-    edited = [c.target for c in calls if c.succeeded_mutation and c.target]
+    edited = [c.target for c in calls if c.changed_sources and c.target]
     edited_all = (
         *state.edited_since_failure,
         *(p for p in dict.fromkeys(edited) if p not in state.edited_since_failure),
@@ -116,14 +162,19 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
     if not calls:
         return state
     read, edited = _touched(state, calls)
-    mutated = [i for i, c in enumerate(calls) if c.succeeded_mutation]
+    mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
-    failed_at = _first_failure(calls)
+    failed_at = _first_failure(calls, state.probes)
+    probes = _probes_after(state.probes, calls)
+    until = len(calls) if failed_at is None else failed_at + 1  # a check may write its script first
+    rewritten = state.check_rewritten or _rewrites(calls[:until], state.failing_scripts)
 
     if failed_at is not None:
         failing = calls[failed_at]
         found = evidence(failing.result)
         same = state.live and found.signature == state.last_diagnostic_signature
+        again = failing.probe and not same and (failing.key, found.signature) in state.probes
+        held = same and rewritten  # the check itself was rewritten: a new reproduction, no repeat
         if not same:  # a new failure: what was read or edited for the old one does not count
             read, edited = _touched(RepairState(), calls[failed_at + 1 :])
         # An edit after the failing check in the same turn has not been re-verified yet.
@@ -133,7 +184,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             last_diagnostic_class=DiagnosticClass.FAIL,
             last_diagnostic_signature=found.signature,
             write_epoch=epoch,
-            same_diagnostic_streak=state.same_diagnostic_streak + 1 if same else 1,
+            same_diagnostic_streak=(state.same_diagnostic_streak + (0 if held else 1) if same else 2 if again else 1),
             edit_since_failure=edited_after,
             reverify_owed=edited_after and post_edit_reverify,
             snippet=found.snippet,
@@ -146,11 +197,20 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             pointers=state.pointers if same else extract_pointers(failing.result),
             read_since_failure=read,
             edited_since_failure=edited,
+            failing_scripts=read_command(failing.command).scripts if failing.command else (),
+            check_rewritten=_rewrites(calls[failed_at + 1 :], read_command(failing.command).scripts)
+            if failing.command
+            else False,
+            probes=probes,
         )
-    if any(c.kind is CallKind.VERIFY and c.outcome is Outcome.PASS for c in calls):
-        return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch)
+    if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
+        return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, probes=probes)
     if not state.live:
-        return replace(state, write_epoch=epoch)
+        return replace(state, write_epoch=epoch, probes=probes)
+    if any(is_check(c, state.probes) and c.outcome is Outcome.ENVIRONMENT for c in calls):
+        # the check ran again and could not run here: the failure it showed is not seen any more,
+        # and nothing more can be known of it on this machine
+        return RepairState(write_epoch=epoch, probes=probes)
     if mutated:
         return replace(
             state,
@@ -159,5 +219,14 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             reverify_owed=post_edit_reverify,
             read_since_failure=read,
             edited_since_failure=edited,
+            check_rewritten=rewritten,
+            probes=probes,
         )
-    return replace(state, write_epoch=epoch, read_since_failure=read, edited_since_failure=edited)
+    return replace(
+        state,
+        write_epoch=epoch,
+        read_since_failure=read,
+        edited_since_failure=edited,
+        check_rewritten=rewritten,
+        probes=probes,
+    )

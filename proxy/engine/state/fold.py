@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from proxy.engine.reading.observe import ObservedTurn, observe
+from proxy.engine.reading.outcome import Outcome
 from proxy.engine.state.budget import Budget
 from proxy.engine.state.conversation import (
     FOLDED_IDS,
@@ -32,7 +33,7 @@ from proxy.engine.state.conversation import (
     TripOutcome,
     Watch,
 )
-from proxy.engine.state.failure import DIAGNOSTIC_KINDS, DiagnosticClass, RepairState, fold_failure
+from proxy.engine.state.failure import DiagnosticClass, RepairState, fold_failure, is_check
 from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts
 from proxy.engine.state.progress import fold_progress
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
@@ -55,14 +56,14 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
     detectors = state.detectors
     trips: list[Trip] = []
     for detector in rules.patterns:
-        detectors, found = detector.step(detectors, facts, rules.ladders[detector.name], policy)
+        detectors, found = detector.step(detectors, facts, rules.options[detector.name], policy)
         trips.extend(found)
     changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
     outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
     row: TimelineRow = (  # a TimelineEntry's fields, in order
         turn.ordinal,
         tuple(f"{c.kind.value}:{c.call.name}" for c in turn.calls),
-        outcome if any(c.kind in DIAGNOSTIC_KINDS for c in turn.calls) else "neutral",
+        _timeline_outcome(turn, outcome),
         (after.last_diagnostic_signature or "")[:12],
         after.same_diagnostic_streak,
         tuple(f"{t.pattern}:{t.action.value}" for t in trips),
@@ -87,6 +88,14 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
         ),
         trips,
     )
+
+
+def _timeline_outcome(turn: ObservedTurn, outcome: str) -> str:
+    """A turn as the timeline shows it: a check's verdict, an environment problem, or neutral."""
+    checks = [c for c in turn.calls if is_check(c)]
+    if any(c.outcome is Outcome.ENVIRONMENT for c in checks) and outcome == "neutral":
+        return "environment"
+    return outcome if checks else "neutral"
 
 
 def _watch(
@@ -238,9 +247,12 @@ def fold_messages(
         if isinstance(event, UserMessage):
             state = fold_user(state, event, rules)
             continue
-        observed = observe(event, state.turns + 1, rules.classifier, frozenset(state.folded), volatile)
+        observed, workspace = observe(
+            event, state.turns + 1, rules.classifier, frozenset(state.folded), volatile, state.workspace
+        )
         if not observed.calls and event.calls:
             continue  # calls not answered yet, or answered and folded already
+        state = replace(state, workspace=workspace)
         before_latest = state
         state, found = fold_turn(state, observed, rules)
         trips.extend((trip, state.repair) for trip in found)

@@ -124,13 +124,13 @@ class Folding(Protocol):
         ...
 
     def step(
-        self, states: DetectorStates, facts: TurnFacts, ladder: Ladder, policy: Policy
+        self, states: DetectorStates, facts: TurnFacts, options: Ladder, policy: Policy
     ) -> tuple[DetectorStates, list[Trip]]: ...
 
 
 class FoldRules(Protocol):
     """A policy compiled for the fold: the policy, its classifier, the patterns in planning
-    order and each one's ladder."""
+    order and each one's options."""
 
     @property
     def policy(self) -> Policy: ...
@@ -139,7 +139,10 @@ class FoldRules(Protocol):
     @property
     def patterns(self) -> Sequence[Folding]: ...
     @property
-    def ladders(self) -> Mapping[str, Ladder]: ...
+    def options(self) -> Mapping[str, Ladder]:
+        """Each pattern's options (a `Ladder`, or its own subclass of one)."""
+        ...
+
     @property
     def episodic(self) -> frozenset[str]:
         """The names of the episodic patterns."""

@@ -37,7 +37,7 @@ def fold_progress(progress: Progress, turn: ObservedTurn) -> Progress:
         return progress
     edited = list(progress.edited)
     for call in turn.calls:
-        if call.succeeded_mutation:
+        if call.changed_sources:
             target = call.target
             if target and target not in edited and len(edited) < _MAX_FILES:
                 edited.append(target)
@@ -45,7 +45,7 @@ def fold_progress(progress: Progress, turn: ObservedTurn) -> Progress:
     return replace(
         progress,
         tool_turns=progress.tool_turns + 1,
-        edits=progress.edits + sum(1 for c in turn.calls if c.succeeded_mutation),
+        edits=progress.edits + sum(1 for c in turn.calls if c.changed_sources),
         checks=progress.checks + len(checks),
         reads=progress.reads + sum(1 for c in turn.calls if c.kind in (CallKind.READ, CallKind.SEARCH)),
         edited=tuple(edited),

@@ -1,0 +1,283 @@
+"""Real agents' trajectories replayed through the engine: what the proxy would have said to
+each, and whether it was right to.
+
+The corpus (`bench/corpus/`, rebuilt from public runs by `bench/corpus/convert.py`) holds each
+run as the requests its agent sent. Every run is replayed on an engine of its own (runs share
+no state), each request through the chat dialect exactly as the proxy reads it, with the
+policy the run's agent would be given. The model's recorded reply to each request is judged by
+the reply rules too (what a gate would hold). Nothing is sent anywhere.
+
+Printed, per pattern: runs tripped among resolved and unresolved, the median turn of the first
+trip, and intrusive actions (force, halt) on resolved runs; the failure model's share of
+resolved runs tripped; the agents' own format-error loops and how soon they were caught; and
+the judged precision, from `bench/corpus/judgments.jsonl` (each sampled trip judged right,
+wrong or unclear, with a reason, by reading the turns around it).
+
+    python bench/trajectories.py                      # the report
+    python bench/trajectories.py --sample 20 --seed 1 # draw unjudged trips to judge, with context
+    python bench/trajectories.py --view text          # tool-call runs rewritten as text protocols
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import statistics
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from proxy.dialects import CHAT, plan_offline  # noqa: E402
+from proxy.engine.core import Engine  # noqa: E402
+from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
+from proxy.engine.text.transcript import content_text  # noqa: E402
+from proxy.settings.policy import Policy, policy_from_mapping  # noqa: E402
+
+CORPUS = HERE / "corpus" / "data"
+JUDGMENTS = HERE / "corpus" / "judgments.jsonl"
+FAILURE_MODEL = ("stuck_same_diagnostic", "reverify_owed")
+INTRUSIVE = ("force", "halt")
+PRESETS = {"mini-swe-agent": "mini_swe_agent", "openhands": "openhands", "swe-agent": "swe_agent", "coder": "swe_agent"}
+"""The bundled preset a run's scaffold would be given (by the start of its scaffold's name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    source: str
+    run: str
+    scaffold: str
+    model: str
+    protocol: str
+    resolved: bool | None
+    tools: list[Any] | None
+    pool: list[dict[str, Any]]
+    requests: list[dict[str, Any]]
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}/{self.run}"
+
+    def messages(self, index: int) -> list[dict[str, Any]]:
+        return [self.pool[i] for i in self.requests[index]["messages"]]
+
+    def reply(self, index: int) -> dict[str, Any] | None:
+        at = self.requests[index].get("reply")
+        return None if at is None else self.pool[at]
+
+
+def load_runs(folder: Path = CORPUS, sources: set[str] | None = None) -> Iterator[Run]:
+    files = sorted(folder.glob("*.jsonl.gz"))
+    if not files:
+        raise SystemExit(f"no corpus under {folder}: run `python bench/corpus/convert.py` (see bench/corpus/README.md)")
+    for path in files:
+        with gzip.open(path, "rb") as handle:
+            for line in handle:
+                raw = orjson.loads(line)
+                if sources and raw["source"] not in sources:
+                    continue
+                yield Run(
+                    raw["source"],
+                    raw["run"],
+                    raw["scaffold"],
+                    raw["model"],
+                    raw["protocol"],
+                    raw["resolved"],
+                    raw.get("tools"),
+                    raw["pool"],
+                    raw["requests"],
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """One trip, or one gate holding a recorded reply, at one request of one run."""
+
+    run: str
+    request: int
+    """0-based index of the request in the run."""
+    turn: int
+    pattern: str
+    action: str
+    detail: str
+    text: str = ""
+    """The instruction or hand-back the proxy would have placed (empty for a gate)."""
+
+
+@dataclass(slots=True)
+class Replayed:
+    run: Run
+    fired: list[Fired] = field(default_factory=list)
+    requests: int = 0
+    failed: int = 0
+    """Requests the engine could not read (forwarded untouched by the proxy)."""
+
+
+def policy_for(run: Run, cache: dict[str, Policy], overrides: dict[str, Any] | None = None) -> Policy:
+    """The bundled preset the run's scaffold would be given, with `overrides` laid over it."""
+    name = next((preset for prefix, preset in PRESETS.items() if run.scaffold.startswith(prefix)), "default")
+    if name not in cache:
+        cache[name] = policy_from_mapping({"extends": name, **(overrides or {})}, f"<{name} + overrides>")
+    return cache[name]
+
+
+def _reply_view(reply: dict[str, Any]) -> ReplyView:
+    calls = reply.get("tool_calls") or []
+    names = tuple((c.get("function") or {}).get("name") for c in calls if isinstance(c, dict))
+    return ReplyView(content_text(reply.get("content")), names)
+
+
+def replay_run(run: Run, policy: Policy) -> Replayed:
+    """Every request of `run` through a fresh engine, as the proxy would read it."""
+    engine = Engine.of(policy)
+    out = Replayed(run)
+    for index in range(len(run.requests)):
+        body = {"model": run.model, "messages": run.messages(index)}
+        if run.tools:
+            body["tools"] = run.tools
+        planned = plan_offline(engine, CHAT, orjson.dumps(body), {})
+        out.requests += 1
+        if planned is None:
+            out.failed += 1
+            continue
+        decision = planned.decision
+        texts = {i.turn: i.text for i in decision.placed}
+        for trip in decision.new_trips:
+            text = decision.halt.text if decision.halt is not None else texts.get(trip.turn, "")
+            out.fired.append(Fired(run.key, index, trip.turn, trip.pattern, trip.action.value, trip.detail, text))
+        reply = run.reply(index)
+        if reply is not None and decision.halt is None and decision.reply.gates:
+            gate = judge(_reply_view(reply), decision.reply).gate
+            if gate is not None:
+                turn = decision.state.turns
+                out.fired.append(
+                    Fired(run.key, index, turn, f"gate:{gate.value}", "retry", "the recorded reply is held")
+                )
+    return out
+
+
+def _share(hit: int, total: int) -> str:
+    return f"{hit}/{total} ({100 * hit / total:.0f}%)" if total else "0/0"
+
+
+def report(replays: list[Replayed]) -> str:
+    """The per-pattern table, the failure model's bar, and intrusive actions on resolved runs."""
+    resolved = [r for r in replays if r.run.resolved is True]
+    unresolved = [r for r in replays if r.run.resolved is False]
+    patterns = sorted({f.pattern for r in replays for f in r.fired})
+    lines = [
+        f"{len(replays)} runs ({len(resolved)} resolved, {len(unresolved)} unresolved), "
+        f"{sum(r.requests for r in replays)} requests, {sum(r.failed for r in replays)} not analysable",
+        "",
+        f"{'pattern':28} {'resolved runs':>16} {'unresolved runs':>16} {'median 1st turn':>16} {'force/halt on resolved':>24}",
+    ]
+    for pattern in patterns:
+        firsts = [min(f.turn for f in r.fired if f.pattern == pattern) for r in replays if _fires(r, pattern)]
+        intrusive = sum(1 for r in resolved for f in r.fired if f.pattern == pattern and f.action in INTRUSIVE)
+        lines.append(
+            f"{pattern:28} {_share(sum(_fires(r, pattern) for r in resolved), len(resolved)):>16} "
+            f"{_share(sum(_fires(r, pattern) for r in unresolved), len(unresolved)):>16} "
+            f"{statistics.median(firsts) if firsts else '-':>16} {intrusive:>24}"
+        )
+    model = sum(any(_fires(r, p) for p in FAILURE_MODEL) for r in resolved)
+    intrusive_all = sum(1 for r in resolved for f in r.fired if f.action in INTRUSIVE)
+    lines += [
+        "",
+        f"failure model (reverify_owed, stuck_same_diagnostic) on resolved runs: {_share(model, len(resolved))} (bar: at most 10%)",
+        f"force or halt on resolved runs: {intrusive_all} (bar: 0)",
+    ]
+    by_source: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in replays:
+        for f in r.fired:
+            by_source[r.run.source][f.pattern] += 1
+    lines.append("")
+    lines.append("trips by source: " + "; ".join(f"{s}: {dict(c)}" for s, c in sorted(by_source.items())))
+    return "\n".join(lines)
+
+
+def _brief(message: dict[str, Any], chars: int) -> str:
+    """One message as a reader needs it: role, text (head and tail) and calls."""
+    text = content_text(message.get("content")).strip()
+    if len(text) > chars:
+        text = f"{text[: chars // 2]}\n   [... {len(text) - chars} chars ...]\n{text[-chars // 2 :]}"
+    calls = [
+        f"{(c.get('function') or {}).get('name')}({(c.get('function') or {}).get('arguments', '')[:chars]})"
+        for c in message.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    body = text + ("\n   CALLS " + "; ".join(calls) if calls else "")
+    return f"[{message.get('role')}] " + body.replace("\n", "\n   ")
+
+
+def context(run: Run, fired: Fired, before: int = 8, after: int = 6, chars: int = 700) -> str:
+    """The turns around a trip: what the agent saw before it, what the proxy would have said, and
+    what the agent did next (the recorded run, without the proxy)."""
+    messages = run.messages(fired.request)
+    lines = [
+        f"=== {fired.run} request {fired.request} turn {fired.turn}: {fired.pattern} -> {fired.action}",
+        f"run: {run.scaffold} / {run.model} / resolved={run.resolved}; {len(run.requests)} requests",
+        f"detail: {fired.detail}",
+        "--- before (the end of the request):",
+        *(_brief(m, chars) for m in messages[-before:]),
+        "--- the proxy would say:",
+        fired.text or "(a gate holds the recorded reply and asks again)",
+        "--- what the agent did next (recorded):",
+    ]
+    reply = run.reply(fired.request)
+    shown = [reply] if reply is not None else []
+    if fired.request + 1 < len(run.requests):
+        later = run.messages(min(len(run.requests) - 1, fired.request + after))
+        known = len(messages)
+        shown = [*shown, *later[known + (1 if reply is not None else 0) : known + after * 2]]
+    lines += [_brief(m, chars) for m in shown[: after * 2]]
+    return "\n".join(lines)
+
+
+def _fires(replayed: Replayed, pattern: str) -> bool:
+    return any(f.pattern == pattern for f in replayed.fired)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sources", help="comma-separated source ids (default: all)")
+    parser.add_argument("--show", help="print every trip of these patterns in context (comma-separated)")
+    parser.add_argument(
+        "--sample", type=int, default=0, help="print this many unjudged trips, drawn at random, in context"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", help="TOML laid over each run's preset, e.g. '[patterns.reverify_owed]\\nafter = 3'")
+    parser.add_argument("--resolved-only", action="store_true", help="with --show/--sample: resolved runs only")
+    args = parser.parse_args(argv)
+    sources = set(args.sources.split(",")) if args.sources else None
+    cache: dict[str, Policy] = {}
+    overrides = tomllib.loads(args.set.replace("\\n", "\n")) if args.set else None
+    runs = {run.key: run for run in load_runs(sources=sources)}
+    replays = [replay_run(run, policy_for(run, cache, overrides)) for run in runs.values()]
+    if args.show or args.sample:
+        wanted = set(args.show.split(",")) if args.show else None
+        fired = [
+            f
+            for r in replays
+            for f in r.fired
+            if (wanted is None or f.pattern in wanted) and (not args.resolved_only or r.run.resolved)
+        ]
+        if args.sample:
+            fired = random.Random(args.seed).sample(fired, min(args.sample, len(fired)))
+        for f in fired:
+            print(context(runs[f.run], f), end="\n\n")
+        return 0
+    print(report(replays))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,205 @@
+"""A shell command read by its structure: what it runs, what it writes, what code it carries.
+
+Agents send whole scripts as one command: a here-document that writes a test file, an inline
+Python probe whose code is full of `>` and `;`, `cd` and `export` before the real command. A
+regular expression over the raw text takes a comparison in the probe for a redirect and a
+line of the here-document for a command of its own. So the command is read the way a shell
+reads it, well enough for what the proxy needs:
+
+    here-documents   their bodies are taken out first (they are data, not commands); each is
+                     kept as the input of the segment that reads it
+    segments         split on `&&`, `||`, `;`, `|` and newlines outside quotes; leading noise
+                     (`cd`, `export`, `VAR=value`, `timeout N`, `time`, `sudo`, `nohup`) dropped
+    writes           the targets of `>`, `>>`, `&>`, `tee`, `cp`, `mv` and `truncate` (never
+                     `/dev/null` nor `&1`), whole-file; of `sed -i` and `perl -i`, in place
+    removals         `rm`'s operands, and what `mv` moves away
+    inline code      an interpreter given its program on the command line (`python -c`) or on
+                     its standard input (`python - <<EOF`, `python3 <<EOF`): a probe
+    script           a program file it runs (`python path.py`, `./run.sh`, `bash x.sh`, `bin/test`)
+
+Linear in the command's length; anything it cannot follow is read as plain words, never raised.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from proxy.engine.reading.shell import split_segments, take_heredocs
+from proxy.engine.reading.shell import words as shell_words
+
+__all__ = ["Command", "Segment", "Write", "read_command"]
+
+_NOISE_WORDS = frozenset({"time", "sudo", "nohup", "command", "exec", "env"})
+_SETS_DIR = frozenset({"cd", "pushd", "popd"})
+_SETS_ENV = frozenset({"export", "source", ".", "set", "unset", "ulimit", "alias"})
+_INTERPRETERS = re.compile(r"^(?:python[\d.]*|pypy[\d.]*|node|ruby|perl|php|Rscript|julia|deno|bun|ipython)$")
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_INLINE_FLAGS = {"python": ("-c",), "node": ("-e", "-p", "--eval"), "ruby": ("-e",), "perl": ("-e", "-E")}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_NULL_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """A file a command writes: whole (a redirect, `tee`, a new file) or in place (`sed -i`)."""
+
+    path: str
+    whole: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One simple command: its words (leading noise dropped) and the text they came from."""
+
+    words: tuple[str, ...]
+    text: str
+    """The segment as written, here-document bodies taken out and leading noise dropped."""
+    stdin: str = ""
+    """The body of a here-document this segment reads."""
+    script: str | None = None
+    """The program file it runs, if it runs one."""
+    inline: bool = False
+    """It runs code given inline (an interpreter's `-c`, or its standard input)."""
+    writes: tuple[Write, ...] = ()
+    """The files this segment writes."""
+
+    @property
+    def program(self) -> str:
+        """The command's name, without its directory (`python3`, `pytest`, `runtests.py`)."""
+        return self.words[0].rsplit("/", 1)[-1] if self.words else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    segments: tuple[Segment, ...]
+    writes: tuple[Write, ...]
+    removes: tuple[str, ...]
+
+    @property
+    def inline(self) -> bool:
+        """Some segment runs code given inline (an interpreter's `-c`, or its standard input)."""
+        return any(s.inline for s in self.segments)
+
+    @property
+    def scripts(self) -> tuple[str, ...]:
+        """Program files some segment runs."""
+        return tuple(s.script for s in self.segments if s.script is not None)
+
+
+def _without_noise(words: list[str]) -> list[str]:
+    at = 0
+    while at < len(words):
+        word = words[at]
+        if _ASSIGNMENT.match(word) or word in _NOISE_WORDS or word in ("(", "{", "!"):
+            at += 1
+        elif word == "timeout":
+            at += 1
+            while at < len(words) and (words[at].startswith("-") or words[at][:1].isdigit()):
+                at += 1
+        else:
+            break
+    return words[at:]
+
+
+def _redirects(words: list[str]) -> tuple[list[str], list[Write]]:
+    """The words without redirections (operators and their targets), and the files written."""
+    kept: list[str] = []
+    writes: list[Write] = []
+    at = 0
+    while at < len(words):
+        word = words[at]
+        operator = word.lstrip("12&")
+        if not operator or operator[0] not in "<>":
+            kept.append(word)
+            at += 1
+            continue
+        target = words[at + 1] if at + 1 < len(words) else ""
+        duplicates = operator.endswith("&")  # `2>&1`, `>&2`: the next word is a descriptor
+        at += 1 if duplicates else 2
+        if operator.startswith(">") and not duplicates and target and target not in _NULL_TARGETS:
+            writes.append(Write(target, True))
+    return kept, writes
+
+
+def _file_operands(words: list[str]) -> list[str]:
+    return [w for w in words[1:] if not w.startswith("-") and w not in ("--",)]
+
+
+def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
+    """In-place edits, `tee` targets and `rm` operands of one segment's words."""
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    if program in ("sed", "perl") and any(w.startswith("-i") or (w.startswith("-") and "i" in w[1:]) for w in words):
+        script_seen = program == "perl"
+        targets = []
+        for word in words[1:]:
+            if word.startswith("-"):
+                continue
+            if not script_seen:
+                script_seen = True  # sed's script comes first
+                continue
+            targets.append(word)
+        return [Write(t, False) for t in targets], []
+    if program == "tee":
+        return [Write(t, True) for t in _file_operands(words) if t not in _NULL_TARGETS], []
+    if program == "rm":
+        return [], _file_operands(words)
+    if program in ("cp", "mv", "install") and len(_file_operands(words)) >= 2:
+        operands = _file_operands(words)
+        return [Write(operands[-1], True)], operands[:-1] if program == "mv" else []
+    if program == "truncate":
+        return [Write(t, True) for t in _file_operands(words) if not t[:1].isdigit()], []
+    return [], []
+
+
+def _runs(words: list[str], stdin: str) -> tuple[bool, str | None]:
+    """(runs inline code, the program file it runs) for one segment."""
+    if not words:
+        return False, None
+    program = words[0].rsplit("/", 1)[-1]
+    if _INTERPRETERS.match(program) or program in _SHELLS:
+        family = "python" if program.startswith(("python", "pypy", "ipython")) else program
+        flags = _INLINE_FLAGS.get(family, ())
+        operands = [w for w in words[1:] if not w.startswith("-")]
+        if any(w in flags for w in words[1:]):
+            return True, None
+        if "-m" in words[1:]:
+            return False, None
+        if stdin or not operands or operands[0] == "-":
+            return True, None  # its program comes on its standard input
+        return False, operands[0]
+    if "/" in words[0] or words[0].endswith((".py", ".sh")):
+        return False, words[0]
+    return False, None
+
+
+def read_command(command: str) -> Command:
+    """`command` read by its structure (see the module's docstring)."""
+    text, bodies = take_heredocs(command)
+    segments: list[Segment] = []
+    writes: list[Write] = []
+    removes: list[str] = []
+    for part, line in split_segments(text):
+        words = _without_noise(shell_words(part))
+        if not words or words[0] in _SETS_DIR or words[0] in _SETS_ENV:
+            continue
+        words, redirected = _redirects(words)
+        if not words:
+            writes.extend(redirected)
+            continue
+        stdin = bodies.pop(line, "") if "<<" in part else ""
+        in_place, removed = _segment_writes(words)
+        written = (*redirected, *in_place)
+        writes.extend(written)
+        removes.extend(removed)
+        inline, script = _runs(words, stdin)
+        noise = len(part) - len(part.lstrip())
+        segments.append(Segment(tuple(words), _strip_noise(part[noise:]), stdin, script, inline, written))
+    return Command(tuple(segments), tuple(writes), tuple(removes))
+
+
+def _strip_noise(text: str) -> str:
+    """The segment's text from its program on (assignments, `time`, `timeout N` dropped)."""
+    words = text.split()
+    kept = _without_noise(words)
+    return " ".join(kept) if len(kept) != len(words) else text.strip()

@@ -1,0 +1,51 @@
+"""What every pattern's table has: a threshold and what happens as its count climbs.
+
+A pattern with options of its own declares a subclass of `Ladder` in its detector file; a
+policy's `[patterns.<name>]` table is validated against it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from proxy.settings.kinds import Action
+
+__all__ = ["Frozen", "Ladder", "Rung"]
+
+
+class Frozen(BaseModel):
+    """A settings model: frozen, and no key it does not know."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Rung(Frozen):
+    at: int = Field(ge=1)
+    action: Action
+
+
+class Ladder(Frozen):
+    """A pattern's threshold and what happens as its count climbs: the settings every pattern
+    has. A pattern with options of its own declares a subclass of it in its detector file."""
+
+    after: int = Field(ge=1)
+    action: Action = Action.NUDGE
+    escalate: tuple[Rung, ...] = ()
+
+    @model_validator(mode="after")
+    def _rising(self) -> Ladder:
+        counts = [self.after, *(r.at for r in self.escalate)]
+        if counts != sorted(set(counts)):
+            raise ValueError("escalate counts must rise above `after`, each once")
+        return self
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """The counts its rungs stand at, lowest first."""
+        return (self.after, *(r.at for r in self.escalate))
+
+    def action_at(self, count: int) -> Action | None:
+        """The action of the rung at exactly `count`; None between rungs."""
+        if count == self.after:
+            return self.action
+        return next((rung.action for rung in self.escalate if rung.at == count), None)

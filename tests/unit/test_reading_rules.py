@@ -1,0 +1,301 @@
+"""The reading of commands and failures, rule by rule: each rule a case that must trip and one
+that must not, written after a shape seen in a real public trajectory (`bench/corpus/`; each
+case names the run it was modelled on). The transcripts are ours, minimal, in the agent's own
+result format (mini-swe-agent's `<returncode>` envelope, one `bash` tool)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+from chat import Chat
+from scenario_loader import analyse
+
+from proxy.engine.core import Engine
+from proxy.settings.policy import load_policy
+
+Call = tuple[str, dict[str, str], str]
+BASH = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
+
+
+def bash(command: str, printed: str = "", code: int = 0) -> Call:
+    return ("bash", {"command": command}, f"<returncode>{code}</returncode>\n<output>\n{printed}\n</output>")
+
+
+TRACE = 'Traceback (most recent call last):\n  File "/testbed/reproduce_issue.py", line 9, in <module>\n'
+ATTRIBUTE = TRACE + "AttributeError: module 'collections' has no attribute 'Mapping'"
+RUNNER_FAIL = (
+    "FAIL: test_fast_delete (delete.tests.FastDeleteTests)\nTraceback (most recent call last):\n"
+    '  File "/testbed/tests/delete/tests.py", line 482, in test_fast_delete\n    self.assertIsNone(u.pk)\n'
+    "AssertionError: 1 is not None\n\n----------------------------------------------------------------------\n"
+    "Ran 45 tests in 0.321s\n\nFAILED (failures=1)"
+)
+RUNNER_PASS = "----------------------------------------------------------------------\nRan 45 tests in 0.298s\n\nOK"
+EDIT = "sed -i 's/collections.Mapping/Mapping/' src/marshmallow/marshalling.py"
+EDIT_2 = "sed -i '3i from marshmallow.compat import Mapping' src/marshmallow/marshalling.py"
+WARNING = "/testbed/astropy/table/table.py:1246: FutureWarning: structured arrays will be added as Column objects"
+AT_EXIT = (
+    "Exception ignored in: <function Pool.__del__ at 0x7f3a2c1d0ee0>\nTraceback (most recent call last):\n"
+    '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 268, in __del__\n'
+    "ResourceWarning: unclosed running multiprocessing pool"
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    source: str
+    """The public run (corpus source/run) whose shape the case follows."""
+    turns: Sequence[Sequence[Call]]
+    pattern: str
+    trips: bool
+
+
+CASES = [
+    # A program file run is a check; the same script passing later clears its failure.
+    Case(
+        "a repro script failing the same way after each edit is stuck",
+        "mswea2-pr816-deepseek-chat-lite-dev-noparallel/marshmallow-code__marshmallow-1343",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(EDIT)],
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(EDIT_2)],
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+        ],
+        "stuck_same_diagnostic",
+        True,
+    ),
+    Case(
+        "a repro script that passes clears its failure: later edits owe nothing",
+        "mswea2-pr816-deepseek-chat-lite-dev-noparallel/marshmallow-code__marshmallow-1343",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(EDIT)],
+            [bash("python reproduce_issue.py", "validated: {}", 0)],
+            [bash(EDIT_2)],
+            [bash("sed -i 's/a/b/' src/marshmallow/schema.py")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    # A test runner by its report, not its name (Django's `runtests.py`).
+    Case(
+        "Django's runner failing the same way three times is stuck",
+        "openhands-codeact-v0.15-verified50/django__django-11087",
+        [[bash("python tests/runtests.py delete -v 2", RUNNER_FAIL, 1)], [bash(EDIT)]] * 2
+        + [[bash("python tests/runtests.py delete -v 2", RUNNER_FAIL, 1)]],
+        "stuck_same_diagnostic",
+        True,
+    ),
+    Case(
+        "Django's runner reporting OK clears the failure",
+        "openhands-codeact-v0.15-verified50/django__django-11087",
+        [
+            [bash("python tests/runtests.py delete -v 2", RUNNER_FAIL, 1)],
+            [bash(EDIT)],
+            [bash("./tests/runtests.py delete", RUNNER_PASS, 0)],
+            [bash(EDIT_2)],
+            [bash("sed -i 's/x/y/' django/db/models/deletion.py")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    # What is not an edit of the sources.
+    Case(
+        "two edits of the sources after a failure, no re-run, owe it",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-14672",
+        [[bash("python reproduce_issue.py", ATTRIBUTE, 1)], [bash(EDIT)], [bash(EDIT_2)]],
+        "reverify_owed",
+        True,
+    ),
+    Case(
+        "removing scratch files and backing up a file are no edits",
+        "openhands-codeact-v0.15-verified50/astropy__astropy-13579",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("rm /workspace/reproduce_wcs_issue.py")],
+            [bash("cp src/marshmallow/marshalling.py src/marshmallow/marshalling.py.backup")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "new scripts written with a here-document are the agent's own, not edits",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-11179",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("cat > test_fix.py << 'EOF'\nimport shutil\nif len(lines) > 2:\n    rm = 1\nEOF")],
+            [bash("cat > verify_fix.py << 'EOF'\nprint(1 > 0)\nEOF\npython verify_fix.py", "True", 0)],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "a file read before and then rewritten whole is an edit of the sources",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-11179",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("cat src/marshmallow/compat.py", "import collections")],
+            [bash("cat > src/marshmallow/compat.py << 'EOF'\nimport collections.abc\nEOF")],
+            [bash(EDIT)],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
+        "inline probes whose code compares with `>` write nothing",
+        "mswea2-pr816-deepseek-chat-lite-dev/pylint-dev__astroid-1866",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("python - <<'PY'\nlines = open('setup.py').readlines()\nprint(len(lines) > limit)\nPY", "True")],
+            [bash('python -c "import marshmallow as m; print(len(m.__all__) > limit)"', "True")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    # What could not run is the machine's problem, not the work's.
+    Case(
+        "a runner that is not installed is no failure, however often",
+        "mswea2-pr816-deepseek-chat-lite-dev-noparallel/pydicom__pydicom-1413",
+        [[bash("pytest tests/test_valuerep.py", "bash: line 1: pytest: command not found", 127)]] * 3,
+        "stuck_same_diagnostic",
+        False,
+    ),
+    Case(
+        "a missing third-party module is no failure of the work",
+        "openhands-codeact-v0.15-verified50/django__django-10554",
+        [[bash("python reproduce.py", TRACE + "ModuleNotFoundError: No module named 'pytz'", 1)]] * 3,
+        "stuck_same_diagnostic",
+        False,
+    ),
+    # Noise is not a failure's signature.
+    Case(
+        "three different failures printed under the same warning are three failures",
+        "openhands-codeact-v0.15-verified50/astropy__astropy-13236",
+        [
+            [bash("python reproduce.py", f"{WARNING}\n{TRACE}ValueError: Number of world inputs (2) != 3", 1)],
+            [bash("python reproduce.py", f"{WARNING}\n{TRACE}TypeError: unhashable type: 'list'", 1)],
+            [bash("python reproduce.py", f"{WARNING}\n{TRACE}KeyError: 'helioprojective'", 1)],
+        ],
+        "stuck_same_diagnostic",
+        False,
+    ),
+    Case(
+        "runs that exit 0 printing a warning and an ignored exception at exit have not failed",
+        "openhands-codeact-v0.15-verified50/astropy__astropy-13236",
+        [
+            [bash(f"python experiment_{n}.py", f"{WARNING}\n  warnings.warn(\nresult {n}\n{AT_EXIT}", 0)]
+            for n in range(6)
+        ],
+        "stuck_same_diagnostic",
+        False,
+    ),
+    # A probe is an experiment until the agent runs it again as its test.
+    Case(
+        "the same probe failing again after edits is stuck",
+        "bench/recovery.py: Qwen2.5-Coder-1.5B testing with `python -c` asserts",
+        [
+            [bash('python -c "from calc import add; assert add(2, 3) == 5"', TRACE + "AssertionError", 1)],
+            [bash("sed -i 's/a - b/a + b + 1/' calc.py")],
+            [bash('python -c "from calc import add; assert add(2, 3) == 5"', TRACE + "AssertionError", 1)],
+            [bash('python -c "from calc import add; assert add(2, 3) == 5"', TRACE + "AssertionError", 1)],
+        ],
+        "stuck_same_diagnostic",
+        True,
+    ),
+    Case(
+        "different probes meeting the same error are exploration",
+        "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
+        [
+            [bash(f'python -c "import astroid; astroid.{name}()"', TRACE + "AttributeError: no attribute 'x'", 1)]
+            for name in ("parse", "extract_node", "MANAGER.ast_from_file")
+        ],
+        "stuck_same_diagnostic",
+        False,
+    ),
+    Case(
+        "the same failure after the agent rewrote its own test script is no repeat",
+        "openhands-codeact-v0.15-verified50/django__django-11179",
+        [
+            [
+                bash(
+                    "cat > test_delete.py << 'EOF'\nrun(1)\nEOF\npython test_delete.py", TRACE + "IntegrityError: FK", 1
+                )
+            ],
+            [
+                bash(
+                    "cat > test_delete.py << 'EOF'\nrun(2)\nEOF\npython test_delete.py", TRACE + "IntegrityError: FK", 1
+                )
+            ],
+            [
+                bash(
+                    "cat > test_delete.py << 'EOF'\nrun(3)\nEOF\npython test_delete.py", TRACE + "IntegrityError: FK", 1
+                )
+            ],
+        ],
+        "stuck_same_diagnostic",
+        False,
+    ),
+    # Outputs compared by what they say.
+    Case(
+        "the same status call whose output differs only in a timing repeats",
+        "issue 26, cause 6 (a poll that reports `checked in 0.021s`)",
+        [[bash("git status --short", f"M setup.py\nchecked in 0.0{n}1s")] for n in (2, 3, 5)],
+        "repeat_call",
+        True,
+    ),
+    Case(
+        "a status call whose output makes progress does not repeat",
+        "issue 26, cause 6",
+        [[bash("git status --short", f"M setup.py\nindexed {n} of 50 files")] for n in (10, 20, 30)],
+        "repeat_call",
+        False,
+    ),
+    Case(
+        "different searches that find nothing are not one repeated output",
+        "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
+        [[bash(f"git log -p -- astroid/modutils.py | grep {name}", "", 1)] for name in ("_has_init", "_spec", "check")],
+        "repeat_output",
+        False,
+    ),
+    Case(
+        "different searches that print the same findings repeat an output",
+        "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
+        [[bash(f"grep -rn {name} astroid/", "astroid/modutils.py:643:def _has_init(directory):")] for name in "abc"],
+        "repeat_output",
+        True,
+    ),
+]
+
+
+def _trips(case: Case) -> list[str]:
+    engine = Engine.of(load_policy("mini_swe_agent"))
+    chat = Chat(tools=BASH, user="Fix the issue described in the PR.")
+    tripped: list[str] = []
+    for turn in case.turns:
+        chat.turn(*turn)
+        planned = analyse(engine, chat.bytes())
+        assert planned is not None
+        tripped += [t.pattern for t in planned.decision.new_trips]
+    return tripped
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_reading_rule(case: Case) -> None:
+    assert (case.pattern in _trips(case)) is case.trips, f"{case.name} (after {case.source})"
+
+
+def test_every_rule_has_a_case_that_trips_and_one_that_does_not() -> None:
+    patterns = {c.pattern for c in CASES}
+    for pattern in patterns:
+        assert {c.trips for c in CASES if c.pattern == pattern} == {True, False}, pattern
