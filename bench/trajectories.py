@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parent))
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
 from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
-from proxy.engine.text.transcript import content_text  # noqa: E402
+from proxy.engine.text.messages import content_text  # noqa: E402
 from proxy.settings.policy import Policy, policy_from_mapping  # noqa: E402
 
 CORPUS = HERE / "corpus" / "data"
@@ -242,6 +242,77 @@ def context(run: Run, fired: Fired, before: int = 8, after: int = 6, chars: int 
     return "\n".join(lines)
 
 
+def _as_text(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any] | None:
+    """One message of a tool-call run rewritten as its agent would write it in a text protocol:
+    a `bash` call as mini-swe-agent 1.x's fenced block, any other as an XML function call; its
+    result as the user message that protocol answers with. None: the message cannot be (more
+    than one call)."""
+    calls = message.get("tool_calls") or []
+    if message.get("role") == "assistant" and calls:
+        if len(calls) > 1:
+            return None
+        function = calls[0].get("function") or {}
+        name = str(function.get("name"))
+        try:
+            arguments = orjson.loads(function.get("arguments") or "{}")
+        except orjson.JSONDecodeError:
+            return None
+        text = content_text(message.get("content"))
+        if name == "bash" and set(arguments) == {"command"}:
+            names[calls[0].get("id", "")] = "bash"
+            return {"role": "assistant", "content": f"{text}\n\n```bash\n{arguments['command']}\n```"}
+        names[calls[0].get("id", "")] = name
+        params = "".join(f"<parameter={k}>{v}</parameter>\n" for k, v in arguments.items())
+        return {"role": "assistant", "content": f"{text}\n<function={name}>\n{params}</function>"}
+    if message.get("role") == "tool":
+        name = names.get(str(message.get("tool_call_id")), "")
+        output = content_text(message.get("content"))
+        if name == "bash" and output.lstrip().startswith("<returncode>"):
+            return {"role": "user", "content": output}
+        return {"role": "user", "content": f"EXECUTION RESULT of [{name}]:\n{output}"}
+    return message
+
+
+def text_view(run: Run) -> Run | None:
+    """The same run as its agent would have sent it in a text protocol, with no tools offered;
+    None when a reply made several calls at once (no text protocol here writes that)."""
+    names: dict[str, str] = {}
+    ordered = sorted({i for r in run.requests for i in r["messages"]})
+    pool = list(run.pool)
+    for index in ordered:
+        rewritten = _as_text(run.pool[index], names)
+        if rewritten is None:
+            return None
+        pool[index] = rewritten
+    return Run(run.source, run.run, run.scaffold, run.model, "text", run.resolved, None, pool, run.requests)
+
+
+def compare_views(runs: list[Run], cache: dict[str, Policy], overrides: dict[str, Any] | None) -> str:
+    """Tool-call runs replayed as sent and as text: the share whose trips are the same."""
+    same = differ = skipped = 0
+    differing: list[str] = []
+    for run in runs:
+        if run.protocol != "tools":
+            continue
+        view = text_view(run)
+        if view is None:
+            skipped += 1
+            continue
+        key = [(f.request, f.pattern, f.action) for f in replay_run(run, policy_for(run, cache, overrides)).fired]
+        other = [(f.request, f.pattern, f.action) for f in replay_run(view, policy_for(view, cache, overrides)).fired]
+        key = [k for k in key if not k[1].startswith("gate:")]
+        other = [k for k in other if not k[1].startswith("gate:")]
+        if key == other:
+            same += 1
+        else:
+            differ += 1
+            differing.append(f"{run.key}: tools {key} / text {other}")
+    lines = [
+        f"runs whose trips are the same as tool calls and as text: {same} of {same + differ} ({skipped} skipped: several calls in one reply)"
+    ]
+    return "\n".join(lines + differing[:20])
+
+
 def _fires(replayed: Replayed, pattern: str) -> bool:
     return any(f.pattern == pattern for f in replayed.fired)
 
@@ -256,11 +327,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", help="TOML laid over each run's preset, e.g. '[patterns.reverify_owed]\\nafter = 3'")
     parser.add_argument("--resolved-only", action="store_true", help="with --show/--sample: resolved runs only")
+    parser.add_argument("--views", action="store_true", help="compare tool-call runs replayed as sent and as text")
     args = parser.parse_args(argv)
     sources = set(args.sources.split(",")) if args.sources else None
     cache: dict[str, Policy] = {}
     overrides = tomllib.loads(args.set.replace("\\n", "\n")) if args.set else None
     runs = {run.key: run for run in load_runs(sources=sources)}
+    if args.views:
+        print(compare_views(list(runs.values()), cache, overrides))
+        return 0
     replays = [replay_run(run, policy_for(run, cache, overrides)) for run in runs.values()]
     if args.show or args.sample:
         wanted = set(args.show.split(",")) if args.show else None

@@ -90,6 +90,8 @@ class ShellPatterns(Frozen):
     read: tuple[str, ...] = ()
     search: tuple[str, ...] = ()
     poll: tuple[str, ...] = ()
+    finish: tuple[str, ...] = ()
+    """Commands that end the run (SWE-agent's `submit`, mini-swe-agent's final echo)."""
 
 
 class NameHints(Frozen):

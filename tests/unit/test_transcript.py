@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from proxy.engine.text.transcript import content_text, parse_arguments, read_turns
+from proxy.engine.text.messages import content_text, parse_arguments
+from proxy.engine.text.transcript import read_turns
 
 
 def call(call_id: str, name: str = "bash", arguments: object = '{"command": "ls"}') -> dict[str, object]:

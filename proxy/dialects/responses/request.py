@@ -15,7 +15,7 @@ from typing import Any
 from proxy.dialects.changes import REMOVED, Array, Change, Fresh, Kept, Removed, Value, materialise
 from proxy.dialects.structured import text_format
 from proxy.engine.text.exchange import Edit, Translation
-from proxy.engine.text.transcript import content_text
+from proxy.engine.text.messages import content_text
 
 __all__ = ["SOURCE", "changes", "read", "write"]
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 
 from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
+from proxy.engine.text.messages import parse_arguments
 from proxy.engine.text.tokens import TokenCounter
-from proxy.engine.text.transcript import parse_arguments
 
 __all__ = ["PREFIX", "failing_call", "fitter", "resolve_path", "working_dir"]
 

@@ -28,8 +28,8 @@ from proxy.engine.plan.rules import Rules
 from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.state.conversation import ConversationState, Injection
 from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.messages import content_text
 from proxy.engine.text.salvage import offered_tools
-from proxy.engine.text.transcript import content_text
 from proxy.settings.kinds import Action, CallKind, Placement
 
 __all__ = ["ASKS_FOR_CALL_CHARS", "Turn", "asks_for_a_call", "forced_schema", "forced_tool", "nagged", "reply_rules"]
@@ -291,4 +291,6 @@ def reply_rules(
         prose_gate=prose,
         miscall_gate=Gate.ACTION if Gate.ACTION in gates else None,
         id_seed=f"{conversation}:{turn.state.turns}:{len(translation.messages)}",
+        protocol=turn.state.protocol,
+        classifier=rules.classifier if turn.state.protocol else None,
     )

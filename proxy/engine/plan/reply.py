@@ -20,8 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from proxy.engine.reading.classify import Classifier
 from proxy.engine.text.exchange import Edit
+from proxy.engine.text.protocols import written
 from proxy.engine.text.salvage import OfferedTool, SalvagedCall, call_shaped, may_become_call, ran_on, salvage
+from proxy.settings.kinds import CallKind
 
 __all__ = [
     "GATE_OUTCOMES",
@@ -85,6 +88,11 @@ class ReplyRules:
     """The gate that holds a reply meant as a call that is none, when no gate holds all prose."""
     id_seed: str = ""
     """Salvaged calls get ids from this (the conversation and turn): the same reply, the same ids."""
+    protocol: str = ""
+    """The text protocol the agent writes its calls in (`text.protocols`), when it writes them as
+    text: a reply that writes a call in it is a call, not a stop."""
+    classifier: Classifier | None = None
+    """Reads a call written as text (a finish command, say); set with `protocol`."""
 
     @property
     def active(self) -> bool:
@@ -108,12 +116,25 @@ def _finishing(calls: Sequence[str | None], rules: ReplyRules) -> bool:
     return Gate.FINISH in rules.gates and any(name in rules.finish_tools for name in calls)
 
 
+def _written(view: ReplyView, rules: ReplyRules) -> tuple[str, bool] | None:
+    """(the tool, it finishes the run) of a call the reply writes in the agent's text protocol."""
+    if view.calls or not rules.protocol or rules.classifier is None:
+        return None
+    found = written(view.text)
+    if found is None:
+        return None
+    kind = rules.classifier.classify(found.call.name, found.call.arguments).kind
+    return found.call.name, kind is CallKind.FINISH and Gate.FINISH in rules.gates
+
+
 def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
     """What to do with one whole reply."""
     salvaged = salvage(view.text, rules.offered) if rules.offered and not view.calls else None
     calls = view.calls or tuple(c.name for c in salvaged or ())
     if calls:
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
+    if (as_text := _written(view, rules)) is not None:
+        return Judgement(Gate.FINISH if as_text[1] else None, None)
     if not view.text.strip():
         return Judgement(rules.empty_gate, None)
     # salvage found no call above (or is off, with nothing offered to salvage): what is still
@@ -135,6 +156,8 @@ def settled(view: ReplyView, rules: ReplyRules) -> Judgement | None:
 
 def holding(view: ReplyView, rules: ReplyRules) -> bool:
     """A streamed reply seen so far must still be held: it may yet be gated or salvaged."""
+    if rules.protocol and rules.gates and not view.calls:
+        return True  # a call written as text is whole only at the end: held while a gate is armed
     if view.calls:
         return Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
     if not view.text.strip():

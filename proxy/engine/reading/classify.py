@@ -28,7 +28,7 @@ __all__ = ["COMMAND_CHARS", "CallClass", "Classifier", "command_of"]
 COMMAND_CHARS = 4096
 """How much of a shell command is read to classify it."""
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
-_BY_PROGRAM = (CallKind.SEARCH, CallKind.READ, CallKind.POLL)
+_BY_PROGRAM = (CallKind.FINISH, CallKind.SEARCH, CallKind.READ, CallKind.POLL)
 """Kinds a segment has by the program it starts with: its patterns name the program."""
 _PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "notebook_path")
 _WHOLE_VALUES = frozenset({"create", "write", "overwrite"})

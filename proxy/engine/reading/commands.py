@@ -147,6 +147,8 @@ def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
     if program in ("cp", "mv", "install") and len(_file_operands(words)) >= 2:
         operands = _file_operands(words)
         return [Write(operands[-1], True)], operands[:-1] if program == "mv" else []
+    if program == "create" and len(words) == 2:  # SWE-agent's editor: a new file, opened
+        return [Write(words[1], True)], []
     if program == "truncate":
         return [Write(t, True) for t in _file_operands(words) if not t[:1].isdigit()], []
     return [], []

@@ -8,6 +8,7 @@ the agent's own, is read against the workspace as the earlier calls left it (`wo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from proxy.engine.reading.canonical import call_key, output_digest
@@ -116,6 +117,19 @@ class ObservedTurn:
         return self.turn.text
 
 
+_EDITED_FILE = re.compile(r"^\[File: (\S+) \(\d+ lines total\)\]", re.MULTILINE)
+"""The file SWE-agent's editor names at the top of what an edit printed."""
+
+
+def _writes_told(writes: tuple[Write, ...], kind: CallKind, output: str) -> tuple[Write, ...]:
+    """The call's writes; for an edit whose command named no file (SWE-agent's `edit 10:12`
+    edits the open file), the file its output names."""
+    if writes or kind is not CallKind.EDIT or "[File: " not in output[:200]:
+        return writes
+    match = _EDITED_FILE.search(output[:400])
+    return (Write(match.group(1), False),) if match else writes
+
+
 def observe(
     turn: Turn,
     ordinal: int,
@@ -137,6 +151,7 @@ def observe(
         kind = cls.kind
         if kind is CallKind.OTHER and test_report(output):
             kind = CallKind.VERIFY  # a test runner's report: a check, whatever printed it
+        writes = _writes_told(cls.writes, kind, output)
         observed = ObservedCall(
             call=call,
             kind=kind,
@@ -147,12 +162,12 @@ def observe(
             digest=output_digest(output),
             rejected=rejected(output),
             output=output,
-            writes=cls.writes,
+            writes=writes,
             probe=cls.probe and kind is not CallKind.VERIFY,
-            edits_source=cls.mutates and space.edits_source(cls.writes),
+            edits_source=cls.mutates and space.edits_source(writes),
         )
         calls.append(observed)
         if observed.succeeded_mutation or kind in (CallKind.READ, CallKind.SEARCH):
             read = observed.target if kind in (CallKind.READ, CallKind.SEARCH) else None
-            space = space.after(cls.writes if observed.succeeded_mutation else (), [read] if read else [])
+            space = space.after(writes if observed.succeeded_mutation else (), [read] if read else [])
     return ObservedTurn(turn=turn, calls=tuple(calls), ordinal=ordinal), space

@@ -109,8 +109,9 @@ _READ_FAILURE = re.compile(
 )
 """A read or search that found nothing to read: its first line says so."""
 _EDIT_FAILURE = re.compile(
-    r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>)|"
-    r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find)\b",
+    r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>|no file open)|"
+    r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find)\b|"
+    r"your proposed edit has introduced new syntax error|your changes have not been applied",
     re.IGNORECASE,
 )
 

@@ -143,6 +143,8 @@ class ConversationState:
     """Ordinal of the last turn with tool calls (an instruction placed at or after it is unanswered)."""
     episode_start: int = 0
     """Turns folded when the person last sent a new message (instructions before it belong to an old episode)."""
+    protocol: str = ""
+    """The text protocol the agent's last call was written in (`text.protocols`); empty: tool calls."""
     workspace: Workspace = field(default_factory=Workspace)
     """The files the agent created and the ones it found (what tells a source edit from its own file's)."""
 

@@ -85,6 +85,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
             progress=fold_progress(state.progress, turn),
             timeline=(*state.timeline, row)[-TIMELINE_TURNS:],
             last_action_turn=turn.ordinal if turn.calls else state.last_action_turn,
+            protocol=turn.turn.protocol if turn.calls else state.protocol,
         ),
         trips,
     )

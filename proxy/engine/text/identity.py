@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
+from proxy.engine.text.messages import content_text
 from proxy.engine.text.textcalls import ends_examples, is_framework_context
-from proxy.engine.text.transcript import content_text
 
 __all__ = ["CONVERSATION_HEADER", "TASK_HEADER", "conversation_id", "task_id"]
 

@@ -1,11 +1,13 @@
 """The transcript: a chat request's `messages` read as typed turns.
 
 A turn is one assistant message and the tool results that answer its calls, paired by
-`tool_call_id`. Anything odd (null or array content, parallel calls, calls with no result
-yet, legacy `function_call` / `function` role, unknown roles, malformed arguments) is
-normal input here: it is read as well as it can be and never raises. Calls and results an
-agent writes as text (smolagents, aider) are read as calls too (`proxy.engine.text.textcalls`);
-such a turn ends at the message that carries its result, and is anchored there.
+`tool_call_id`. Anything odd (null or array content, parallel calls, unanswered calls, legacy
+`function_call`, unknown roles, malformed arguments) is read as well as it can be, never raised
+(one message at a time: `messages`). Calls and results an agent writes as text are read as
+calls too: smolagents' and aider's (`textcalls`), a shell command in a fence or an XML function
+call (mini-swe-agent 1.x, SWE-agent, OpenHands without native tools: `protocols`), the last
+only once the next user message proves it a result; such a turn ends at the message that
+carries its result, and is anchored there.
 """
 
 from __future__ import annotations
@@ -14,13 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
+from proxy.engine.text import protocols, textcalls
+from proxy.engine.text.messages import Message, calls_of, content_text, is_error_flag, parse_arguments
 
-from proxy.engine.text import textcalls
-
-__all__ = ["Message", "ToolCall", "Turn", "UserMessage", "content_text", "parse_arguments", "read_turns"]
-
-Message = Mapping[str, Any]
+__all__ = ["Message", "ToolCall", "Turn", "UserMessage", "read_turns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +47,8 @@ class Turn:
     calls: tuple[ToolCall, ...]
     written: bool = False
     """Its calls and results were written as text (no ids in the messages to anchor on)."""
+    protocol: str = ""
+    """The text protocol its call was written in (`protocols`), when it was one of those."""
 
     @property
     def anchor(self) -> str:
@@ -71,80 +72,6 @@ class UserMessage:
     text: str
 
 
-def content_text(content: Any) -> str:
-    """Text of a message `content`: a string, null, or an array of parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict):
-                text = part.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-                elif isinstance(part.get("content"), (str, list)):
-                    parts.append(content_text(part.get("content")))
-        return "\n".join(parts)
-    if isinstance(content, dict):
-        text = content.get("text")
-        return text if isinstance(text, str) else ""
-    return str(content)
-
-
-def parse_arguments(raw: Any) -> tuple[Mapping[str, Any] | None, str]:
-    """Arguments as a mapping (or None when malformed) and as the raw string sent."""
-    if isinstance(raw, dict):
-        return raw, orjson.dumps(raw, option=orjson.OPT_SORT_KEYS).decode()
-    if not isinstance(raw, str):
-        return None, "" if raw is None else str(raw)
-    if not raw.strip():
-        return {}, raw
-    try:
-        parsed = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None, raw
-    return (parsed if isinstance(parsed, dict) else None), raw
-
-
-def _is_error_flag(message: Message) -> bool:
-    if message.get("is_error") is True:
-        return True
-    content = message.get("content")
-    if isinstance(content, list):
-        return any(isinstance(p, dict) and p.get("is_error") is True for p in content)
-    return False
-
-
-def _calls_of(message: Message, index: int) -> list[tuple[str, str, Any]]:
-    """(id, name, raw arguments) of an assistant message's calls, legacy form included."""
-    calls: list[tuple[str, str, Any]] = []
-    tool_calls = message.get("tool_calls")
-    if isinstance(tool_calls, list):
-        for position, call in enumerate(tool_calls):
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function")
-            function = function if isinstance(function, dict) else {}
-            name = function.get("name")
-            call_id = call.get("id")
-            calls.append(
-                (
-                    call_id if isinstance(call_id, str) and call_id else f"pos:{index}:{position}",
-                    name if isinstance(name, str) else "",
-                    function.get("arguments"),
-                )
-            )
-    legacy = message.get("function_call")
-    if not calls and isinstance(legacy, dict):
-        name = legacy.get("name")
-        calls.append((f"fn:{index}", name if isinstance(name, str) else "", legacy.get("arguments")))
-    return calls
-
-
 @dataclass(slots=True)
 class _Open:
     """The assistant message being read and the results found for its calls so far."""
@@ -153,6 +80,8 @@ class _Open:
     text: str
     calls: list[tuple[str, str, Any]]
     written: bool = False
+    protocol: str = ""
+    """The text protocol of a call written in the reply, not proven yet (`protocols`)."""
     results: dict[str, tuple[str, bool, int]] = field(default_factory=dict)
 
     def pending(self) -> list[str]:
@@ -174,12 +103,12 @@ class _Open:
                     result_index=None if answer is None else answer[2],
                 )
             )
-        return Turn(message_index=self.index, text=self.text, calls=tuple(built), written=self.written)
+        return Turn(self.index, self.text, tuple(built), self.written, self.protocol if self.results else "")
 
 
 def _assistant(message: Message, index: int) -> _Open:
     text = content_text(message.get("content"))
-    calls = _calls_of(message, index)
+    calls = calls_of(message, index)
     if calls:
         return _Open(index, text, calls)
     written = textcalls.written_calls(text)
@@ -187,6 +116,9 @@ def _assistant(message: Message, index: int) -> _Open:
     listed: list[tuple[str, str, Any]] = [
         (f"text:{index}:{k}", c.name, dict(c.arguments)) for k, c in enumerate(written or applied)
     ]
+    if not listed and (tentative := protocols.written(text)) is not None:
+        call = (f"text:{index}:0", tentative.call.name, dict(tentative.call.arguments))
+        return _Open(index, text, [call], written=True, protocol=tentative.protocol)
     opened = _Open(index, text, listed, written=bool(listed))
     if applied:  # edits the agent applied itself: answered where they were written
         opened.results = {call_id: ("", False, index) for call_id, _name, _raw in listed}
@@ -209,7 +141,7 @@ class _Reader:
         self.open = None
 
     def assistant(self, message: Message, index: int) -> None:
-        if not _calls_of(message, index) and textcalls.is_acknowledgement(content_text(message.get("content"))):
+        if not calls_of(message, index) and textcalls.is_acknowledgement(content_text(message.get("content"))):
             return  # a framework acknowledging its own context: no turn of the model's
         self.close()
         self.last_run = None
@@ -223,7 +155,7 @@ class _Reader:
         if not (isinstance(call_id, str) and call_id in pending):
             call_id = pending[0] if pending else None
         if call_id is not None:
-            self.open.results[call_id] = (content_text(message.get("content")), _is_error_flag(message), index)
+            self.open.results[call_id] = (content_text(message.get("content")), is_error_flag(message), index)
 
     def user(self, message: Message, index: int) -> None:
         text = content_text(message.get("content"))
@@ -231,11 +163,14 @@ class _Reader:
             self.turns, self.users, self.open, self.last_run = [], [], None, None
             return
         if self.open is not None and self.open.written and self.open.pending():
-            seen = textcalls.observation(text)
+            protocol = self.open.protocol
+            seen = protocols.observation(protocol, text) if protocol else textcalls.observation(text)
             if seen is not None:
                 for call_id in self.open.pending():
                     self.open.results[call_id] = (seen.text, seen.is_error, index)
                 return
+            if protocol:  # no result came back: the reply only showed code
+                self.open.calls, self.open.written, self.open.protocol = [], False, ""
         ran = textcalls.run_output(text)
         if ran is not None:
             self._ran(ran, text, index)

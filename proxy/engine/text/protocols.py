@@ -1,0 +1,97 @@
+"""Agents that write their calls in the text of their replies, and get the results back as user
+messages: the protocols read as sent, beside smolagents' and aider's (`textcalls`).
+
+    fenced      one shell command in a fenced block, the reply's last (mini-swe-agent 1.x:
+                ```bash; SWE-agent's thought-action: any fence), answered by a user message
+                that carries the command's output in the agent's own frame:
+                `<returncode>N</returncode>` + `<output>` (mini-swe-agent), `OBSERVATION:`
+                (SWE-agent 1.x), or the `(Open file: ...)` / `(Current directory: ...)` /
+                `bash-$` footer (SWE-agent 0.x)
+    function    `<function=NAME>` with `<parameter=KEY>VALUE</parameter>`s (SWE-agent's XML
+                function calling; OpenHands' calls for models without native tools), answered
+                by `OBSERVATION:` or `EXECUTION RESULT of [NAME]:`
+
+A reply is read as a call only once the next user message proves it was one (it is that
+protocol's observation): a reply that merely shows code, in a chat or a format error the
+agent answers with its own complaint, is a text reply. Every reader is linear in the text
+and returns nothing for text it does not recognise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from proxy.engine.text.textcalls import RUN_TOOL, Observation, TextCall
+
+__all__ = ["FENCED", "FUNCTION", "RUN_TOOL", "Written", "observation", "written"]
+
+FENCED = "fenced"
+FUNCTION = "function"
+MAX_REPLY_CHARS = 200_000
+"""A reply longer than this is not searched for a written call."""
+
+_FENCE = re.compile(r"^```[ \t]*([\w+-]*)[ \t]*\n(.*?)\n?^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_SHELL_TAGS = frozenset({"", "bash", "sh", "shell", "console", "zsh"})
+_FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=([\w.-]+)>(.*?)</parameter>", re.DOTALL)
+_RETURNCODE = re.compile(r"^\s*<returncode>\s*-?\d+\s*</returncode>")
+_FOOTER = re.compile(
+    r"(?:\(Open file: [^\n]*\)\s*\n\s*\(Current directory: [^\n]*\)\s*\n?\s*bash-\$\s*$|\nbash-\$\s*$)"
+)
+_OBSERVATION = "OBSERVATION:"
+_EXECUTION = re.compile(r"^\s*EXECUTION RESULT of \[([\w.-]+)\]:\s*\n?")
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The call a reply writes in one protocol (not yet proven: see the module's docstring)."""
+
+    protocol: str
+    call: TextCall
+
+
+def _fenced(text: str) -> TextCall | None:
+    """The shell command in the reply's last fenced block, when that block is a shell's."""
+    last = None
+    for last in _FENCE.finditer(text):  # noqa: B007 - the last match is the one wanted
+        pass
+    if last is None or last.group(1).lower() not in _SHELL_TAGS:
+        return None
+    command = last.group(2).strip()
+    return TextCall("", RUN_TOOL, {"command": command}) if command else None
+
+
+def _function(text: str) -> TextCall | None:
+    """The reply's first `<function=NAME>` call and its parameters."""
+    match = _FUNCTION.search(text)
+    if match is None:
+        return None
+    arguments = {name: value.strip("\n") for name, value in _PARAMETER.findall(match.group(2))}
+    return TextCall("", match.group(1), arguments)
+
+
+def written(text: str) -> Written | None:
+    """The call a reply writes as text, by the first protocol whose shape it has."""
+    if len(text) > MAX_REPLY_CHARS:
+        return None
+    if "<function=" in text and (call := _function(text)) is not None:
+        return Written(FUNCTION, call)
+    if "```" in text and (call := _fenced(text)) is not None:
+        return Written(FENCED, call)
+    return None
+
+
+def observation(protocol: str, text: str) -> Observation | None:
+    """The result a user message carries for a call written in `protocol`; None when the
+    message is no such result (the written call was no call)."""
+    if text.lstrip().startswith(_OBSERVATION):
+        return Observation(text.lstrip()[len(_OBSERVATION) :].lstrip("\n"), False, "")
+    if protocol == FUNCTION:
+        match = _EXECUTION.match(text)
+        return Observation(text[match.end() :], False, "") if match else None
+    if _RETURNCODE.match(text):
+        return Observation(text, False, "")
+    if _FOOTER.search(text[-400:]):
+        return Observation(text, False, "")
+    return None

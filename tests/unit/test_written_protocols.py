@@ -1,0 +1,172 @@
+"""Calls written in the reply's text, read as sent: mini-swe-agent 1.x (one ```bash block,
+`<returncode>` results), SWE-agent's thought-action (a fence; 0.x results end with its
+`bash-$` prompt, 1.x results start `OBSERVATION:`), and XML function calls (SWE-agent,
+OpenHands without native tools). The same run written in each protocol trips exactly as the
+same run made with tool calls; a reply that only shows code is no call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+from scenario_loader import analyse
+
+from proxy.engine.core import Engine
+from proxy.engine.text.transcript import read_turns
+from proxy.settings.policy import load_policy
+
+Step = tuple[str, str, int]
+"""(command, what it printed, exit code)"""
+FAIL = (
+    "python reproduce.py",
+    'Traceback (most recent call last):\n  File "/testbed/reproduce.py", line 4, in <module>\n'
+    "    assert parse('1+1') == 2\nAssertionError",
+    1,
+)
+OTHER_FAIL = (FAIL[0], FAIL[1].replace("AssertionError", "TypeError: unsupported operand"), 1)
+EDIT = ("sed -i 's/a - b/a + b/' src/calc.py", "", 0)
+EDIT_2 = ("sed -i 's/int(a)/float(a)/' src/calc.py", "", 0)
+STUCK = [FAIL, EDIT, FAIL, EDIT_2, FAIL]
+PROGRESS = [FAIL, EDIT, FAIL, EDIT_2, OTHER_FAIL]
+TASK = "Fix the bug in src/calc.py described in the issue."
+
+
+def _mini_swe_agent_1(command: str, printed: str, code: int, _n: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": f"THOUGHT: next I run it.\n\n```bash\n{command}\n```"},
+        {"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{printed}\n</output>"},
+    ]
+
+
+def _swe_agent_0(command: str, printed: str, _code: int, _n: int) -> list[dict[str, Any]]:
+    footer = "(Open file: /testbed/src/calc.py)\n(Current directory: /testbed)\nbash-$"
+    return [
+        {"role": "assistant", "content": f"DISCUSSION\nLet me check.\n\n```\n{command}\n```"},
+        {
+            "role": "user",
+            "content": f"{printed or 'Your command ran successfully and did not produce any output.'}\n{footer}",
+        },
+    ]
+
+
+def _swe_agent_1(command: str, printed: str, _code: int, _n: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": f"Let me check.\n\n```\n{command}\n```"},
+        {"role": "user", "content": f"OBSERVATION:\n{printed}"},
+    ]
+
+
+def _xml_functions(command: str, printed: str, _code: int, _n: int) -> list[dict[str, Any]]:
+    call = f"<function=bash>\n<parameter=command>{command}</parameter>\n</function>"
+    return [
+        {"role": "assistant", "content": f"Running it.\n{call}"},
+        {"role": "user", "content": f"OBSERVATION:\n{printed}"},
+    ]
+
+
+def _tool_calls(command: str, printed: str, code: int, n: int) -> list[dict[str, Any]]:
+    call = {
+        "id": f"call_{n}",
+        "type": "function",
+        "function": {"name": "bash", "arguments": orjson.dumps({"command": command}).decode()},
+    }
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {
+            "role": "tool",
+            "tool_call_id": f"call_{n}",
+            "content": f"<returncode>{code}</returncode>\n<output>\n{printed}\n</output>",
+        },
+    ]
+
+
+PROTOCOLS: dict[str, Callable[[str, str, int, int], list[dict[str, Any]]]] = {
+    "mini-swe-agent 1.x": _mini_swe_agent_1,
+    "SWE-agent 0.x thought-action": _swe_agent_0,
+    "SWE-agent 1.x thought-action": _swe_agent_1,
+    "XML function calls": _xml_functions,
+}
+BASH = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
+
+
+def requests(
+    steps: list[Step], write: Callable[[str, str, int, int], list[dict[str, Any]]], tools: bool
+) -> list[bytes]:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": TASK},
+    ]
+    bodies = []
+    for n, (command, printed, code) in enumerate(steps):
+        messages += write(command, printed, code, n)
+        body: dict[str, Any] = {"model": "m", "messages": messages}
+        if tools:
+            body["tools"] = BASH
+        bodies.append(orjson.dumps(body))
+    return bodies
+
+
+def trips(bodies: list[bytes]) -> list[list[str]]:
+    engine = Engine.of(load_policy("mini_swe_agent"))
+    out = []
+    for body in bodies:
+        planned = analyse(engine, body)
+        assert planned is not None
+        out.append([t.pattern for t in planned.decision.new_trips])
+    return out
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_run_written_as_text_trips_like_the_same_run_made_with_tool_calls(protocol: str) -> None:
+    as_text = trips(requests(STUCK, PROTOCOLS[protocol], tools=False))
+    assert as_text == trips(requests(STUCK, _tool_calls, tools=True))
+    assert as_text[-1] == ["stuck_same_diagnostic"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_run_written_as_text_that_makes_progress_does_not_trip(protocol: str) -> None:
+    assert trips(requests(PROGRESS, PROTOCOLS[protocol], tools=False)) == [[]] * len(PROGRESS)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_each_written_call_is_read_with_its_result(protocol: str) -> None:
+    body = orjson.loads(requests(STUCK, PROTOCOLS[protocol], tools=False)[-1])
+    turns, _users = read_turns(body["messages"])
+    assert [t.calls[0].arguments for t in turns] == [{"command": s[0]} for s in STUCK]
+    assert all(FAIL[1].splitlines()[-1] in (t.calls[0].result or "") for t in turns[::2])
+
+
+def test_a_reply_that_only_shows_code_is_no_call() -> None:
+    """A fenced command answered by a person's message (a chat, not an agent's result) is a
+    text reply, and so is a fenced block in another language."""
+    messages = [
+        {"role": "user", "content": "How do I list files?"},
+        {"role": "assistant", "content": "Use this:\n\n```bash\nls -la\n```"},
+        {"role": "user", "content": "Thanks! And hidden ones?"},
+        {"role": "assistant", "content": "Example:\n\n```python\nimport os\nprint(os.listdir('.'))\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
+    ]
+    turns, _users = read_turns(messages)
+    assert [t.calls for t in turns] == [(), ()]
+
+
+def test_a_format_error_answered_by_the_agents_complaint_is_no_call() -> None:
+    """mini-swe-agent 1.x answers a reply with two blocks with its format error, not a result:
+    the reply is a text reply."""
+    messages = [
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "```bash\nls\n```\nthen\n```bash\ncat a.py\n```"},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."},
+    ]
+    turns, _users = read_turns(messages)
+    assert [t.calls for t in turns] == [()]
