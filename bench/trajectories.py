@@ -313,6 +313,60 @@ def compare_views(runs: list[Run], cache: dict[str, Policy], overrides: dict[str
     return "\n".join(lines + differing[:20])
 
 
+def whole_run(replayed: Replayed, chars: int = 500) -> str:
+    """A run from its first request to its last, each new message once, with what the proxy
+    would have done marked where it happened (for reading a run whole)."""
+    run = replayed.run
+    by_request: dict[int, list[Fired]] = defaultdict(list)
+    for fired in replayed.fired:
+        by_request[fired.request].append(fired)
+    lines = [f"##### {run.key}: {run.scaffold} / {run.model} / resolved={run.resolved}; {len(run.requests)} requests"]
+    shown: list[dict[str, Any]] = []
+    for index in range(len(run.requests)):
+        messages = run.messages(index)
+        common = 0
+        while common < min(len(shown), len(messages)) and shown[common] is messages[common]:
+            common += 1
+        if common < len(shown):
+            lines.append(f"--- request {index} departs from the last at message {common} ---")
+        lines += [f"r{index} " + _brief(m, chars) for m in messages[common:]]
+        shown = messages
+        for fired in by_request.get(index, []):
+            lines.append(
+                f">>> PROXY at request {index} (turn {fired.turn}): {fired.pattern} -> {fired.action}: {fired.detail}"
+            )
+            if fired.text:
+                lines.append(">>> " + fired.text.replace("\n", "\n>>> "))
+    return "\n".join(lines)
+
+
+def judged(replays: list[Replayed], path: Path = JUDGMENTS) -> str:
+    """Judged precision: the judgments of trips that still fire, by pattern."""
+    if not path.exists():
+        return "no judgments yet (bench/corpus/judgments.jsonl)"
+    verdicts: dict[tuple[str, int, str], str] = {}
+    for line in path.read_bytes().splitlines():
+        if line.strip():
+            entry = orjson.loads(line)
+            verdicts[(entry["run"], int(entry["request"]), entry["pattern"])] = entry["verdict"]
+    firing = {(f.run, f.request, f.pattern) for r in replays for f in r.fired}
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for key, verdict in verdicts.items():
+        if key in firing:
+            counts[key[2]][verdict] += 1
+            counts["all"][verdict] += 1
+    lines = ["judged trips that still fire (right / wrong / unclear):"]
+    for pattern, c in sorted(counts.items()):
+        total = sum(c.values())
+        lines.append(
+            f"  {pattern:28} {c['right']} / {c['wrong']} / {c['unclear']}  precision {100 * c['right'] / total:.0f}%"
+        )
+    stale = len(verdicts) - sum(sum(c.values()) for p, c in counts.items() if p != "all")
+    unjudged = len(firing - verdicts.keys())
+    lines.append(f"  ({stale} judged trips no longer fire; {unjudged} firing trips not judged)")
+    return "\n".join(lines)
+
+
 def _fires(replayed: Replayed, pattern: str) -> bool:
     return any(f.pattern == pattern for f in replayed.fired)
 
@@ -328,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", help="TOML laid over each run's preset, e.g. '[patterns.reverify_owed]\\nafter = 3'")
     parser.add_argument("--resolved-only", action="store_true", help="with --show/--sample: resolved runs only")
     parser.add_argument("--views", action="store_true", help="compare tool-call runs replayed as sent and as text")
+    parser.add_argument("--run", help="print these runs whole (comma-separated source/run keys), trips marked")
+    parser.add_argument("--quiet", type=int, default=0, help="print this many unresolved runs with no trip, at random")
     args = parser.parse_args(argv)
     sources = set(args.sources.split(",")) if args.sources else None
     cache: dict[str, Policy] = {}
@@ -337,6 +393,14 @@ def main(argv: list[str] | None = None) -> int:
         print(compare_views(list(runs.values()), cache, overrides))
         return 0
     replays = [replay_run(run, policy_for(run, cache, overrides)) for run in runs.values()]
+    if args.run or args.quiet:
+        chosen = [r for r in replays if r.run.key in set((args.run or "").split(","))]
+        if args.quiet:
+            quiet = [r for r in replays if r.run.resolved is False and not r.fired]
+            chosen += random.Random(args.seed).sample(quiet, min(args.quiet, len(quiet)))
+        for replayed in chosen:
+            print(whole_run(replayed), end="\n\n")
+        return 0
     if args.show or args.sample:
         wanted = set(args.show.split(",")) if args.show else None
         fired = [
@@ -346,12 +410,23 @@ def main(argv: list[str] | None = None) -> int:
             if (wanted is None or f.pattern in wanted) and (not args.resolved_only or r.run.resolved)
         ]
         if args.sample:
+            verdicts = _judged_keys()
+            fired = [f for f in fired if (f.run, f.request, f.pattern) not in verdicts]
             fired = random.Random(args.seed).sample(fired, min(args.sample, len(fired)))
         for f in fired:
             print(context(runs[f.run], f), end="\n\n")
         return 0
     print(report(replays))
+    print()
+    print(judged(replays))
     return 0
+
+
+def _judged_keys(path: Path = JUDGMENTS) -> set[tuple[str, int, str]]:
+    if not path.exists():
+        return set()
+    entries = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return {(e["run"], int(e["request"]), e["pattern"]) for e in entries}
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ as it came, logged and counted as `analysis_failed`.
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -111,9 +112,11 @@ async def _respond(request: web.Request, reply: _Reply, body: bytes, marks: Mapp
     return response
 
 
-def _salvaged(planned: Planned, reply: _Reply, attempt: int) -> bytes:
+def _salvaged(planned: Planned, reply: _Reply) -> bytes:
+    """The reply with the calls it wrote as text made real, under ids unique to this run (two
+    runs of one task never share them, so their histories never look alike to the fold)."""
     calls = reply.judgement.salvaged or ()
-    ids = [planned.decision.reply.call_id(attempt, i) for i in range(len(calls))]
+    ids = [f"call_rp{secrets.token_hex(8)}_{i}" for i in range(len(calls))]
     dialect = planned.incoming.dialect
     if reply.streamed:
         return dialect.salvaged_stream(reply.chunks, calls, ids)
@@ -121,7 +124,7 @@ def _salvaged(planned: Planned, reply: _Reply, attempt: int) -> bytes:
 
 
 async def _deliver(
-    request: web.Request, planned: Planned, reply: _Reply, attempt: int, extra: dict[str, str], retries: Counter[Gate]
+    request: web.Request, planned: Planned, reply: _Reply, extra: dict[str, str], retries: Counter[Gate]
 ) -> web.StreamResponse:
     """The reply as it passes: salvaged when it wrote its calls as text, marked when a gate gave up on it."""
     record = request[REQUEST_LOG]
@@ -133,7 +136,7 @@ async def _deliver(
     body = b"".join(reply.chunks)
     if reply.judgement.salvaged:
         try:
-            body = _salvaged(planned, reply, attempt)
+            body = _salvaged(planned, reply)
         except Exception:
             log.exception("reply_unreadable", dialect=planned.incoming.dialect.name)
             metrics.analysis_failed.labels(team).inc()
@@ -188,7 +191,7 @@ async def reply_stage(
                 log.warning(
                     "repair_gate_refused", status=upstream.status, conversation=planned.decision.request.conversation
                 )
-                return await _deliver(request, planned, first, 0, extra, retries)
+                return await _deliver(request, planned, first, extra, retries)
             if upstream.status >= 400 or encoded:
                 response, end = await relay(request, upstream, timeouts, extra)
                 record.end = end.value
@@ -207,11 +210,11 @@ async def reply_stage(
                 reply = _Reply(upstream.status, out, chunks, False, _judge_whole(b"".join(chunks), dialect, rules))
         gate = reply.judgement.gate
         if gate is None:
-            return await _deliver(request, planned, reply, attempt, extra, retries)
+            return await _deliver(request, planned, reply, extra, retries)
         if retries[gate] >= rules.gates[gate].max_attempts:
             if gate is Gate.ACTION and first is not None:
                 reply = first  # the model's own reply, not one it gave under the gate's pressure
-            return await _deliver(request, planned, reply, attempt, extra, retries)
+            return await _deliver(request, planned, reply, extra, retries)
         first = first or reply
         retries[gate] += 1
         attempt += 1

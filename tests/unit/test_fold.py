@@ -103,3 +103,53 @@ def test_fold_turn_does_not_mutate_its_input() -> None:
     snapshot = replace(before)
     fold(before, chat.messages)
     assert comparable(before) == comparable(snapshot)
+
+
+def _numbered_from_zero(chat: Chat) -> Chat:
+    """The transcript as a server that numbers call ids from 0 in every reply would leave it."""
+    for message in chat.messages:
+        for call in message.get("tool_calls") or []:  # type: ignore[attr-defined]
+            call["id"] = "call_0"
+        if message.get("role") == "tool":
+            message["tool_call_id"] = "call_0"
+    return chat
+
+
+def test_another_run_of_the_same_task_gets_a_state_of_its_own() -> None:
+    """Run A fails the same check three times (stuck); run B of the same task starts the same,
+    edits and fails once more: under ids a server numbers from 0, B is a branch of its own and
+    is told nothing of A's streak (the old fold resumed B on A's state: 'came back 3 times')."""
+    run_a = _numbered_from_zero(Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run()))
+    state, trips_a = fold(ConversationState(), run_a.messages)
+    assert trips_a == ["stuck_same_diagnostic"]
+    run_b = _numbered_from_zero(Chat().turn(test_run()).turn(edit()).turn(test_run("@pytest_addition_b")))
+    branch, trips_b = fold(state, run_b.messages)
+    assert trips_b == []
+    assert branch.repair.same_diagnostic_streak == 2
+    assert branch.turns == 3
+
+
+def test_a_server_that_reuses_one_call_id_leaves_repair_on() -> None:
+    """Every call `call_0`, request after request: each new result is folded (the old fold
+    skipped them all as seen), and the third same failure trips."""
+    chat = Chat()
+    state = ConversationState()
+    tripped: list[str] = []
+    for output in ("@pytest_addition_a", "@pytest_addition_b", "@pytest_addition_a"):
+        chat.turn(test_run(output))
+        state, trips = fold(state, _numbered_from_zero(chat).messages)
+        tripped += trips
+    assert tripped == ["stuck_same_diagnostic"]
+    assert state.turns == 3
+
+
+def test_a_request_that_shares_only_older_turns_is_another_branch() -> None:
+    """A history that keeps the first turns but replaces the newest folded one (another attempt
+    from an earlier point) is folded from its start, not on top of the state."""
+    chat = Chat().turn(test_run()).turn(view()).turn(test_run("@pytest_addition_b"))
+    state, _ = fold(ConversationState(), chat.messages)
+    retried = Chat().turn(test_run()).turn(view())
+    retried.turn(test_run())
+    branch, _ = fold(state, retried.messages)
+    assert branch.turns == 3
+    assert branch.repair.same_diagnostic_streak == 2

@@ -67,3 +67,24 @@ def test_an_id_answered_twice_anchors_at_its_last_answer_whatever_the_messages_s
     odd = [*repeated, "not a message", {"role": "tool", "tool_call_id": ["unhashable"]}]
     for messages in (repeated, odd):
         assert anchor_positions(messages, {"a", "b", "gone"}) == {"a": 7, "b": 4}
+
+
+def test_an_anchor_with_its_position_stays_at_its_turn_when_a_server_reuses_ids() -> None:
+    """A server that gives every call the id `call_0`: each turn's anchor (`id@index`) resolves
+    to its own result, not to the last `call_0` answered; a unique id resolves by id alone,
+    wherever its result has moved (a history compacted in front of it)."""
+    messages: list[dict[str, object]] = [{"role": "user", "content": "task"}]
+    for _ in range(3):
+        messages.append({"role": "assistant", "tool_calls": [{"id": "call_0", "type": "function"}]})
+        messages.append({"role": "tool", "tool_call_id": "call_0", "content": "out"})
+    assert anchor_positions(messages, {"call_0@2", "call_0@4", "call_0@6"}) == {
+        "call_0@2": 2,
+        "call_0@4": 4,
+        "call_0@6": 6,
+    }
+    unique = [
+        {"role": "user", "content": "summary"},
+        *messages[:1],
+        {"role": "tool", "tool_call_id": "call_9", "content": "x"},
+    ]
+    assert anchor_positions(unique, {"call_9@40"}) == {"call_9@40": 2}

@@ -181,7 +181,7 @@ def decide(
         nagged=nagged(messages, levers),
         tail_trips=tail_trips,
     )
-    reply = reply_rules(rules, request.translation, request.conversation, turn, fit)
+    reply = reply_rules(rules, request.translation, turn, fit)
     if edit.empty:
         return Decision(request, state, new_trips, None, None, (), reply, effects)
     return Decision(request, state, new_trips, None, edit, placed, reply, effects)

@@ -255,9 +255,7 @@ def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str
     return GatePlan(build, plan.max_attempts)
 
 
-def reply_rules(
-    rules: Rules, translation: Translation, conversation: str, turn: Turn, fit: Callable[[str, str, str], str]
-) -> ReplyRules:
+def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callable[[str, str, str], str]) -> ReplyRules:
     """Salvage and the gates armed for this request's reply."""
     choice = translation.tool_choice
     offered = offered_tools(translation.tools) if choice != "none" else {}
@@ -290,7 +288,6 @@ def reply_rules(
         empty_gate=empty,
         prose_gate=prose,
         miscall_gate=Gate.ACTION if Gate.ACTION in gates else None,
-        id_seed=f"{conversation}:{turn.state.turns}:{len(translation.messages)}",
         protocol=turn.state.protocol,
         classifier=rules.classifier if turn.state.protocol else None,
     )

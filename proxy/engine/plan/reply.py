@@ -15,7 +15,6 @@ The plan arms the gates for each request (`ReplyRules`); `judge` reads one whole
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -86,8 +85,6 @@ class ReplyRules:
     """The gate that holds a text-only reply."""
     miscall_gate: Gate | None = None
     """The gate that holds a reply meant as a call that is none, when no gate holds all prose."""
-    id_seed: str = ""
-    """Salvaged calls get ids from this (the conversation and turn): the same reply, the same ids."""
     protocol: str = ""
     """The text protocol the agent writes its calls in (`text.protocols`), when it writes them as
     text: a reply that writes a call in it is a call, not a stop."""
@@ -98,10 +95,6 @@ class ReplyRules:
     def active(self) -> bool:
         """Anything to watch at all; otherwise the reply is relayed untouched."""
         return bool(self.offered or self.gates)
-
-    def call_id(self, attempt: int, index: int) -> str:
-        digest = hashlib.sha256(f"{self.id_seed}:{attempt}".encode()).hexdigest()[:16]
-        return f"call_rp{digest}_{index}"
 
 
 @dataclass(frozen=True, slots=True)

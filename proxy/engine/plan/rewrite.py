@@ -27,19 +27,40 @@ def _end_of_results(messages: Sequence[Any], index: int) -> int:
     return end
 
 
-def _answered_at(messages: Sequence[Any]) -> dict[Any, int]:
-    """Each tool call id answered in `messages` -> the index of the last message answering it.
-    Read at C speed (no Python step per message) when every message is an object and every id
-    hashable, as they are from any agent; otherwise one message at a time."""
+def _answered_at(messages: Sequence[Any]) -> tuple[dict[Any, int], dict[Any, int]]:
+    """Each tool call id answered in `messages` -> the index of the last and of the first message
+    answering it. Read at C speed (no Python step per message) when every message is an object
+    and every id hashable, as they are from any agent; otherwise one message at a time."""
     try:
-        return dict(zip(map(dict.get, messages, repeat("tool_call_id")), count()))
+        last = dict(zip(map(dict.get, messages, repeat("tool_call_id")), count()))
+        first = dict(zip(map(dict.get, reversed(messages), repeat("tool_call_id")), count(len(messages) - 1, -1)))
+        return last, first
     except TypeError:
         found: dict[Any, int] = {}
+        earliest: dict[Any, int] = {}
         for index, message in enumerate(messages):
             call_id = message.get("tool_call_id") if isinstance(message, dict) else None
             if isinstance(call_id, str):
                 found[call_id] = index
+                earliest.setdefault(call_id, index)
+        return found, earliest
+
+
+def _by_id(anchor: str, last: Mapping[Any, int], first: Mapping[Any, int], messages: Sequence[Any]) -> int | None:
+    """Where an `id@index` anchor (or a bare id) stands: where its id is answered, when only one
+    message answers it; else at its own index, when that message answers the id (a server that
+    gives every call the same id); else at the id's last answer."""
+    call_id, at, index = anchor.rpartition("@")
+    if not at or not index.isdigit():
+        call_id, index = anchor, ""
+    found = last.get(call_id)
+    if found is None or found == first.get(call_id) or not index:
         return found
+    position = int(index)
+    at_position = messages[position] if position < len(messages) else None
+    if isinstance(at_position, dict) and at_position.get("tool_call_id") == call_id:
+        return position
+    return found
 
 
 def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, int]:
@@ -47,9 +68,9 @@ def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, in
     of tool results that follows the anchor's result). Calls without ids (legacy
     `function_call`, servers that send none) are anchored by their assistant message's index."""
     found: dict[str, int] = {}
-    answered = _answered_at(messages)
+    last, first = _answered_at(messages)
     for anchor in anchors:
-        index = answered.get(anchor)
+        index = _by_id(anchor, last, first, messages)
         if index is not None:
             found[anchor] = _end_of_results(messages, index)
     for anchor in anchors - found.keys():

@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+import xxhash
 
 from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.normalise import normalise
 from proxy.engine.reading.outcome import exit_code
+from proxy.engine.text.transcript import ToolCall
 
-__all__ = ["call_key", "output_digest"]
+__all__ = ["call_identity", "call_key", "output_digest"]
 
 
 def _drop(value: Any, volatile: frozenset[str]) -> Any:
@@ -51,3 +53,13 @@ def output_digest(text: str) -> str | None:
     code = exit_code(text)
     normal = normalise(said) + (f"\n[exit {code}]" if code is not None else "")
     return hashlib.blake2b(normal.encode("utf-8", "replace"), digest_size=16).hexdigest()
+
+
+def call_identity(call: ToolCall) -> str:
+    """One call in one history: its id and a digest of what it was and what it returned. Two
+    runs that reuse an id (a server numbering them from 0) differ in the rest."""
+    hasher = xxhash.xxh3_64()
+    for part in (call.name, call.raw_arguments, call.result or ""):
+        hasher.update(part.encode("utf-8", "replace"))
+        hasher.update(b"\x00")
+    return f"{call.id}:{hasher.hexdigest()}"

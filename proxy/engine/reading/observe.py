@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from proxy.engine.reading.canonical import call_key, output_digest
+from proxy.engine.reading.canonical import call_identity, call_key, output_digest
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.commands import Write
 from proxy.engine.reading.envelope import unwrap
@@ -143,7 +143,7 @@ def observe(
     calls: list[ObservedCall] = []
     space = workspace or Workspace()
     for call in turn.calls:
-        if call.result is None or call.id in skip:
+        if call.result is None or (skip and call_identity(call) in skip):
             continue
         cls = classifier.classify(call.name, call.arguments)
         full = unwrap(call.result)

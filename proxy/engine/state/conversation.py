@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 FOLDED_IDS = 512
-"""`tool_call_id`s remembered as folded (the most recent): enough to resume after any compaction."""
+"""Calls remembered as folded (the most recent), each by its id and content (`call_identity`):
+enough to resume after any compaction."""
 TRIPS_KEPT = 256
 OUTCOMES_KEPT = 64
 USER_TEXTS_KEPT = 256
@@ -106,10 +107,12 @@ class TripOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
-    """How far the state has read: the message count and a digest of the last message read."""
+    """How far the state has read: the message count, a digest of the last messages read (see
+    `history`), and how many messages the request it was read from had."""
 
     count: int
     digest: str
+    seen: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +122,7 @@ class ConversationState:
     turns: int = 0
     """Turns folded so far."""
     folded: tuple[str, ...] = ()
-    """The last `FOLDED_IDS` `tool_call_id`s folded."""
+    """The last `FOLDED_IDS` calls folded, each as `reading.canonical.call_identity`."""
     cursor: Cursor | None = None
     trips: tuple[Trip, ...] = ()
     """The last `TRIPS_KEPT` trips."""

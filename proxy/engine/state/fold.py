@@ -1,11 +1,12 @@
 """The conversation fold: new turns of a request folded into the conversation's state.
 
 `fold_turn` is pure: `(state, turn) -> (state, trips)`. `fold_messages` finds the turns a
-request carries that the state has not seen and folds only those, so the cost of a request
-grows with what is new in it, not with the length of the conversation. Folding is
-idempotent by `tool_call_id`: a result already folded is never folded again, so a cached
-state plus the new turns equals a fold of the whole history, and after an agent compacts
-its history the state still carries what the transcript no longer shows.
+request carries that the state has not seen (`history.resume`) and folds only those, so the
+cost of a request grows with what is new in it, not with the length of the conversation. A
+result already folded is never folded again (it is known by its id and its content), so a
+cached state plus the new turns equals a fold of the whole history; after an agent compacts
+its history the state still carries what the transcript no longer shows; and a request that
+departs from the state's history is folded into a state of its own.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
+from proxy.engine.reading.canonical import call_identity
 from proxy.engine.reading.observe import ObservedTurn, observe
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.state.budget import Budget
@@ -28,23 +28,18 @@ from proxy.engine.state.conversation import (
     USER_TEXTS_KEPT,
     WATCH_TURNS,
     ConversationState,
-    Cursor,
     TimelineRow,
     TripOutcome,
     Watch,
 )
 from proxy.engine.state.failure import DiagnosticClass, RepairState, fold_failure, is_check
+from proxy.engine.state.history import cursor_after, numbered, resume, unnumbered
 from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts
 from proxy.engine.state.progress import fold_progress
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action
 
-__all__ = ["FIRST_FOLD_MESSAGES", "Caught", "fold_messages", "fold_turn", "fold_user"]
-
-FIRST_FOLD_MESSAGES = 500
-"""A transcript seen for the first time (no cached state) is folded from at most this many of
-its last messages: the current failure and the loops are in the recent turns, and a replica
-that lost its cache must not stall on a 50,000-message history."""
+__all__ = ["Caught", "fold_messages", "fold_turn", "fold_user"]
 
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) -> tuple[ConversationState, list[Trip]]:
@@ -78,7 +73,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
             repair=after,
             detectors=detectors,
             turns=turn.ordinal,
-            folded=(*state.folded, *(c.call.id for c in turn.calls))[-FOLDED_IDS:],
+            folded=(*state.folded, *numbered(state.folded, [call_identity(c.call) for c in turn.calls]))[-FOLDED_IDS:],
             trips=(*state.trips, *trips)[-TRIPS_KEPT:],
             tripped=state.tripped | {t.pattern for t in trips},
             last_anchor=turn.anchor,
@@ -139,74 +134,6 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     )
 
 
-def _digest(message: Any) -> str:
-    try:
-        encoded = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        encoded = repr(message).encode()
-    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
-
-
-def _resume_at(state: ConversationState, messages: Sequence[Any]) -> int:
-    """Where reading resumes: after the cursor when the history still matches it; otherwise
-    after the last result already folded (compacted or rewritten history), else the start."""
-    cursor = state.cursor
-    if (
-        cursor is not None
-        and 0 < cursor.count <= len(messages)
-        and _digest(messages[cursor.count - 1]) == cursor.digest
-    ):
-        return cursor.count
-    if not state.folded:
-        return _first_fold_start(messages)
-    folded = set(state.folded)
-    last = next(
-        (
-            i
-            for i in range(len(messages) - 1, -1, -1)
-            if isinstance(messages[i], dict) and _call_id(messages[i]) in folded
-        ),
-        None,
-    )
-    if last is None:
-        return _first_fold_start(messages)
-    # back to the assistant message that opened that turn, so pairing still works
-    opener = next(
-        (i for i in range(last, -1, -1) if isinstance(messages[i], dict) and messages[i].get("role") == "assistant"),
-        0,
-    )
-    return opener
-
-
-def _call_id(message: dict[str, Any]) -> str | None:
-    value = message.get("tool_call_id")
-    return value if isinstance(value, str) else None
-
-
-def _first_fold_start(messages: Sequence[Any]) -> int:
-    """Where a first-seen transcript is read from: the start, or, past `FIRST_FOLD_MESSAGES`, the
-    assistant message that opens a turn near the end (what a replica with no state can afford)."""
-    if len(messages) <= FIRST_FOLD_MESSAGES:
-        return 0
-    start = len(messages) - FIRST_FOLD_MESSAGES
-    return next(
-        (
-            i
-            for i in range(start, len(messages))
-            if isinstance(messages[i], dict) and messages[i].get("role") == "assistant"
-        ),
-        start,
-    )
-
-
-def _cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
-    """Read up to the end, except an unanswered last turn, which is read again next time."""
-    end = len(messages)
-    if turns and any(c.result is None for c in turns[-1].calls):
-        end = turns[-1].message_index
-    return Cursor(end, _digest(messages[end - 1])) if end > 0 else None
-
-
 @dataclass(frozen=True, slots=True)
 class Caught:
     """A request's unseen turns folded into a conversation's state.
@@ -237,7 +164,10 @@ def fold_messages(
     state: ConversationState, messages: Sequence[Any], rules: FoldRules, budget: Budget | None = None
 ) -> Caught:
     """Fold the turns of `messages` that `state` has not seen."""
-    turns, users = read_turns(messages, _resume_at(state, messages))
+    where = resume(state, messages)
+    if where.fresh:
+        state = ConversationState()  # another branch of the task: nothing of the old one is its
+    turns, users = read_turns(messages, where.start)
     events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
     volatile = frozenset(rules.policy.loops.volatile_keys)
     trips: list[tuple[Trip, RepairState]] = []
@@ -248,13 +178,12 @@ def fold_messages(
         if isinstance(event, UserMessage):
             state = fold_user(state, event, rules)
             continue
-        observed, workspace = observe(
-            event, state.turns + 1, rules.classifier, frozenset(state.folded), volatile, state.workspace
-        )
+        skip = unnumbered(state.folded) if event.message_index < where.reread_before else frozenset()
+        observed, workspace = observe(event, state.turns + 1, rules.classifier, skip, volatile, state.workspace)
         if not observed.calls and event.calls:
             continue  # calls not answered yet, or answered and folded already
         state = replace(state, workspace=workspace)
         before_latest = state
         state, found = fold_turn(state, observed, rules)
         trips.extend((trip, state.repair) for trip in found)
-    return Caught(replace(state, cursor=_cursor_after(turns, messages)), tuple(trips), before_latest)
+    return Caught(replace(state, cursor=cursor_after(turns, messages)), tuple(trips), before_latest)

@@ -52,12 +52,14 @@ class Turn:
 
     @property
     def anchor(self) -> str:
-        """Stable id of the turn's end: its last answered call, or its last message's position
-        (a text-only reply, calls written as text)."""
+        """Stable id of the turn's end: its last answered call, as `id@index` (the id, and where
+        its result stands, for servers that reuse ids: see `plan.rewrite.anchor_positions`), or
+        its last message's position (a text-only reply, calls written as text)."""
         answered = [c for c in self.calls if c.result is not None]
-        if self.written:
-            return f"msg:{self.end_index}"
-        return answered[-1].id if answered else f"msg:{self.message_index}"
+        if self.written or not answered:
+            return f"msg:{self.end_index if self.written else self.message_index}"
+        last = answered[-1]
+        return f"{last.id}@{last.result_index}" if last.result_index is not None else last.id
 
     @property
     def end_index(self) -> int:
