@@ -41,11 +41,14 @@ from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
 from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
 from proxy.engine.text.messages import content_text  # noqa: E402
+from proxy.engine.text.nudges import complains  # noqa: E402
 from proxy.settings.policy import Policy, policy_from_mapping  # noqa: E402
 
 CORPUS = HERE / "corpus" / "data"
 JUDGMENTS = HERE / "corpus" / "judgments.jsonl"
 FAILURE_MODEL = ("stuck_same_diagnostic", "reverify_owed")
+FORMAT_LOOP = 3
+"""Complaints in a row that make a format-error loop (the issue's bar: caught within 2 requests)."""
 INTRUSIVE = ("force", "halt")
 PRESETS = {"mini-swe-agent": "mini_swe_agent", "openhands": "openhands", "swe-agent": "swe_agent", "coder": "swe_agent"}
 """The bundled preset a run's scaffold would be given (by the start of its scaffold's name)."""
@@ -367,6 +370,43 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS) -> str:
     return "\n".join(lines)
 
 
+def complaint_runs(run: Run) -> int | None:
+    """The request at which the run's agent has complained, for the third time in a row, that
+    the model's reply made no valid call (no call of the model's between the complaints), or
+    None when it never does."""
+    for index in range(len(run.requests)):
+        messages = run.messages(index)
+        streak = 0
+        for message in messages:
+            role = message.get("role")
+            if role == "user" and complains(content_text(message.get("content"))):
+                streak += 1
+            elif role == "tool" or (role == "assistant" and message.get("tool_calls")):
+                streak = 0
+        if streak >= FORMAT_LOOP:
+            return index
+    return None
+
+
+def format_loops(replays: list[Replayed]) -> str:
+    """Runs with three complaints in a row, and how many a trip caught within 2 requests."""
+    found = caught = 0
+    missed: list[str] = []
+    for replayed in replays:
+        at = complaint_runs(replayed.run)
+        if at is None:
+            continue
+        found += 1
+        if any(f.pattern == "format_error_loop" and at <= f.request <= at + 2 for f in replayed.fired):
+            caught += 1
+        else:
+            missed.append(f"{replayed.run.key} (third complaint at request {at})")
+    line = (
+        f"format-error loops (3 complaints in a row): {found} runs, caught within 2 requests: {_share(caught, found)}"
+    )
+    return "\n".join([line, *(f"  missed: {m}" for m in missed[:10])])
+
+
 def _fires(replayed: Replayed, pattern: str) -> bool:
     return any(f.pattern == pattern for f in replayed.fired)
 
@@ -417,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
             print(context(runs[f.run], f), end="\n\n")
         return 0
     print(report(replays))
+    print()
+    print(format_loops(replays))
     print()
     print(judged(replays))
     return 0

@@ -8,8 +8,8 @@ import pytest
 from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
-from proxy.engine.plan.gates import asks_for_a_call
 from proxy.engine.plan.reply import Gate, ReplyRules, ReplyView, holding, judge
+from proxy.engine.text.nudges import asks_for_a_call
 from proxy.engine.text.salvage import OfferedTool
 
 FINISH = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object"}}}

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from proxy.engine.detectors import (
     excessive_polling,
+    format_error_loop,
     monologue,
     ping_pong,
     read_stagnation,
@@ -53,6 +54,7 @@ REGISTRY: tuple[Pattern, ...] = (
     repeat_output.DETECTOR,
     read_stagnation.DETECTOR,
     ping_pong.DETECTOR,
+    format_error_loop.DETECTOR,
     monologue.DETECTOR,
     excessive_polling.DETECTOR,
 )

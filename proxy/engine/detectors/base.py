@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.vocabulary import Vocabulary
 from proxy.engine.state.failure import RepairState
-from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts
+from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts, UserFacts
 from proxy.engine.text.salvage import OfferedTool
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Ladder, Policy
@@ -76,11 +76,17 @@ class Forced:
     editor whose `command` views or edits): a constrained request narrows that argument to it."""
 
     tool: str
+    """The tool; empty: any of the request's tools (a call is required, whichever)."""
     kind: CallKind | None = None
 
     @classmethod
     def of(cls, tool: str | None, kind: CallKind | None = None) -> Forced | None:
         return None if tool is None else cls(tool, kind)
+
+    @classmethod
+    def any(cls) -> Forced:
+        """Some call, of any of the request's tools."""
+        return cls("")
 
 
 def no_force(_trip: Trip, _levers: Levers) -> Forced | None:
@@ -117,6 +123,8 @@ class Detector(Generic[S, Opts]):
     """What follows a trip is recorded (cleared, changed, unchanged, handed back) for the holdout report."""
     remembered: bool = False
     """A trip means the run stalled: its verdict is stored for the next run of the task (a halt always is)."""
+    on_user: Callable[[S, UserFacts, Opts, Policy], tuple[S, list[Trip]]] | None = None
+    """Pure, like `fold`, for a user message between turns; None: the pattern watches turns only."""
 
     @property
     def ladder(self) -> Ladder:
@@ -139,6 +147,17 @@ class Detector(Generic[S, Opts]):
         if not isinstance(options, type(self.options)):
             raise TypeError(f"{self.name}: options are a {type(options).__name__}")
         state, trips = self.fold(states.get(self), facts, options, policy)
+        return states.put(self, state), trips
+
+    def user_step(
+        self, states: DetectorStates, facts: UserFacts, options: Ladder, policy: Policy
+    ) -> tuple[DetectorStates, list[Trip]]:
+        """Fold a user message into this detector's state, when it watches them."""
+        if self.on_user is None:
+            return states, []
+        if not isinstance(options, type(self.options)):
+            raise TypeError(f"{self.name}: options are a {type(options).__name__}")
+        state, trips = self.on_user(states.get(self), facts, options, policy)
         return states.put(self, state), trips
 
 
@@ -168,4 +187,8 @@ class Pattern(Protocol):
 
     def step(
         self, states: DetectorStates, facts: TurnFacts, options: Ladder, policy: Policy
+    ) -> tuple[DetectorStates, list[Trip]]: ...
+
+    def user_step(
+        self, states: DetectorStates, facts: UserFacts, options: Ladder, policy: Policy
     ) -> tuple[DetectorStates, list[Trip]]: ...

@@ -11,7 +11,11 @@ resets it.
 Remedy: quote the reply (or say they were empty) and ask for a tool call, or a plain "done"
 or "blocked".
 
-Must never fire on: replies that differ in words; replies with tool calls between them.
+A reply the agent answers with its complaint that it made no valid call is
+`format_error_loop`'s: the complaint ends the count here.
+
+Must never fire on: replies that differ in words; replies with tool calls between them;
+replies the agent rejected for their format.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.state.patterns import UserFacts
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
@@ -60,6 +65,11 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     return state, [facts.trip(NAME, action, detail, state.count, excerpt=excerpt(" ".join(facts.turn.text.split())))]
 
 
+def on_user(state: State, facts: UserFacts, _ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    """The agent's complaint that the reply made no valid call: that loop is another pattern's."""
+    return (State(), []) if facts.complaint else (state, [])
+
+
 def remedy(trip: Trip, context: RemedyContext) -> str:
     tail = "Do not send it again. Either call a tool to make progress, or say plainly that you are done or blocked."
     if not trip.excerpt:
@@ -71,4 +81,6 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     return context.fit(f"{PREFIX} You have sent this same reply {trip.count} times:", trip.excerpt, tail)
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, episodic=False)
+DETECTOR = Detector(
+    name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, episodic=False, on_user=on_user
+)

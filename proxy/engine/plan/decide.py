@@ -16,11 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.engine.detectors import BY_NAME, Levers, Trip
-from proxy.engine.plan.gates import Turn, forced_schema, forced_tool, nagged, reply_rules
+from proxy.engine.plan.action import nagged
+from proxy.engine.plan.gates import reply_rules
 from proxy.engine.plan.handback import Handback, handback_text
 from proxy.engine.plan.reply import ReplyRules
 from proxy.engine.plan.rewrite import anchor_positions, apply_injections
 from proxy.engine.plan.rules import Rules
+from proxy.engine.plan.turn import Turn, forced_schema, forced_tool
 from proxy.engine.state.conversation import ConversationState, Injection, TripOutcome
 from proxy.engine.state.failure import DiagnosticClass
 from proxy.engine.state.verdict import Verdict
@@ -162,7 +164,8 @@ def decide(
     forced = forced_tool(tail_trips, levers)
     edit = Edit(
         messages=rewritten,
-        tool_choice=forced.tool if forced else None,
+        tool_choice=forced.tool if forced and forced.tool else None,
+        require_call=forced is not None and not forced.tool,
         tools=_restricted(tail_trips, levers),
         call_schema=forced_schema(rules, request.translation.tools, forced),
     )
@@ -178,7 +181,7 @@ def decide(
         levers=levers,
         mid_task=(isinstance(last, dict) and last.get("role") in _RESULTS) or bool(unanswered),
         unanswered=unanswered,
-        nagged=nagged(messages, levers),
+        nagged=nagged(messages, levers, state.protocol),
         tail_trips=tail_trips,
     )
     reply = reply_rules(rules, request.translation, turn, fit)

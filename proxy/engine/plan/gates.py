@@ -15,136 +15,21 @@ constrain the reply to a call that way.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
 from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
-from proxy.engine.reading.vocabulary import learn_vocabulary
-from proxy.engine.state.conversation import ConversationState, Injection
+from proxy.engine.plan.turn import Turn, retry
 from proxy.engine.text.exchange import Edit, Translation
-from proxy.engine.text.messages import content_text
 from proxy.engine.text.salvage import offered_tools
-from proxy.settings.kinds import Action, CallKind, Placement
+from proxy.settings.kinds import CallKind, Placement
 
-__all__ = ["ASKS_FOR_CALL_CHARS", "Turn", "asks_for_a_call", "forced_schema", "forced_tool", "nagged", "reply_rules"]
-
-_BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
-
-
-def forced_tool(tail_trips: list[Trip], levers: Levers) -> Forced | None:
-    """`force` pins the next call, as the last forcing pattern chooses."""
-    forced = [t for t in tail_trips if t.action is Action.FORCE]
-    return BY_NAME[forced[-1].pattern].force(forced[-1], levers) if forced else None
-
-
-def forced_schema(rules: Rules, tools: list[Any] | None, forced: Forced | None) -> dict[str, Any] | None:
-    """The schema of the call `force` pins (`callschema.py`), its kind-picking argument narrowed to
-    the values of the kind wanted; None when the policy asks for no constrained calls."""
-    reply = rules.policy.reply
-    if forced is None or not (reply.salvage and reply.constrain_calls):
-        return None
-    _fixed, arg, values, _shell = rules.classifier.rule_of(forced.tool)
-    wanted = [value for value, kind in values.items() if kind is forced.kind]
-    narrow = {forced.tool: (arg, wanted)} if arg and wanted else None
-    return call_schema(tools, {forced.tool}, narrow)
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """What the reply rules need to know about where the conversation stands."""
-
-    messages: list[Any]
-    """The request's messages as they go upstream (instructions placed)."""
-    state: ConversationState
-    levers: Levers
-    mid_task: bool
-    """The transcript ends with a tool result, or with an instruction of ours."""
-    unanswered: tuple[Injection, ...]
-    """Our instructions of this episode that no tool call has followed yet."""
-    nagged: bool
-    """The agent answered a reply without a call by repeating its own request for one."""
-    tail_trips: list[Trip]
-
-
-_NO_CALL = re.compile(r"\b(?:no|missing|zero)\s+(?:valid\s+)?(?:tool|function)[ _-]?calls?\b", re.I)
-_CALL_DEMANDED = re.compile(
-    r"\b(?:must|should|please|always)\s+(?:\w+\s+){0,4}?(?:include|contain|make|call|use)\s+"
-    r"(?:\w+\s+){0,4}?(?:tools?|functions?|tool[ _-]?calls?)\b",
-    re.I,
-)
-_CALL_REFUSED = re.compile(r"\b(?:don'?t|do\s+not|never|stop|without)\s+(?:\w+\s+){0,3}?(?:call|use|make)", re.I)
-ASKS_FOR_CALL_CHARS = 2000
-"""Longest user message read for a request for a call (agents' nudges are a sentence or two)."""
-
-
-def asks_for_a_call(text: str) -> bool:
-    """The message says the last reply had no tool call, or that a reply must make one (the
-    nudges of mini-swe-agent 2.x, OpenHands-style loops, ...), and does not say not to call."""
-    if len(text) > ASKS_FOR_CALL_CHARS or _CALL_REFUSED.search(text):
-        return False
-    return bool(_NO_CALL.search(text) or _CALL_DEMANDED.search(text))
-
-
-def nagged(messages: list[Any], levers: Levers) -> bool:
-    """A coding agent's own nudge, unanswered: the transcript ends with a user message right after
-    an assistant reply without a call, and that message was sent before in it (the agent's
-    boilerplate, repeated) or asks for a call in so many words (`asks_for_a_call`: then forcing a
-    call is what the message itself asks). Only for agents whose tools run, read or edit code:
-    a chat app's repeated "continue" asks for more text, not for a call."""
-    if len(messages) < 3 or not levers.vocabulary_runs:
-        return False
-    last, before = messages[-1], messages[-2]
-    if not (isinstance(last, dict) and last.get("role") == "user" and isinstance(before, dict)):
-        return False
-    if before.get("role") != "assistant" or before.get("tool_calls") or before.get("function_call"):
-        return False
-    text = content_text(last.get("content")).strip()
-    return bool(text) and (
-        asks_for_a_call(text)
-        or any(
-            isinstance(m, dict) and m.get("role") == "user" and content_text(m.get("content")).strip() == text
-            for m in messages[:-2]
-        )
-    )
-
-
-def _retry(turn: Turn, role: str, text: str, *, messages: list[Any] | None = None, **choice: Any) -> Edit:
-    return Edit(
-        messages=[*(turn.messages if messages is None else messages), {"role": role, "content": text}], **choice
-    )
-
-
-def _without_idle_replies(messages: list[Any]) -> list[Any]:
-    """The transcript without the model's replies that did not act, each with the agent's nudge
-    that answered it (the last user message's text): a small model copies what it said
-    before, so a retry that still shows them gets them again. Measured on Qwen2.5-Coder-1.5B
-    (llama.cpp), two replies echoing the tools block then the action directive: 2 of 5 calls
-    with them in the transcript, 5 of 5 without. Only the retry is sent so; the agent's own
-    transcript is never changed."""
-    last = messages[-1] if messages else None
-    if not (isinstance(last, dict) and last.get("role") == "user"):
-        return messages
-    nudge = content_text(last.get("content")).strip()
-    kept: list[Any] = []
-    for message in messages:
-        if not isinstance(message, dict):
-            kept.append(message)
-        elif message.get("role") == "user" and content_text(message.get("content")).strip() == nudge:
-            idle = kept and isinstance(kept[-1], dict) and kept[-1].get("role") == "assistant"
-            idle = idle and not kept[-1].get("tool_calls") and not kept[-1].get("function_call")
-            if idle:
-                kept.pop()  # the reply that did not act, and (by not keeping it) its nudge
-            else:
-                kept.append(message)
-        else:
-            kept.append(message)
-    return kept
+__all__ = ["reply_rules"]
 
 
 def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
@@ -159,7 +44,7 @@ def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
             f"{PREFIX} Do not stop yet: the check that failed has not been re-run since your last edit. "
             f"Run it now, exactly as before: {call}"
         )
-        return _retry(turn, role, text, tool_choice=turn.levers.rerun_tool())
+        return retry(turn, role, text, tool_choice=turn.levers.rerun_tool())
 
     return GatePlan(build, repair.max_verify_attempts)
 
@@ -179,67 +64,9 @@ def _finish(
         )
         tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
         kept = sorted(turn.levers.offered - finish_tools)
-        return _retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
+        return retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
 
     return GatePlan(build, reply.max_finish_attempts)
-
-
-def _task_check(rules: Rules, messages: list[Any]) -> str | None:
-    """The check the task itself names: a `backticked` command in the first user message that
-    the policy classifies as a verification."""
-    task = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
-    if task is None:
-        return None
-    for command in _BACKTICKED.findall(content_text(task.get("content"))):
-        if rules.classifier.classify_command(command).kind is CallKind.VERIFY:
-            return str(command).strip()
-    return None
-
-
-def _next_step(rules: Rules, translation: Translation, turn: Turn) -> str:
-    """The exact next call an action-gate retry asks for, grounded in what is known: the
-    failing check, else the check the task names, else a look at the working directory."""
-    vocabulary = learn_vocabulary(translation.tools, rules.classifier)
-    failure = turn.state.repair
-    if failure.live:
-        return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
-    check = _task_check(rules, translation.messages)
-    call = vocabulary.run(check) if check else None
-    if call is not None:
-        return f"Next, run the check the task names: {call.render()}. Reply with that tool call only."
-    look = vocabulary.run("ls")
-    if look is not None:
-        return f"Next, look at the working directory: {look.render()}. Reply with that tool call only."
-    return "Reply with your next tool call only."
-
-
-def _action(rules: Rules, translation: Translation, turn: Turn, role: str) -> GatePlan | None:
-    reply = rules.policy.reply
-    if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered):
-        return None
-
-    def build() -> Edit:
-        forced = None
-        if turn.unanswered:
-            step = turn.unanswered[-1].text.strip().splitlines()[-1]
-            text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
-            forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
-        else:
-            step = _next_step(rules, translation, turn)
-            text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
-        messages = _without_idle_replies(turn.messages) if turn.nagged else None
-        return _retry(
-            turn,
-            role,
-            text,
-            messages=messages,
-            leaves_out=messages is not None,
-            tool_choice=forced.tool if forced else None,
-            require_call=forced is None,
-            call_schema=forced_schema(rules, translation.tools, forced),
-        )
-
-    return GatePlan(build, reply.max_action_attempts)
 
 
 def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str]) -> GatePlan:
@@ -268,7 +95,10 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         for gate, plan in (
             (Gate.DONE, _done(rules, turn, role)),
             (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
-            (Gate.ACTION, _action(rules, translation, turn, role) if offered else None),
+            (
+                Gate.ACTION,
+                action_gate(rules, translation, turn, role) if offered else written_action_gate(rules, turn, role),
+            ),
         )
         if plan is not None
     }

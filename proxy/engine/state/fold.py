@@ -34,8 +34,9 @@ from proxy.engine.state.conversation import (
 )
 from proxy.engine.state.failure import DiagnosticClass, RepairState, fold_failure, is_check
 from proxy.engine.state.history import cursor_after, numbered, resume, unnumbered
-from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts
+from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts, UserFacts
 from proxy.engine.state.progress import fold_progress
+from proxy.engine.text import nudges
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action
 
@@ -118,20 +119,36 @@ def _watch(
     return tuple(still), tuple(done)
 
 
-def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) -> ConversationState:
-    """A person's new message (text not sent before) starts a new episode for the episodic
-    detectors; repeated boilerplate ("please continue") does not. The failure model is never
-    reset by user messages."""
-    text = " ".join(message.text.split())
-    digest = hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
-    if digest in state.user_texts:
-        return state
+def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) -> tuple[ConversationState, list[Trip]]:
+    """A user message between turns. A person's new message (text not sent before) starts a new
+    episode for the episodic detectors; repeated boilerplate and the agent's own nudges
+    (`text.nudges`: "no tool call found", "please continue") do not. The failure model is never
+    reset by user messages. Patterns that watch user messages fold it (the agent's complaints
+    repeated are a model that keeps failing to act)."""
+    words = nudges.boilerplate(message.text)
+    digest = hashlib.blake2b(words.encode("utf-8", "replace"), digest_size=16).hexdigest()
+    repeated = digest in state.user_texts
+    complaint = nudges.complains(message.text)
+    nudge = complaint or nudges.continues(message.text)
+    facts = UserFacts(message.text, message.message_index, state.turns, repeated, nudge, complaint, state.protocol)
+    detectors = state.detectors
+    if not repeated and not nudge:
+        detectors = detectors.reset(rules.episodic)
+    trips: list[Trip] = []
+    for pattern in rules.patterns:
+        detectors, found = pattern.user_step(detectors, facts, rules.options[pattern.name], rules.policy)
+        trips.extend(found)
+    if repeated and not trips and detectors is state.detectors:
+        return state, []
     return replace(
         state,
-        detectors=state.detectors.reset(rules.episodic),
-        user_texts=(*state.user_texts, digest)[-USER_TEXTS_KEPT:],
-        episode_start=state.turns,
-    )
+        detectors=detectors,
+        user_texts=state.user_texts if repeated else (*state.user_texts, digest)[-USER_TEXTS_KEPT:],
+        episode_start=state.episode_start if repeated or nudge else state.turns,
+        trips=(*state.trips, *trips)[-TRIPS_KEPT:],
+        tripped=state.tripped | {t.pattern for t in trips},
+        last_anchor=trips[-1].anchor if trips else state.last_anchor,
+    ), trips
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,13 +168,9 @@ class Caught:
     """Every trip on the folded turns, with the failure model right after its turn."""
     before_latest: ConversationState
     """The state before the latest folded turn (the starting state when there is none)."""
-
-    @property
-    def latest_trips(self) -> tuple[Trip, ...]:
-        """The trips of the latest folded turn: the ones this request reports."""
-        if self.state.turns == self.before_latest.turns:
-            return ()
-        return tuple(trip for trip, _ in self.trips if trip.turn == self.state.turns)
+    latest_trips: tuple[Trip, ...] = ()
+    """The trips of the latest folded turn and of the user messages after it: the ones this
+    request reports."""
 
 
 def fold_messages(
@@ -171,12 +184,15 @@ def fold_messages(
     events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
     volatile = frozenset(rules.policy.loops.volatile_keys)
     trips: list[tuple[Trip, RepairState]] = []
+    latest: list[Trip] = []
     before_latest = state
     for event in events:
         if budget is not None:
             budget.check()
         if isinstance(event, UserMessage):
-            state = fold_user(state, event, rules)
+            state, found = fold_user(state, event, rules)
+            trips.extend((trip, state.repair) for trip in found)
+            latest.extend(found)
             continue
         skip = unnumbered(state.folded) if event.message_index < where.reread_before else frozenset()
         observed, workspace = observe(event, state.turns + 1, rules.classifier, skip, volatile, state.workspace)
@@ -186,4 +202,5 @@ def fold_messages(
         before_latest = state
         state, found = fold_turn(state, observed, rules)
         trips.extend((trip, state.repair) for trip in found)
-    return Caught(replace(state, cursor=cursor_after(turns, messages)), tuple(trips), before_latest)
+        latest = list(found)
+    return Caught(replace(state, cursor=cursor_after(turns, messages)), tuple(trips), before_latest, tuple(latest))

@@ -18,7 +18,7 @@ from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
-__all__ = ["DetectorStates", "FoldRules", "Folding", "Stateful", "Trip", "TurnFacts"]
+__all__ = ["DetectorStates", "FoldRules", "Folding", "Stateful", "Trip", "TurnFacts", "UserFacts"]
 
 S = TypeVar("S")
 S_co = TypeVar("S_co", covariant=True)
@@ -108,6 +108,30 @@ class DetectorStates:
         return DetectorStates({k: v for k, v in self.values.items() if k not in names})
 
 
+@dataclass(frozen=True, slots=True)
+class UserFacts:
+    """A user message as detectors see it (between turns: no call of its own)."""
+
+    text: str
+    index: int
+    """Its index in the request's messages (where an instruction about it is placed)."""
+    ordinal: int
+    """Turns folded before it."""
+    repeated: bool
+    """The same text (numbers and spacing aside) came before in the conversation."""
+    nudge: bool
+    """The agent's own nudge: a complaint that the last reply made no (valid) call, or a bare
+    "continue" (`text.nudges`); no person's message."""
+    complaint: bool
+    """The nudge says the last reply made no (valid) call, or had the wrong format."""
+    protocol: str
+    """The text protocol the agent writes its calls in, if any (`text.protocols`)."""
+
+    def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "") -> Trip:
+        """A trip of `pattern` on this message, anchored right after it."""
+        return Trip(pattern, action, detail, self.ordinal, f"msg:{self.index}", count, self.protocol, excerpt)
+
+
 class Folding(Protocol):
     """A pattern as the fold drives it."""
 
@@ -126,6 +150,12 @@ class Folding(Protocol):
     def step(
         self, states: DetectorStates, facts: TurnFacts, options: Ladder, policy: Policy
     ) -> tuple[DetectorStates, list[Trip]]: ...
+
+    def user_step(
+        self, states: DetectorStates, facts: UserFacts, options: Ladder, policy: Policy
+    ) -> tuple[DetectorStates, list[Trip]]:
+        """Fold a user message (most patterns watch only turns and leave their state as it is)."""
+        ...
 
 
 class FoldRules(Protocol):

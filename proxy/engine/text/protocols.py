@@ -24,10 +24,15 @@ from dataclasses import dataclass
 
 from proxy.engine.text.textcalls import RUN_TOOL, Observation, TextCall
 
-__all__ = ["FENCED", "FUNCTION", "RUN_TOOL", "Written", "observation", "written"]
+__all__ = ["FENCED", "FORMS", "FUNCTION", "RUN_TOOL", "Written", "observation", "written"]
 
 FENCED = "fenced"
 FUNCTION = "function"
+FORMS = {
+    FENCED: "exactly one fenced block holding one shell command (```bash ... ```), and nothing after it",
+    FUNCTION: "exactly one <function=NAME><parameter=KEY>VALUE</parameter></function> call",
+}
+"""Each protocol's call, in words: what an instruction asks for when the model made none."""
 MAX_REPLY_CHARS = 200_000
 """A reply longer than this is not searched for a written call."""
 

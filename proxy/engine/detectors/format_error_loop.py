@@ -1,0 +1,96 @@
+"""`format_error_loop`: the agent keeps telling the model its reply made no (valid) call.
+
+Agent loops answer a reply without a usable action with a fixed complaint of their own and ask
+again: mini-swe-agent's "provide EXACTLY ONE action", SWE-agent's "your last output did not use
+any tool calls", a "no tool calls found" (`text.nudges`; a bare "please continue" is a nudge
+but no complaint: `monologue` watches replies that repeat). Some keep the bad reply in the
+history, some drop it and keep only their complaint, some ask again with only the newest pair:
+in every shape, the complaints come one after another with no call of the model's between them.
+Counts those complaints in a row (a turn with a real call ends the run); fires when the count
+reaches a rung of the ladder (first `after`, default `AFTER`), on the request that carries the
+complaint, so the reply to it can be made to act.
+
+Remedy: say plainly that the last replies were refused and ask for exactly one call in the
+agent's own format (a fenced command for a text protocol, a tool call otherwise). `force` asks
+for a call: the agent's one tool, or any of its tools (a JSON schema for servers that ignore
+`tool_choice`); a text protocol's reply is held until it writes a call (`plan.gates`).
+
+Must never fire on: a person's new messages, however many; one or two complaints the model
+then answers with a call; "please continue" after replies, however often (no complaint).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.calls import excerpt
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.state.patterns import UserFacts
+from proxy.engine.text.protocols import FORMS
+from proxy.settings.kinds import Action
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["AFTER", "DETECTOR", "NAME"]
+
+NAME = "format_error_loop"
+AFTER = 3
+"""The agent's complaints in a row (no call of the model's between them) that trip the pattern."""
+OPTIONS = Ladder(after=AFTER, action=Action.FORCE)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    count: int = 0
+    """The agent's complaints in a row since the model last made a call."""
+
+
+def fold(state: State, facts: TurnFacts, _ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    """A turn with a call ends the run; a reply without one leaves the count to its complaint."""
+    return (State(), []) if facts.turn.calls else (state, [])
+
+
+def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    if not facts.complaint:
+        return (state, []) if facts.nudge else (State(), [])
+    state = State(state.count + 1)
+    action = ladder.action_at(state.count)
+    if action is None:
+        return state, []
+    detail = f"the agent rejected {state.count} replies in a row for making no valid call"
+    return state, [facts.trip(NAME, action, detail, state.count, excerpt=excerpt(facts.text))]
+
+
+def remedy(trip: Trip, context: RemedyContext) -> str:
+    form = FORMS.get(trip.subject)
+    if form is None:
+        tools = sorted(context.offered)
+        example = context.vocabulary.run("ls") if context.vocabulary is not None else None
+        shown = f" For example: {example.render()}." if example is not None else ""
+        form = f"exactly one tool call ({', '.join(tools)}), made as a tool call, not written as text.{shown}"
+    else:
+        form = f"{form}."
+    return context.fit(
+        f"{PREFIX} Your last {trip.count} replies were rejected: they made no valid call. The agent said:",
+        trip.excerpt,
+        f"Do not explain or apologise. Reply with {form}",
+    )
+
+
+def force(_trip: Trip, levers: Levers) -> Forced | None:
+    """A call: the agent's one tool, or any of its tools."""
+    if len(levers.offered) == 1:
+        return Forced.of(next(iter(levers.offered)))
+    return Forced.any() if levers.offered else None
+
+
+DETECTOR = Detector(
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    options=OPTIONS,
+    remedy=remedy,
+    force=force,
+    on_user=on_user,
+    episodic=False,  # a person's message ends nothing here: only a call does
+)

@@ -1,0 +1,158 @@
+"""The action gate: a reply that does not act when it should is asked again for the exact
+next call, by whatever lever the server honours (see `gates`).
+
+An agent whose model answered without a call says so in its next message (`text.nudges`);
+mid-task, an empty reply, or prose while an instruction of ours is unanswered, is no action
+either. The retry asks for the instruction's call, the failing check, the check the task
+names, or a look at the working directory; for an agent that writes its calls as text
+(`text.protocols`), for one call in its own format.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from proxy.engine.detectors import Levers
+from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.plan.reply import GatePlan
+from proxy.engine.plan.rules import Rules
+from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, retry
+from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.messages import content_text
+from proxy.engine.text.nudges import asks_for_a_call, complains
+from proxy.engine.text.protocols import FORMS, written
+from proxy.settings.kinds import CallKind
+
+__all__ = ["action_gate", "nagged", "written_action_gate"]
+
+_BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
+
+
+def nagged(messages: list[Any], levers: Levers, protocol: str = "") -> bool:
+    """A coding agent's own nudge, unanswered: the transcript ends with the agent's complaint
+    that the last reply made no (valid) call (`text.nudges`: wherever the bad reply went, kept,
+    dropped or asked again), or with a user message right after a reply without a call that was
+    sent before in it (the agent's boilerplate, repeated) or asks for a call in so many words.
+    Only for agents whose tools run, read or edit code, or that write their calls as text
+    (`protocol`): a chat app's repeated "continue" asks for more text, not for a call."""
+    if len(messages) < 3 or not (levers.vocabulary_runs or protocol):
+        return False
+    last, before = messages[-1], messages[-2]
+    if not (isinstance(last, dict) and last.get("role") == "user" and isinstance(before, dict)):
+        return False
+    text = content_text(last.get("content")).strip()
+    if complains(text):
+        return True
+    if before.get("role") != "assistant" or before.get("tool_calls") or before.get("function_call"):
+        return False
+    if protocol and written(content_text(before.get("content"))) is not None:
+        return False  # the reply wrote its call as text: this message is its result
+    return bool(text) and (
+        asks_for_a_call(text)
+        or any(
+            isinstance(m, dict) and m.get("role") == "user" and content_text(m.get("content")).strip() == text
+            for m in messages[:-2]
+        )
+    )
+
+
+def _without_idle_replies(messages: list[Any]) -> list[Any]:
+    """The transcript without the model's replies that did not act, each with the agent's nudge
+    that answered it (the last user message's text): a small model copies what it said
+    before, so a retry that still shows them gets them again. Measured on Qwen2.5-Coder-1.5B
+    (llama.cpp), two replies echoing the tools block then the action directive: 2 of 5 calls
+    with them in the transcript, 5 of 5 without. Only the retry is sent so; the agent's own
+    transcript is never changed."""
+    last = messages[-1] if messages else None
+    if not (isinstance(last, dict) and last.get("role") == "user"):
+        return messages
+    nudge = content_text(last.get("content")).strip()
+    kept: list[Any] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            kept.append(message)
+        elif message.get("role") == "user" and content_text(message.get("content")).strip() == nudge:
+            idle = kept and isinstance(kept[-1], dict) and kept[-1].get("role") == "assistant"
+            idle = idle and not kept[-1].get("tool_calls") and not kept[-1].get("function_call")
+            if idle:
+                kept.pop()  # the reply that did not act, and (by not keeping it) its nudge
+            else:
+                kept.append(message)
+        else:
+            kept.append(message)
+    return kept
+
+
+def _task_check(rules: Rules, messages: list[Any]) -> str | None:
+    """The check the task itself names: a `backticked` command in the first user message that
+    the policy classifies as a verification."""
+    task = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    if task is None:
+        return None
+    for command in _BACKTICKED.findall(content_text(task.get("content"))):
+        if rules.classifier.classify_command(command).kind is CallKind.VERIFY:
+            return str(command).strip()
+    return None
+
+
+def _next_step(rules: Rules, translation: Translation, turn: Turn) -> str:
+    """The exact next call an action-gate retry asks for, grounded in what is known: the
+    failing check, else the check the task names, else a look at the working directory."""
+    vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+    failure = turn.state.repair
+    if failure.live:
+        return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
+    check = _task_check(rules, translation.messages)
+    call = vocabulary.run(check) if check else None
+    if call is not None:
+        return f"Next, run the check the task names: {call.render()}. Reply with that tool call only."
+    look = vocabulary.run("ls")
+    if look is not None:
+        return f"Next, look at the working directory: {look.render()}. Reply with that tool call only."
+    return "Reply with your next tool call only."
+
+
+def action_gate(rules: Rules, translation: Translation, turn: Turn, role: str) -> GatePlan | None:
+    reply = rules.policy.reply
+    if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered):
+        return None
+
+    def build() -> Edit:
+        forced = None
+        if turn.unanswered:
+            step = turn.unanswered[-1].text.strip().splitlines()[-1]
+            text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
+            forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
+        else:
+            step = _next_step(rules, translation, turn)
+            text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
+        messages = _without_idle_replies(turn.messages) if turn.nagged else None
+        return retry(
+            turn,
+            role,
+            text,
+            messages=messages,
+            leaves_out=messages is not None,
+            tool_choice=forced.tool if forced and forced.tool else None,
+            require_call=forced is None or not forced.tool,
+            call_schema=forced_schema(rules, translation.tools, forced),
+        )
+
+    return GatePlan(build, reply.max_action_attempts)
+
+
+def written_action_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
+    """For an agent that writes its calls as text, once it complained that a reply made none:
+    a reply that again writes no call in its format is asked again for exactly one."""
+    reply = rules.policy.reply
+    form = FORMS.get(turn.state.protocol)
+    if not (form and turn.nagged and reply.action_gate and reply.max_action_attempts > 0):
+        return None
+
+    def build() -> Edit:
+        text = f"{PREFIX} Your reply had no command the agent could run. Reply with {form}."
+        return retry(turn, role, text, messages=_without_idle_replies(turn.messages), leaves_out=True)
+
+    return GatePlan(build, reply.max_action_attempts)

@@ -1,0 +1,128 @@
+"""The format-error loop in each shape agents send it: the bad replies kept in the history
+(mini-swe-agent 1.x), dropped with only the complaints kept (mini-swe-agent 2.x with tool
+calls), or asked again with only the newest bad reply and complaint (SWE-agent's requery). The
+third complaint in a row trips, and the reply to it is made to act: a tool agent's request
+requires a call; a text agent's reply that again writes no command is held and asked again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from scenario_loader import analyse
+
+from proxy.engine.core import Engine
+from proxy.engine.plan.reply import Gate, ReplyView, judge
+from proxy.settings.policy import load_policy
+
+TASK = "Fix the bug described in the issue."
+MINI_1 = "Please always provide EXACTLY ONE action in triple backticks, found {n} actions."
+MINI_2 = "Tool call error:\n\n<error>\nNo tool calls found in the response. Every response MUST include a tool call.\n</error>"
+SWE_1 = (
+    "Your last output did not use any tool calls!\nPlease make sure your output includes exactly _ONE_ function call!"
+)
+BASH = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
+
+
+def _start(text_protocol: bool) -> list[dict[str, Any]]:
+    if text_protocol:
+        return [
+            {"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": TASK},
+            {"role": "assistant", "content": "THOUGHT: look first.\n\n```bash\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\nsrc\n</output>"},
+        ]
+    call = {"id": "call_a1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+    return [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_a1", "content": "<returncode>0</returncode>\n<output>\nsrc\n</output>"},
+    ]
+
+
+def kept(n: int) -> list[list[dict[str, Any]]]:
+    """mini-swe-agent 1.x: every bad reply and its complaint stay in the history."""
+    messages, out = _start(True), []
+    for k in range(n):
+        messages = [*messages, {"role": "assistant", "content": f"I will now look at file {k}."}]
+        messages = [*messages, {"role": "user", "content": MINI_1.format(n=0)}]
+        out.append(messages)
+    return out
+
+
+def dropped(n: int) -> list[list[dict[str, Any]]]:
+    """mini-swe-agent 2.x: the bad reply is never kept, only its complaint."""
+    messages, out = _start(False), []
+    for _ in range(n):
+        messages = [*messages, {"role": "user", "content": MINI_2}]
+        out.append(messages)
+    return out
+
+
+def requeried(n: int) -> list[list[dict[str, Any]]]:
+    """SWE-agent: each retry sends the history with only the newest bad reply and complaint."""
+    start = _start(False)
+    return [
+        [*start, {"role": "assistant", "content": f"Let me think ({k})."}, {"role": "user", "content": SWE_1}]
+        for k in range(n)
+    ]
+
+
+SHAPES = {
+    "kept (mini-swe-agent 1.x)": kept,
+    "dropped (mini-swe-agent 2.x)": dropped,
+    "requeried (SWE-agent)": requeried,
+}
+
+
+def plans(requests: list[list[dict[str, Any]]], tools: bool) -> list[Any]:
+    engine = Engine.of(load_policy("default"))
+    out = []
+    for messages in requests:
+        body: dict[str, Any] = {"model": "m", "messages": messages}
+        if tools:
+            body["tools"] = BASH
+        planned = analyse(engine, orjson.dumps(body))
+        assert planned is not None
+        out.append(planned.decision)
+    return out
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_third_complaint_in_a_row_trips_in_every_shape(shape: str) -> None:
+    decisions = plans(SHAPES[shape](3), tools=shape != "kept (mini-swe-agent 1.x)")
+    assert [[t.pattern for t in d.new_trips] for d in decisions] == [[], [], ["format_error_loop"]]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_two_complaints_do_not_trip(shape: str) -> None:
+    decisions = plans(SHAPES[shape](2), tools=shape != "kept (mini-swe-agent 1.x)")
+    assert all(not d.new_trips for d in decisions)
+
+
+def test_a_tool_agents_request_after_the_third_complaint_requires_its_call() -> None:
+    """One tool: it is pinned, with its schema as structured output for servers that ignore
+    `tool_choice`; the directive quotes the agent's complaint."""
+    decision = plans(dropped(3), tools=True)[-1]
+    assert decision.edit is not None and decision.edit.tool_choice == "bash"
+    assert decision.edit.call_schema is not None
+    assert "No tool calls found" in decision.placed[-1].text
+
+
+def test_a_text_agents_reply_without_a_command_is_asked_again_and_one_with_a_command_passes() -> None:
+    decision = plans(kept(3), tools=False)[-1]
+    rules = decision.reply
+    assert Gate.ACTION in rules.gates
+    assert judge(ReplyView("I apologise, I will do better."), rules).gate is Gate.ACTION
+    assert judge(ReplyView("THOUGHT: read it.\n\n```bash\ncat src/calc.py\n```"), rules).gate is None
+    assert "```bash" in decision.placed[-1].text
