@@ -112,6 +112,8 @@ def test_offered_tools_read_required_keys_from_the_schema() -> None:
         "junk",
     ]
     assert offered_tools(tools) == {"a": OfferedTool("a", frozenset({"x"})), "b": OfferedTool("b", frozenset())}
+    declared = [{"type": "function", "function": {"name": "c", "parameters": {"properties": {"x": {}, "y": {}}}}}]
+    assert offered_tools(declared)["c"].properties == frozenset({"x", "y"})
 
 
 @pytest.mark.parametrize(
@@ -185,3 +187,43 @@ def test_the_tools_declaration_copied_back_is_a_miscall() -> None:
 )
 def test_calls_answers_and_prose_are_never_miscalls(text: str) -> None:
     assert not miscall(text, OFFERED)
+
+
+DECLARED = {
+    "bash": OfferedTool("bash", frozenset({"command"}), frozenset({"command", "timeout"})),
+    "editor": OfferedTool("editor", frozenset({"path", "command"}), frozenset({"path", "command", "new_str"})),
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"command": "ls -la"}', [("bash", {"command": "ls -la"})]),
+        ('```json\n{"command": "pytest", "timeout": 60}\n```', [("bash", {"command": "pytest", "timeout": 60})]),
+        ('{"path": "a.py", "command": "view"}', [("editor", {"path": "a.py", "command": "view"})]),
+        ('{"command": "view"}', [("bash", {"command": "view"})]),
+    ],
+    ids=["one_tool_fits", "fenced_with_optional_key", "the_other_tool_fits", "required_keys_decide"],
+)
+def test_bare_arguments_that_fit_one_offered_tool_are_a_call_to_it(
+    text: str, expected: list[tuple[str, dict[str, object]]]
+) -> None:
+    found = salvage(text, DECLARED)
+    assert found is not None and [(c.name, dict(c.arguments)) for c in found] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"answer": 42}', '{"command": "ls", "path": "a.py", "color": "red"}', "{}", '{"timeout": 5}'],
+    ids=["no_tool_declares_it", "no_tool_takes_them_all", "nothing", "a_required_key_missing"],
+)
+def test_bare_arguments_that_fit_no_one_tool_are_no_call(text: str) -> None:
+    assert salvage(text, DECLARED) is None
+
+
+def test_bare_arguments_that_fit_two_tools_are_no_call() -> None:
+    both = {
+        "a": OfferedTool("a", frozenset({"command"}), frozenset({"command"})),
+        "b": OfferedTool("b", frozenset({"command"}), frozenset({"command"})),
+    }
+    assert salvage('{"command": "ls"}', both) is None

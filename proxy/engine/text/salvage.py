@@ -3,8 +3,9 @@
 Small local models often answer with the call as text instead of a structured tool call:
 a bare or fenced JSON object with `name` and `arguments` (or `parameters`), a list of them,
 `<tool_call>...</tool_call>` tags (or `<tools>`, the tag Qwen's template lists the tools in,
-which a small model mixes up with it), or `{"function": {...}}`; sometimes near-JSON (single
-quotes, an unbalanced closing brace), mended by `json_repair`. `salvage` returns the calls
+which a small model mixes up with it), or `{"function": {...}}`, or only the arguments
+(`{"command": "ls"}`) when they fit exactly one offered tool's declared arguments; sometimes
+near-JSON (single quotes, an unbalanced closing brace), mended by `json_repair`. `salvage` returns the calls
 when the reply *begins* with such calls (whitespace and fences aside), every name is an
 offered tool, and every call's arguments hold the tool's required keys. What the model
 writes after its calls is dropped, as a server's own tool-call parser ends the message at
@@ -60,6 +61,8 @@ class OfferedTool:
 
     name: str
     required: frozenset[str]
+    properties: frozenset[str] = frozenset()
+    """The argument names its schema declares."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +85,18 @@ def offered_tools(tools: Sequence[Any] | None) -> dict[str, OfferedTool]:
         params = function.get("parameters")
         required = params.get("required") if isinstance(params, dict) else None
         names = frozenset(r for r in required if isinstance(r, str)) if isinstance(required, list) else frozenset()
-        found[function["name"]] = OfferedTool(function["name"], names)
+        declared = params.get("properties") if isinstance(params, dict) else None
+        properties = frozenset(k for k in declared if isinstance(k, str)) if isinstance(declared, dict) else frozenset()
+        found[function["name"]] = OfferedTool(function["name"], names, properties)
     return found
+
+
+def _fitting(arguments: dict[str, Any], offered: Mapping[str, OfferedTool]) -> str | None:
+    """The one offered tool whose declared arguments take exactly these (its required ones among
+    them), when just one does: a bare arguments object meant for it."""
+    keys = arguments.keys()
+    fits = [t.name for t in offered.values() if keys and t.properties and t.required <= keys <= t.properties]
+    return fits[0] if len(fits) == 1 else None
 
 
 def may_become_call(text: str) -> bool:
@@ -130,6 +143,9 @@ def _call(value: Any, offered: Mapping[str, OfferedTool]) -> SalvagedCall | None
     if isinstance(schema, dict) and schema.get("type") == "object" and "properties" in schema:
         return None  # the tool's declaration copied back (its JSON schema), not a call of it
     name = value.get("name")
+    if name is None and "arguments" not in value and "parameters" not in value:
+        fitting = _fitting(value, offered)  # the arguments alone, for the one tool they fit
+        return SalvagedCall(fitting, value) if fitting is not None else None
     arguments = value.get("arguments", value.get("parameters", {}))
     if isinstance(arguments, str):
         arguments = _loads(arguments) if arguments.strip() else {}
