@@ -7,6 +7,7 @@ import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,6 +46,15 @@ async def make_proxy(upstream: Upstream) -> AsyncIterator[StartProxy]:
 async def proxy(make_proxy: StartProxy) -> TestServer:
     """The proxy with repair on and the embedded default policy."""
     return await make_proxy()
+
+
+@pytest.fixture
+async def proxy_two_retries(make_proxy: StartProxy, tmp_path: Path) -> TestServer:
+    """The proxy with a budget of two extra generations per agent request (the default is one):
+    for what a gate does on its second try."""
+    policy = tmp_path / "two_retries.toml"
+    policy.write_text("[reply]\nmax_extra_generations = 2\n")
+    return await make_proxy(policy=str(policy))
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ as it came, logged and counted as `analysis_failed`.
 from __future__ import annotations
 
 import secrets
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -31,10 +30,11 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.dialects import Dialect, Planned
-from proxy.engine.plan.reply import GATE_OUTCOMES, Gate, Judgement, ReplyRules, holding, judge, settled
+from proxy.engine.plan.reply import Gate, Judgement, ReplyRules, holding, judge, settled
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
-from proxy.http.forward import downstream_headers, is_streaming, relay, send
+from proxy.http.forward import RelayEnd, downstream_headers, is_streaming, relay, send
 from proxy.http.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER
+from proxy.http.steps import Attempt, Deliver, End, Relay, after_reply, after_status
 from proxy.http.upstream import Timeouts, next_chunk
 
 __all__ = ["reply_stage"]
@@ -123,16 +123,30 @@ def _salvaged(planned: Planned, reply: _Reply) -> bytes:
     return dialect.salvaged(b"".join(reply.chunks), calls, ids)
 
 
+def _retries(attempt: Attempt) -> dict[str, str]:
+    """What the gates spent on this agent request: `X-Repair-Retries` (each gate's retries)."""
+    if not attempt.retries:
+        return {}
+    return {RETRIES_HEADER: ",".join(f"{gate.value}:{n}" for gate, n in attempt.retries.items())}
+
+
+def _ended(request: web.Request, planned: Planned, end: End | RelayEnd, gate: Gate | None = None) -> dict[str, str]:
+    """The one place a reply stage's end becomes the request log's, the metrics' and the
+    `X-Repair-Outcome` mark (a gate that gave up)."""
+    request[REQUEST_LOG].end = end.value
+    if gate is None or not isinstance(end, End):
+        return {}
+    request.app[METRICS].reply_outcomes.labels(end.value, planned.decision.request.team).inc()
+    return {OUTCOME_HEADER: end.value}
+
+
 async def _deliver(
-    request: web.Request, planned: Planned, reply: _Reply, extra: dict[str, str], retries: Counter[Gate]
+    request: web.Request, planned: Planned, reply: _Reply, step: Deliver, marks: dict[str, str]
 ) -> web.StreamResponse:
     """The reply as it passes: salvaged when it wrote its calls as text, marked when a gate gave up on it."""
-    record = request[REQUEST_LOG]
     metrics = request.app[METRICS]
     team = planned.decision.request.team
-    marks = dict(extra)
-    if retries:
-        marks[RETRIES_HEADER] = ",".join(f"{gate.value}:{n}" for gate, n in retries.items())
+    marks = {**marks, **_ended(request, planned, step.end, step.gate)}
     body = b"".join(reply.chunks)
     if reply.judgement.salvaged:
         try:
@@ -146,80 +160,70 @@ async def _deliver(
         log.info(
             "repair_salvage", conversation=planned.decision.request.conversation, calls=len(reply.judgement.salvaged)
         )
-    record.end = "complete"
-    if reply.judgement.gate is not None:
-        outcome = GATE_OUTCOMES[reply.judgement.gate]
-        marks[OUTCOME_HEADER] = outcome
-        record.end = outcome
-        metrics.reply_outcomes.labels(outcome, team).inc()
     return await _respond(request, reply, body, marks)
+
+
+async def _answer(request: web.Request, upstream: aiohttp.ClientResponse, planned: Planned) -> _Reply | list[bytes]:
+    """The reply read: whole, or a stream held while it may still be acted on; a stream released
+    early comes back as what was held (the rest is to be relayed)."""
+    dialect, rules, timeouts = planned.incoming.dialect, planned.decision.reply, request[CONTEXT].timeouts
+    out = downstream_headers(upstream.headers)
+    if is_streaming(upstream.headers):
+        held, judgement = await _watch(upstream, timeouts, dialect, rules)
+        return held if judgement is None else _Reply(upstream.status, out, held, True, judgement)
+    chunks = await _read_all(upstream, timeouts)
+    return _Reply(upstream.status, out, chunks, False, _judge_whole(b"".join(chunks), dialect, rules))
 
 
 async def reply_stage(
     request: web.Request, planned: Planned, headers: CIMultiDict[str], extra: dict[str, str]
 ) -> web.StreamResponse:
-    """Send the request; act on the reply as the rules say, asking again while a gate holds it."""
+    """Send the request; act on the reply as `steps` decides, asking again while a gate holds it
+    and the agent request's budget of extra generations allows."""
     rules = planned.decision.reply
-    dialect = planned.incoming.dialect
     timeouts = request[CONTEXT].timeouts
-    record = request[REQUEST_LOG]
+    budget = request[CONTEXT].team.engine.policy.reply.max_extra_generations
+    conversation = planned.decision.request.conversation
     headers["Accept-Encoding"] = "identity"
     body = planned.body
-    retries: Counter[Gate] = Counter()
+    attempt = Attempt(schema=planned.unconstrained() is not None)
     first: _Reply | None = None
-    gate: Gate | None = None
-    attempt = 0
-    plain = False  # no call schemas for the rest of this request: the upstream refused one
     while True:
         upstream = await send(request, body, headers)
         async with upstream:
             encoded = upstream.headers.get("Content-Encoding", "identity").lower() != "identity"
-            if upstream.status >= 400 and attempt == 0 and not plain and (unconstrained := planned.unconstrained()):
-                # the force rung's call schema refused: the request again as it would go without it
-                log.warning("repair_schema_refused", status=upstream.status)
-                plain, body = True, unconstrained
-                continue
-            if upstream.status >= 400 and first is not None and gate is not None:
-                if not plain and rules.gates[gate].edit.call_schema is not None:
-                    # a server that takes no structured output (or not with tool_choice): the
-                    # same retry without the schema, and none for the rest of this request
-                    log.warning("repair_schema_refused", status=upstream.status)
-                    plain, body = True, planned.retry(gate, retries[gate], constrained=False)
-                    continue
-                # our retry was refused: the agent gets the reply it would have had without the
-                # gate, never our error
-                log.warning(
-                    "repair_gate_refused", status=upstream.status, conversation=planned.decision.request.conversation
-                )
-                return await _deliver(request, planned, first, extra, retries)
-            if upstream.status >= 400 or encoded:
-                response, end = await relay(request, upstream, timeouts, extra)
-                record.end = end.value
-                return response
-            out = downstream_headers(upstream.headers)
-            if is_streaming(upstream.headers):
-                held, judgement = await _watch(upstream, timeouts, dialect, rules)
-                if judgement is None:
-                    marks = {**extra, RETRIES_HEADER: ",".join(f"{g.value}:{n}" for g, n in retries.items())}
-                    response, end = await relay(request, upstream, timeouts, marks if retries else extra, held)
-                    record.end = end.value
+            step = after_status(attempt, upstream.status, encoded)
+            if step is None:
+                answer = await _answer(request, upstream, planned)
+                if isinstance(answer, list):  # released: the rest flows as it comes
+                    response, relayed = await relay(request, upstream, timeouts, {**extra, **_retries(attempt)}, answer)
+                    _ended(request, planned, relayed)
                     return response
-                reply = _Reply(upstream.status, out, held, True, judgement)
-            else:
-                chunks = await _read_all(upstream, timeouts)
-                reply = _Reply(upstream.status, out, chunks, False, _judge_whole(b"".join(chunks), dialect, rules))
-        gate = reply.judgement.gate
-        if gate is None:
-            return await _deliver(request, planned, reply, extra, retries)
-        if retries[gate] >= rules.gates[gate].max_attempts:
-            if gate is Gate.ACTION and first is not None:
-                reply = first  # the model's own reply, not one it gave under the gate's pressure
-            return await _deliver(request, planned, reply, extra, retries)
+                reply = answer
+                step = after_reply(attempt, reply.judgement, rules, budget)
+            elif isinstance(step, Relay):
+                response, relayed = await relay(request, upstream, timeouts, extra)
+                _ended(request, planned, relayed if relayed is not RelayEnd.COMPLETE else step.end)
+                return response
+        if isinstance(step, Deliver):
+            if attempt.gate is not None and step.first:
+                log.warning("repair_gate_refused", status=upstream.status, conversation=conversation)
+            delivered = first if step.first and first is not None else reply
+            return await _deliver(request, planned, delivered, step, {**extra, **_retries(attempt)})
+        if isinstance(step, Relay):  # unreachable: relayed above, inside the response's context
+            raise AssertionError(step)
+        if not step.spends:  # the server takes no call schema: the same request without it
+            log.warning("repair_schema_refused", status=upstream.status)
+            attempt = attempt.without_schema()
+            unconstrained = planned.unconstrained() if attempt.gate is None else None
+            body = unconstrained or planned.retry(
+                attempt.gate or Gate.ACTION, attempt.retries.get(attempt.gate or Gate.ACTION, 1), constrained=False
+            )
+            continue
+        gate = step.gate
+        assert gate is not None
         first = first or reply
-        retries[gate] += 1
-        attempt += 1
-        log.info(
-            "repair_gate", gate=gate.value, conversation=planned.decision.request.conversation, attempt=retries[gate]
-        )
+        attempt = attempt.retried(gate, rules.gates[gate].edit.call_schema is not None)
+        log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
-        body = planned.retry(gate, retries[gate], constrained=not plain)
+        body = planned.retry(gate, attempt.retries[gate], constrained=not attempt.plain)

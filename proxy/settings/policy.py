@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_POLL_TOOLS",
     "DEFAULT_VOLATILE_KEYS",
     "MAX_ACTION_ATTEMPTS",
+    "MAX_EXTRA_GENERATIONS",
     "MAX_FINISH_ATTEMPTS",
     "MAX_INJECTED_TOKENS",
     "MAX_VERIFY_ATTEMPTS",
@@ -66,6 +67,8 @@ MAX_INJECTED_TOKENS = 200
 MAX_ACTION_ATTEMPTS = 2
 """Action gate: how many times a reply that does not act mid-task is asked again."""
 MAX_FINISH_ATTEMPTS = 2
+MAX_EXTRA_GENERATIONS = 1
+"""What one agent request may cost in extra generations, all gates together."""
 """Finish gate: how many times finishing on a live failure is sent back before it passes as `complete_failing`."""
 
 
@@ -167,6 +170,9 @@ class Reply(Frozen):
     finish_gate: bool = True
     """Finishing (a finish tool, or a final answer) while the failing check still fails is asked again."""
     max_finish_attempts: int = Field(default=MAX_FINISH_ATTEMPTS, ge=0)
+    max_extra_generations: int = Field(default=MAX_EXTRA_GENERATIONS, ge=0)
+    """Extra generations one agent request may cost, every gate's retries together (block,
+    action, finish, done); past it the reply passes as its gate gives up."""
 
 
 class Memory(Frozen):

@@ -65,11 +65,11 @@ async def test_a_reply_meant_as_a_call_is_asked_again_from_the_first_turn(
 
 @pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
 async def test_when_every_retry_misses_the_first_reply_passes_as_it_came(
-    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+    proxy_two_retries: TestServer, upstream: Upstream, dialect: str, stream: bool
 ) -> None:
     first = MISCALLS["unknown_tool"]
     upstream.reply_with(reply(dialect, first, stream=stream), reply(dialect, ECHO, stream=stream))
-    got = await post(proxy, body_for(dialect, Chat(), stream=stream), path=PATHS[dialect])
+    got = await post(proxy_two_retries, body_for(dialect, Chat(), stream=stream), path=PATHS[dialect])
     assert len(upstream.seen) == 3, "two retries, then the first reply"
     assert got.body == b"".join(reply_bytes(dialect, first, stream=stream))
     assert got.headers["X-Repair-Outcome"] == "no_action"

@@ -191,12 +191,12 @@ async def test_done_gate_sends_a_premature_stop_back(proxy: TestServer, upstream
     assert "X-Repair-Outcome" not in headers
 
 
-async def test_done_gate_gives_up_after_max_attempts(proxy: TestServer, upstream: Upstream) -> None:
+async def test_done_gate_gives_up_after_max_attempts(proxy_two_retries: TestServer, upstream: Upstream) -> None:
     """After max_verify_attempts the stop passes through marked complete_unverified."""
     stop = completion("Done.")
     upstream.reply_with(json_reply(stop))
     chat = Chat().turn(test_run()).turn(edit())
-    _status, headers, body = await post(proxy, chat.bytes())
+    _status, headers, body = await post(proxy_two_retries, chat.bytes())
     assert len(upstream.seen) == 3  # first try + max_verify_attempts (2)
     assert headers["X-Repair-Outcome"] == "complete_unverified"
     assert body == stop

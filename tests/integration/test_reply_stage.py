@@ -119,10 +119,10 @@ async def test_an_empty_reply_mid_task_is_asked_again_with_a_call_required(
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_the_action_gate_gives_up_with_the_models_own_first_reply(
-    proxy: TestServer, upstream: Upstream, dialect: str
+    proxy_two_retries: TestServer, upstream: Upstream, dialect: str
 ) -> None:
     upstream.reply_with(reply(dialect, ""))
-    got = await post(proxy, body_for(dialect, reading(), stream=False), path=PATHS[dialect])
+    got = await post(proxy_two_retries, body_for(dialect, reading(), stream=False), path=PATHS[dialect])
     assert len(upstream.seen) == 3, "two retries, then the reply passes"
     assert got.body == reply_bytes(dialect, "")[0]
     assert got.headers["X-Repair-Outcome"] == "no_action" and got.headers["X-Repair-Retries"] == "action:2"
@@ -158,10 +158,10 @@ async def test_finishing_while_the_check_still_fails_is_sent_back(
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_a_final_answer_on_a_live_failure_passes_marked_complete_failing(
-    proxy: TestServer, upstream: Upstream, dialect: str
+    proxy_two_retries: TestServer, upstream: Upstream, dialect: str
 ) -> None:
     upstream.reply_with(reply(dialect, "I fixed the bug, the task is complete."))
-    got = await post(proxy, body_for(dialect, failing(), stream=False), path=PATHS[dialect])
+    got = await post(proxy_two_retries, body_for(dialect, failing(), stream=False), path=PATHS[dialect])
     assert len(upstream.seen) == 3
     assert got.headers["X-Repair-Outcome"] == "complete_failing"
     assert received(dialect, got.body, False)[0] == "I fixed the bug, the task is complete."
@@ -322,7 +322,7 @@ async def test_the_action_retry_shows_the_model_the_task_not_its_idle_replies(
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_a_pinned_seed_moves_on_with_each_later_retry(
-    proxy: TestServer, upstream: Upstream, dialect: str
+    proxy_two_retries: TestServer, upstream: Upstream, dialect: str
 ) -> None:
     """The same body with the same seed draws the same reply: from its second attempt on, the
     action gate's retry moves a chat request's seed on by one (Responses has none; Ollama keeps
@@ -330,7 +330,21 @@ async def test_a_pinned_seed_moves_on_with_each_later_retry(
     upstream.reply_with(reply(dialect, ""))
     data = orjson.loads(body_for(dialect, reading(), stream=False))
     data["seed"] = 7
-    got = await post(proxy, orjson.dumps(data), path=PATHS[dialect])
+    got = await post(proxy_two_retries, orjson.dumps(data), path=PATHS[dialect])
     assert got.headers["X-Repair-Retries"] == "action:2"
     seeds = [sent(upstream, i).get("seed") for i in range(3)]
     assert seeds == ([7, 7, 8] if dialect == "chat" else [7, 7, 7])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_by_default_one_agent_request_costs_at_most_one_extra_generation(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """Every gate together gets one extra generation per agent request by default: the empty
+    reply is asked again once, then the model's own reply passes, marked, and the answer says
+    what was spent."""
+    upstream.reply_with(reply(dialect, ""))
+    got = await post(proxy, body_for(dialect, reading(), stream=False), path=PATHS[dialect])
+    assert len(upstream.seen) == 2
+    assert got.headers["X-Repair-Retries"] == "action:1"
+    assert got.headers["X-Repair-Outcome"] == "no_action"

@@ -26,7 +26,6 @@ from proxy.engine.text.salvage import OfferedTool, SalvagedCall, call_shaped, ma
 from proxy.settings.kinds import CallKind
 
 __all__ = [
-    "GATE_OUTCOMES",
     "Gate",
     "GatePlan",
     "Judgement",
@@ -42,14 +41,8 @@ class Gate(StrEnum):
     DONE = "done"
     FINISH = "finish"
     ACTION = "action"
-
-
-GATE_OUTCOMES: Mapping[Gate, str] = {
-    Gate.DONE: "complete_unverified",
-    Gate.FINISH: "complete_failing",
-    Gate.ACTION: "no_action",
-}
-"""How a reply is marked when it passes after its gate's last try."""
+    BLOCK = "block"
+    """The reply's call cannot help, the state says (`futility`): not passed on, asked again."""
 
 
 @dataclass(frozen=True, slots=True)

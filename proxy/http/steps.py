@@ -1,0 +1,127 @@
+"""The reply stage's decisions, as a table: what to do with what an attempt got back.
+
+    the attempt (which gate asked for it, what it carried, what was spent)
+      + the upstream's status, or the judgement of its reply
+      -> Relay     pass the upstream's response through as it came
+         Deliver   give the agent this reply, or the first one, ending the request as `End` says
+         Retry     ask the upstream again: through a gate (one extra generation), or the same
+                   request without the call schema a server refused (nothing was generated)
+
+Pure: no I/O, no aiohttp, tested as a table (tests/unit/test_reply_steps.py). The loop in
+`reply.py` only sends, reads and answers; `End` is what logs and metrics are made of.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from proxy.engine.plan.reply import Gate, Judgement, ReplyRules
+
+__all__ = ["GIVEN_UP", "Attempt", "Deliver", "End", "Relay", "Retry", "Step", "after_reply", "after_status"]
+
+
+class End(enum.Enum):
+    """How the reply stage ended a request (`X-Repair-Outcome` when a gate gave up)."""
+
+    COMPLETE = "complete"
+    """The reply as it came (its calls made real when it wrote them as text)."""
+    COMPLETE_UNVERIFIED = "complete_unverified"
+    """The done gate gave up: the model stopped though a re-run of the failing check was owed."""
+    COMPLETE_FAILING = "complete_failing"
+    """The finish gate gave up: the model finished while the failing check still fails."""
+    NO_ACTION = "no_action"
+    """The action gate gave up: the model's own reply, which does not act."""
+    FUTILE = "futile"
+    """The block gate gave up: the model's own reply, its futile call and all."""
+    UPSTREAM_ERROR = "upstream_error"
+    """The upstream answered the agent's request with an error: relayed as it came."""
+
+
+GIVEN_UP: Mapping[Gate, End] = {
+    Gate.DONE: End.COMPLETE_UNVERIFIED,
+    Gate.FINISH: End.COMPLETE_FAILING,
+    Gate.ACTION: End.NO_ACTION,
+    Gate.BLOCK: End.FUTILE,
+}
+"""What a request ends as when its gate gives up (or our retry is refused)."""
+_FIRST_REPLY = frozenset({Gate.ACTION, Gate.BLOCK})
+"""Gates that give up with the model's first reply, not one it gave under the gate's pressure."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One request sent upstream for the agent's request."""
+
+    gate: Gate | None = None
+    """The gate whose retry this is; None: the agent's own request."""
+    schema: bool = False
+    """It carries a call schema (structured output)."""
+    plain: bool = False
+    """A call schema was refused: none is sent again for this agent request."""
+    retries: Mapping[Gate, int] = field(default_factory=dict)
+    """Retries each gate has asked for so far."""
+    spent: int = 0
+    """Extra generations spent so far (every gate's retries together)."""
+    first: bool = False
+    """A reply was held before this one (the model's own, from the agent's request)."""
+
+    def retried(self, gate: Gate, schema: bool) -> Attempt:
+        """The attempt a gate's retry makes."""
+        retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
+        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True)
+
+    def without_schema(self) -> Attempt:
+        """The same attempt sent again without its call schema, and none after it."""
+        return replace(self, schema=False, plain=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Relay:
+    end: End
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    end: End
+    first: bool = False
+    """The first reply held (the model's own), not this one."""
+    gate: Gate | None = None
+    """The gate that gave up on it, if one did."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    gate: Gate | None
+    """The gate asking again; None: the same request, without its refused call schema."""
+    spends: bool
+    """It costs an extra generation (a schema refused generated nothing)."""
+
+
+Step = Relay | Deliver | Retry
+
+
+def after_status(attempt: Attempt, status: int, encoded: bool) -> Step | None:
+    """Before reading the reply: what an error status or an encoded body means for this
+    attempt; None: read the reply."""
+    if status >= 400:
+        if attempt.schema and not attempt.plain:
+            return Retry(attempt.gate, spends=False)  # the server takes no call schema: send it without
+        if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
+            return Deliver(GIVEN_UP[attempt.gate], first=True, gate=attempt.gate)
+        return Relay(End.UPSTREAM_ERROR)
+    if encoded:
+        return Relay(End.COMPLETE)  # a compressed body is relayed as it is, never read
+    return None
+
+
+def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budget: int) -> Step:
+    """Once the reply is judged: deliver it, or ask again through the gate that holds it while
+    the gate has tries left and the agent request's budget of extra generations allows."""
+    gate = judgement.gate
+    if gate is None:
+        return Deliver(End.COMPLETE)
+    if attempt.retries.get(gate, 0) >= rules.gates[gate].max_attempts or attempt.spent >= budget:
+        return Deliver(GIVEN_UP[gate], first=attempt.first and gate in _FIRST_REPLY, gate=gate)
+    return Retry(gate, spends=True)

@@ -1,0 +1,84 @@
+"""The reply stage's decisions as a table, with no server: an attempt and what it got back ->
+relay, deliver (this reply or the first) or retry."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.engine.plan.reply import Gate, GatePlan, Judgement, ReplyRules
+from proxy.engine.text.exchange import Edit
+from proxy.http.steps import Attempt, Deliver, End, Relay, Retry, Step, after_reply, after_status
+
+RULES = ReplyRules(gates={gate: GatePlan(Edit, 2) for gate in Gate})
+OWN = Attempt()
+"""The agent's own request: no gate, nothing spent."""
+OWN_WITH_SCHEMA = Attempt(schema=True)
+"""The agent's request with the force rung's call schema."""
+RETRY = OWN.retried(Gate.ACTION, schema=True)
+"""The action gate's first retry, carrying the call's schema."""
+PLAIN_RETRY = Attempt(Gate.ACTION, schema=False, plain=True, retries={Gate.ACTION: 1}, spent=1, first=True)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "status", "encoded", "step"),
+    [
+        (OWN, 200, False, None),
+        (OWN, 200, True, Relay(End.COMPLETE)),
+        (OWN, 500, False, Relay(End.UPSTREAM_ERROR)),
+        (OWN, 400, False, Relay(End.UPSTREAM_ERROR)),
+        (OWN_WITH_SCHEMA, 400, False, Retry(None, spends=False)),
+        (RETRY, 400, False, Retry(Gate.ACTION, spends=False)),
+        (PLAIN_RETRY, 400, False, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (PLAIN_RETRY, 200, False, None),
+    ],
+    ids=[
+        "ok: read it",
+        "compressed: relayed unread",
+        "the agent's request failed: relayed as it came",
+        "refused with no schema of ours: relayed as it came",
+        "our call schema refused: the same request without it, free",
+        "a retry's schema refused: the same retry without it, free",
+        "our plain retry refused: the first reply, as without the gate",
+        "a plain retry answered: read it",
+    ],
+)
+def test_after_status(attempt: Attempt, status: int, encoded: bool, step: Step | None) -> None:
+    assert after_status(attempt, status, encoded) == step
+
+
+@pytest.mark.parametrize(
+    ("attempt", "gate", "budget", "step"),
+    [
+        (OWN, None, 1, Deliver(End.COMPLETE)),
+        (OWN, Gate.ACTION, 1, Retry(Gate.ACTION, spends=True)),
+        (OWN, Gate.ACTION, 0, Deliver(End.NO_ACTION, gate=Gate.ACTION)),
+        (RETRY, Gate.ACTION, 1, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, Gate.ACTION, 2, Retry(Gate.ACTION, spends=True)),
+        (RETRY, Gate.DONE, 1, Deliver(End.COMPLETE_UNVERIFIED, gate=Gate.DONE)),
+        (RETRY, Gate.FINISH, 2, Retry(Gate.FINISH, spends=True)),
+        (RETRY.retried(Gate.ACTION, True), Gate.ACTION, 5, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, Gate.BLOCK, 1, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
+        (RETRY, None, 1, Deliver(End.COMPLETE)),
+    ],
+    ids=[
+        "nothing holds it: deliver",
+        "a gate holds it, budget left: retry",
+        "no budget at all: delivered as its gate gives up",
+        "budget spent: the action gate gives up with the model's first reply",
+        "budget left after one retry: retry again",
+        "the done gate gives up with this reply",
+        "another gate, budget left: retry",
+        "the gate's own tries spent, whatever the budget",
+        "the block gate gives up with the model's first reply",
+        "a retry's reply that nothing holds: deliver it",
+    ],
+)
+def test_after_reply(attempt: Attempt, gate: Gate | None, budget: int, step: Step) -> None:
+    assert after_reply(attempt, Judgement(gate), RULES, budget) == step
+
+
+def test_a_retry_spends_one_generation_and_a_schema_refusal_none() -> None:
+    assert (RETRY.spent, RETRY.retries, RETRY.gate) == (1, {Gate.ACTION: 1}, Gate.ACTION)
+    plain = RETRY.without_schema()
+    assert (plain.spent, plain.schema, plain.plain) == (1, False, True)
+    assert plain.retried(Gate.FINISH, schema=True).schema is False, "once refused, no schema again"
