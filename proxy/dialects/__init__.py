@@ -21,6 +21,7 @@ from proxy.dialects.responses import RESPONSES
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, loads_piecewise
 from proxy.engine.core import Engine
+from proxy.engine.detectors import Refusal
 from proxy.engine.plan.decide import Decision
 from proxy.engine.plan.reply import Gate
 from proxy.engine.text.exchange import Edit, Translation
@@ -95,17 +96,19 @@ class Planned:
             return None
         return self.incoming.write(replace(edit, call_schema=None))
 
-    def retry(self, gate: Gate, attempt: int = 1, constrained: bool = True) -> bytes:
+    def retry(self, gate: Gate, attempt: int = 1, constrained: bool = True, refusal: Refusal | None = None) -> bytes:
         """The request a gate sends instead when it holds the reply (written when needed); from
-        its second attempt on, a seed the request pins is moved on by one per attempt, or the
+        its second attempt on (from its first, for the block gate: its reply was a call the model
+        should not make again), a seed the request pins is moved on by one per attempt, or the
         same body would draw the same reply again. Not `constrained`: without the call schema
-        (for a server that refused it)."""
-        edit = self.decision.reply.gates[gate].edit
+        (for a server that refused it). `refusal`: why the block gate holds it."""
+        edit = self.decision.reply.gates[gate].edit_for(refusal)
         if not constrained:
             edit = replace(edit, call_schema=None)
         seed = self.incoming.data.get("seed")
-        if attempt > 1 and isinstance(seed, int) and not isinstance(seed, bool):
-            edit = replace(edit, seed=seed + attempt - 1)
+        moved = attempt if gate is Gate.BLOCK else attempt - 1
+        if moved > 0 and isinstance(seed, int) and not isinstance(seed, bool):
+            edit = replace(edit, seed=seed + moved)
         return self.incoming.write(edit)
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 
 from proxy.dialects.changes import REMOVED, Array, Change, Kept, Removed, Value, kept_or_fresh, materialise
-from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
+from proxy.dialects.chat_reply import ChatReplyWatcher, arguments_of, calls_of, first_choice
+from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
@@ -122,56 +123,6 @@ def write_messages(
         return orjson.dumps(out)
 
 
-def _calls_of(part: Any) -> tuple[str | None, ...]:
-    """The names of the calls in a message or delta (None while a streamed call has no name yet)."""
-    if not isinstance(part, dict):
-        return ()
-    names: list[str | None] = []
-    for call in part.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        names.append(name if isinstance(name, str) and name else None)
-    legacy = part.get("function_call")
-    if isinstance(legacy, dict):
-        names.append(legacy.get("name") if isinstance(legacy.get("name"), str) else None)
-    return tuple(names)
-
-
-def _first_choice(payload: Any) -> dict[str, Any] | None:
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    if not isinstance(choices, list):
-        return None
-    return next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), None)
-
-
-class _Watcher:
-    """A streamed chat reply so far: the first choice's text and calls."""
-
-    def __init__(self) -> None:
-        self._scanner = LineScanner()
-        self._text = TextSoFar()
-        self._calls: dict[int, str | None] = {}
-
-    def feed(self, chunk: bytes) -> None:
-        for payload in sse_payloads(self._scanner, chunk):
-            delta = (_first_choice(payload) or {}).get("delta")
-            if not isinstance(delta, dict):
-                continue
-            if isinstance(delta.get("content"), str):
-                self._text.add(delta["content"])
-            for position, call in enumerate(delta.get("tool_calls") or ()):
-                index = call.get("index", position) if isinstance(call, dict) else position
-                name = _calls_of({"tool_calls": [call]})[0]
-                if self._calls.get(index) is None:
-                    self._calls[index] = name
-            if isinstance(delta.get("function_call"), dict) and self._calls.get(0) is None:
-                self._calls[0] = _calls_of(delta)[0]
-
-    @property
-    def view(self) -> ReplyView:
-        return ReplyView(self._text.text, tuple(self._calls[i] for i in sorted(self._calls)))
-
-
 def _tool_calls(calls: Sequence[SalvagedCall], ids: Sequence[str]) -> list[dict[str, Any]]:
     return [
         {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json}}
@@ -261,18 +212,18 @@ class Chat:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError:
             return None
-        message = (_first_choice(payload) or {}).get("message")
+        message = (first_choice(payload) or {}).get("message")
         if not isinstance(message, dict):
             return None
         content = message.get("content")
-        return ReplyView(content if isinstance(content, str) else "", _calls_of(message))
+        return ReplyView(content if isinstance(content, str) else "", calls_of(message), arguments_of(message))
 
     def reply_watcher(self) -> ReplyWatcher:
-        return _Watcher()
+        return ChatReplyWatcher()
 
     def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         payload = orjson.loads(body)
-        choice = _first_choice(payload)
+        choice = first_choice(payload)
         assert choice is not None and isinstance(choice.get("message"), dict)
         choice["message"] = {**choice["message"], "content": None, "tool_calls": _tool_calls(calls, ids)}
         choice["finish_reason"] = "tool_calls"

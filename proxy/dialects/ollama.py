@@ -38,11 +38,24 @@ def _names(message: dict[str, Any]) -> list[str | None]:
     return names
 
 
+def _arguments(message: dict[str, Any]) -> list[str]:
+    """Each call's arguments (an object in Ollama's shape) as JSON text."""
+    found: list[str] = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        value = function.get("arguments") if isinstance(function, dict) else None
+        found.append(
+            orjson.dumps(value).decode() if isinstance(value, dict) else value if isinstance(value, str) else ""
+        )
+    return found
+
+
 class _Watcher:
     def __init__(self) -> None:
         self._scanner = LineScanner()
         self._text = TextSoFar()
         self._calls: list[str | None] = []
+        self._arguments: list[str] = []
 
     def feed(self, chunk: bytes) -> None:
         for event in ndjson_payloads(self._scanner, chunk):
@@ -52,10 +65,11 @@ class _Watcher:
             if isinstance(message.get("content"), str):
                 self._text.add(message["content"])
             self._calls.extend(_names(message))
+            self._arguments.extend(_arguments(message))
 
     @property
     def view(self) -> ReplyView:
-        return ReplyView(self._text.text, tuple(self._calls))
+        return ReplyView(self._text.text, tuple(self._calls), tuple(self._arguments))
 
 
 def _tool_calls(calls: Sequence[SalvagedCall]) -> list[dict[str, Any]]:
@@ -89,7 +103,9 @@ class Ollama:
         if not isinstance(message, dict):
             return None
         content = message.get("content")
-        return ReplyView(content if isinstance(content, str) else "", tuple(_names(message)))
+        return ReplyView(
+            content if isinstance(content, str) else "", tuple(_names(message)), tuple(_arguments(message))
+        )
 
     def reply_watcher(self) -> ReplyWatcher:
         return _Watcher()

@@ -30,6 +30,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.dialects import Dialect, Planned
+from proxy.engine.detectors import Refusal
 from proxy.engine.plan.reply import Gate, Judgement, ReplyRules, holding, judge, settled
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 from proxy.http.forward import RelayEnd, downstream_headers, is_streaming, relay, send
@@ -188,6 +189,7 @@ async def reply_stage(
     body = planned.body
     attempt = Attempt(schema=planned.unconstrained() is not None)
     first: _Reply | None = None
+    held: Refusal | None = None  # why the block gate holds the reply being asked again
     while True:
         upstream = await send(request, body, headers)
         async with upstream:
@@ -215,15 +217,16 @@ async def reply_stage(
         if not step.spends:  # the server takes no call schema: the same request without it
             log.warning("repair_schema_refused", status=upstream.status)
             attempt = attempt.without_schema()
-            unconstrained = planned.unconstrained() if attempt.gate is None else None
-            body = unconstrained or planned.retry(
-                attempt.gate or Gate.ACTION, attempt.retries.get(attempt.gate or Gate.ACTION, 1), constrained=False
-            )
+            if step.gate is None:
+                body = planned.unconstrained() or planned.body
+            else:
+                body = planned.retry(step.gate, attempt.retries[step.gate], constrained=False, refusal=held)
             continue
         gate = step.gate
         assert gate is not None
         first = first or reply
-        attempt = attempt.retried(gate, rules.gates[gate].edit.call_schema is not None)
+        held = reply.judgement.refusal
+        attempt = attempt.retried(gate, rules.gates[gate].edit_for(held).call_schema is not None)
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
-        body = planned.retry(gate, attempt.retries[gate], constrained=not attempt.plain)
+        body = planned.retry(gate, attempt.retries[gate], constrained=not attempt.plain, refusal=held)

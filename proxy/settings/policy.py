@@ -170,6 +170,9 @@ class Reply(Frozen):
     finish_gate: bool = True
     """Finishing (a finish tool, or a final answer) while the failing check still fails is asked again."""
     max_finish_attempts: int = Field(default=MAX_FINISH_ATTEMPTS, ge=0)
+    block: bool = True
+    """The block rung: a proposed call a pattern says cannot help is not passed on, and the model
+    is asked again (each pattern's `block` option says when it may refuse)."""
     max_extra_generations: int = Field(default=MAX_EXTRA_GENERATIONS, ge=0)
     """Extra generations one agent request may cost, every gate's retries together (block,
     action, finish, done); past it the reply passes as its gate gives up."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from replies import reply_bytes
 
 from proxy.dialects import CHAT, OLLAMA, RESPONSES, Dialect
 from proxy.dialects.lines import TextSoFar
@@ -36,3 +37,37 @@ def test_each_dialects_watcher_sees_the_text_so_far_after_every_chunk(dialect: D
     for n, piece in enumerate(PIECES):
         watcher.feed(_chunk(dialect, piece))
         assert watcher.view.text == "".join(PIECES[: n + 1])
+
+
+def _split_chat_call(arguments: str) -> list[bytes]:
+    """A chat call streamed as servers stream it: its name first, its arguments in pieces."""
+
+    def chunk(call: dict[str, object]) -> bytes:
+        delta = {"tool_calls": [{"index": 0, **call}]}
+        return b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": delta}]}) + b"\n\n"
+
+    head = chunk({"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": ""}})
+    return [head, *(chunk({"function": {"arguments": arguments[i : i + 5]}}) for i in range(0, len(arguments), 5))]
+
+
+def test_the_chat_watcher_reads_a_calls_arguments_as_they_stream() -> None:
+    """What the block gate reads: each call's arguments so far, whole at the end."""
+    arguments = '{"command": "python -m pytest tests/test_calc.py"}'
+    watcher = CHAT.reply_watcher()
+    for n, chunk in enumerate(_split_chat_call(arguments)):
+        watcher.feed(chunk)
+        assert arguments.startswith(watcher.view.arguments[0])
+        assert watcher.view.calls == ("bash",) and (n > 0 or watcher.view.arguments == ("",))
+    assert watcher.view.arguments == (arguments,)
+
+
+@pytest.mark.parametrize("dialect", [CHAT, RESPONSES, OLLAMA], ids=lambda d: d.name)
+def test_each_dialect_reads_a_whole_or_streamed_calls_arguments(dialect: Dialect) -> None:
+    call = [("bash", {"command": "ls -la"})]
+    whole = dialect.read_reply(b"".join(reply_bytes(dialect.name, "", call)))
+    assert whole is not None and whole.calls == ("bash",)
+    assert [orjson.loads(a) for a in whole.arguments] == [{"command": "ls -la"}]
+    watcher = dialect.reply_watcher()
+    for chunk in reply_bytes(dialect.name, "", call, stream=True):
+        watcher.feed(chunk)
+    assert [orjson.loads(a) for a in watcher.view.arguments] == [{"command": "ls -la"}]

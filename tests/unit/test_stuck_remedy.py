@@ -68,17 +68,52 @@ def test_once_everything_is_read_a_different_change() -> None:
     assert "Make a different change to calc.py than before" in text and "Do not edit" not in text
 
 
-def test_with_no_edit_yet_it_asks_for_a_change() -> None:
+CALC = '     1\tdef add(a, b):\n     2\t    """The sum of a and b."""\n     3\t    return a - b\n     4\t\n     5\t\n     6\tdef mul(a, b):\n     7\t    return a * b\n'
+
+
+def test_with_no_edit_yet_it_asks_for_a_change_quoting_the_function_as_the_agent_saw_it() -> None:
+    """The code to replace is the function the failure calls, whole, from the agent's own view
+    (line numbers off); the failing output is left out, so its strings are not copied instead."""
     chat = (
         Chat()
         .turn(run())
-        .turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py"))
+        .turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py", CALC))
         .turn(run())
         .turn(run())
     )
     text = _nudge(chat)
-    assert "Make a change to /workspace/calc.py, one that addresses the failure above: call str_replace_editor" in text
-    assert '"command":"str_replace","path":"/workspace/calc.py","old_str":"<the wrong code' in text
+    assert "Make a change to /workspace/calc.py, one that addresses the failure: call str_replace_editor" in text
+    quoted = orjson.dumps('def add(a, b):\n    """The sum of a and b."""\n    return a - b').decode()
+    assert f'"command":"str_replace","path":"/workspace/calc.py","old_str":{quoted}}}' in text
+    assert "with new_str those lines as they should be" in text
+    assert "assert -1 == 5" not in text and "<" not in text
+
+
+def test_lines_not_seen_in_a_read_are_never_quoted_the_step_is_to_look() -> None:
+    """calc.py found only by a search (no content seen): the next step is a view of it, not a
+    template to fill."""
+    grep = ("execute_bash", {"command": "grep -n 'def add' /workspace/calc.py"}, "1:def add(a, b):")
+    chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py"), grep).turn(run()).turn(run())
+    text = _nudge(chat)
+    assert (
+        'First look at /workspace/calc.py as it is now: call str_replace_editor with {"command":"view","path":"/workspace/calc.py"}'
+        in text
+    )
+    assert "old_str" not in text
+
+
+def test_an_edit_since_the_read_means_the_lines_are_not_quoted_any_more() -> None:
+    """The file changed after the read: what the read showed is not what is there."""
+    chat = (
+        Chat()
+        .turn(run())
+        .turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py", CALC))
+        .turn(edit("/workspace/calc.py", old="return a - b", new="return (a - b)"))
+        .turn(run())
+        .turn(run())
+    )
+    text = _nudge(chat)
+    assert "old_str" not in text and "look at /workspace/calc.py as it is now" in text
 
 
 def test_force_pins_a_read_tool_then_an_edit_tool_once_everything_is_read() -> None:

@@ -60,19 +60,22 @@ EXPECTED_EDITOR = {
 
 
 @pytest.mark.parametrize("agent", sorted(VOCABULARIES))
-def test_an_edit_directive_names_the_agents_replace_tool_with_the_code_left_to_write(agent: str) -> None:
-    """Tools that replace old code with new render an edit call (the model writes the code);
-    agents that edit through a shell, a patch or a diff get none (the remedy says it in words)."""
+def test_an_edit_directive_names_the_agents_replace_tool_quoting_the_lines_it_saw(agent: str) -> None:
+    """Tools that replace old code with new render an edit call carrying the lines to replace as
+    the agent saw them; the new code is the model's to write, so its argument is only named.
+    Agents that edit through a shell, a patch or a diff get none (the remedy says it in words)."""
     tools = VOCABULARIES[agent]
-    call = learn_vocabulary(tools, CLASSIFIER).edit("/w/calc.py")
+    vocabulary = learn_vocabulary(tools, CLASSIFIER)
+    call = vocabulary.edit("/w/calc.py", "    return a - b")
     if agent not in EXPECTED_EDITOR:
         assert call is None
         return
     assert call is not None
     name, fixed = EXPECTED_EDITOR[agent]
     assert call.name == name and fixed.items() <= call.arguments.items()
-    validate(call, tools)
-    assert {"<the wrong code, exactly as in the file>", "<the corrected code>"} <= set(call.arguments.values())
+    assert "    return a - b" in call.arguments.values()
+    assert vocabulary.new_arg is not None and vocabulary.new_arg not in call.arguments
+    validate(Call(call.name, {**call.arguments, vocabulary.new_arg: "    return a + b"}), tools)
 
 
 def test_no_tools_means_no_call() -> None:

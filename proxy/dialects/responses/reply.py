@@ -53,7 +53,8 @@ def read_reply(body: bytes) -> ReplyView | None:
     items = [i for i in output if isinstance(i, dict)]
     text = "".join(_text_of(i) for i in items if i.get("type") == "message")
     calls = tuple(i.get("name") if isinstance(i.get("name"), str) else None for i in items if _is_call(i))
-    return ReplyView(text, calls)
+    arguments = tuple(str(i.get("arguments") or "") for i in items if _is_call(i))
+    return ReplyView(text, calls, arguments)
 
 
 def _is_call(item: Any) -> bool:
@@ -65,6 +66,7 @@ class Watcher:
         self._scanner = LineScanner()
         self._text = TextSoFar()
         self._calls: dict[str, str | None] = {}
+        self._arguments: dict[str, list[str]] = {}
 
     def feed(self, chunk: bytes) -> None:
         for event in sse_payloads(self._scanner, chunk):
@@ -77,11 +79,17 @@ class Watcher:
                 name = event["item"].get("name")
                 self._calls[str(event.get("output_index"))] = name if isinstance(name, str) and name else None
             elif isinstance(kind, str) and kind.startswith("response.function_call_arguments"):
-                self._calls.setdefault(str(event.get("output_index")), None)
+                index = str(event.get("output_index"))
+                self._calls.setdefault(index, None)
+                if kind.endswith(".delta") and isinstance(event.get("delta"), str):
+                    self._arguments.setdefault(index, []).append(event["delta"])
+                elif kind.endswith(".done") and isinstance(event.get("arguments"), str):
+                    self._arguments[index] = [event["arguments"]]
 
     @property
     def view(self) -> ReplyView:
-        return ReplyView(self._text.text, tuple(self._calls.values()))
+        arguments = tuple("".join(self._arguments.get(i, ())) for i in self._calls)
+        return ReplyView(self._text.text, tuple(self._calls.values()), arguments)
 
 
 def _call_items(calls: Sequence[SalvagedCall], ids: Sequence[str], status: str = "completed") -> list[dict[str, Any]]:

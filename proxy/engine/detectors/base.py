@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import ValidationError
 
 from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.vocabulary import Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts, UserFacts
@@ -25,7 +26,7 @@ from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Ladder, Policy
 from proxy.settings.problems import ConfigProblem, problems_of
 
-__all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "RemedyContext", "Trip", "TurnFacts"]
+__all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "Refusal", "RemedyContext", "Trip", "TurnFacts"]
 
 S = TypeVar("S")
 Opts = TypeVar("Opts", bound=Ladder)
@@ -68,6 +69,17 @@ class Levers:
         """The tool that re-runs the failing check, when this request offers it."""
         name = self.verify_tool or self.repair.failing_tool
         return name if name in self.offered else None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A proposed call the state says cannot help: it is not passed on (the block rung)."""
+
+    pattern: str
+    reason: str
+    """What was refused and why, quoting the evidence."""
+    instead: str
+    """The next step the state suggests (an exact call where it is known)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +137,11 @@ class Detector(Generic[S, Opts]):
     """A trip means the run stalled: its verdict is stored for the next run of the task (a halt always is)."""
     on_user: Callable[[S, UserFacts, Opts, Policy], tuple[S, list[Trip]]] | None = None
     """Pure, like `fold`, for a user message between turns; None: the pattern watches turns only."""
+    blocks: Callable[[S, RepairState, Opts], bool] | None = None
+    """The block rung: whether, in this state, the pattern may refuse a proposed call (cheap; a
+    reply is held only while some pattern may); None: the pattern never blocks."""
+    futile: Callable[[S, Proposal, RemedyContext, Opts], Refusal | None] | None = None
+    """The block rung's judgement of one proposed call, given `blocks` said it may refuse."""
 
     @property
     def ladder(self) -> Ladder:
@@ -148,6 +165,19 @@ class Detector(Generic[S, Opts]):
             raise TypeError(f"{self.name}: options are a {type(options).__name__}")
         state, trips = self.fold(states.get(self), facts, options, policy)
         return states.put(self, state), trips
+
+    def refuser(
+        self, states: DetectorStates, repair: RepairState, options: Ladder
+    ) -> Callable[[Proposal, RemedyContext], Refusal | None] | None:
+        """What the block rung asks of this pattern in this state: a judge of proposed calls, or
+        None when it refuses nothing now."""
+        blocks, futile = self.blocks, self.futile
+        if blocks is None or futile is None or not isinstance(options, type(self.options)):
+            return None
+        state = states.get(self)
+        if not blocks(state, repair, options):
+            return None
+        return lambda proposal, context: futile(state, proposal, context, options)
 
     def user_step(
         self, states: DetectorStates, facts: UserFacts, options: Ladder, policy: Policy
@@ -184,6 +214,10 @@ class Pattern(Protocol):
     def remembered(self) -> bool: ...
 
     def configure(self, table: Mapping[str, Any], source: str) -> tuple[Ladder | None, list[ConfigProblem]]: ...
+
+    def refuser(
+        self, states: DetectorStates, repair: RepairState, options: Ladder
+    ) -> Callable[[Proposal, RemedyContext], Refusal | None] | None: ...
 
     def step(
         self, states: DetectorStates, facts: TurnFacts, options: Ladder, policy: Policy

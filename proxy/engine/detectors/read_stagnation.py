@@ -9,18 +9,28 @@ something else (runs a check, a command), ends the run.
 
 Remedy: stop reading, state a hypothesis, edit the file read most. `force` pins an edit tool.
 
+A read is keyed by its call and what it showed: a stateful editor's `scroll_down` that shows
+the next page each time is paging, not re-reading.
+
+Block: within such a run, once it has re-read something, a read of a named file proposed again
+exactly as one of the last `block` turns made it (the same file, the same range: nothing has
+been written since) is refused: it says the same. Navigation that names no file (`goto`,
+`scroll_down`) is never refused.
+
 Must never fire on: paging through one large file; reading many distinct files and then
 editing; a run that keeps editing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.proposal import Proposal
+from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
@@ -33,17 +43,24 @@ READ_SHARE = 0.75
 """A turn is read-dominated when at least this share of its calls read or search."""
 
 
+BLOCK = 2
+"""Turns back within which the same read, proposed again with nothing written since, is refused."""
+
+
 class Options(Ladder):
-    """`[patterns.read_stagnation]`: the ladder, and what makes a turn read-dominated."""
+    """`[patterns.read_stagnation]`: the ladder, what makes a turn read-dominated, the block rung."""
 
     read_share: float = Field(default=READ_SHARE, gt=0, le=1)
     """A turn is read-dominated when at least this share of its calls read or search."""
+    block: int = Field(default=BLOCK, ge=0)
+    """How many turns back a read proposed again exactly is refused, within a run of reads (0: never)."""
 
 
 OPTIONS = Options(after=AFTER, action=Action.NUDGE)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 _MAX_KEYS = 256
+_RECENT = 4
 """Reads remembered in one run (a longer run still sees re-reads of these)."""
 
 
@@ -57,6 +74,8 @@ class State:
     """Rungs already fired in this run."""
     reads: tuple[tuple[str, int], ...] = ()
     """(file, times read) in this run, most read first."""
+    recent: tuple[tuple[str, ...], ...] = ()
+    """The run's last few turns' reads of a named file (keys), oldest first."""
 
 
 def _count(reads: tuple[tuple[str, int], ...], paths: list[str]) -> tuple[tuple[str, int], ...]:
@@ -73,7 +92,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
     reads = [c for c in calls if c.kind in _READS]
     if any(c.succeeded_mutation for c in calls) or len(reads) < ladder.read_share * len(calls):
         return State(), []
-    keys = {c.key for c in reads}
+    keys = {f"{c.key}\x00{c.digest}" for c in reads}  # the same read showing something else is paging
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
     state = State(
         run=state.run + 1,
@@ -81,12 +100,13 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         reread=state.reread or bool(keys & state.seen),
         fired=state.fired,
         reads=_count(state.reads, paths),
+        recent=(*state.recent, tuple(sorted(c.key for c in reads if c.kind is CallKind.READ and c.target)))[-_RECENT:],
     )
     reached = [n for n in ladder.counts if n <= state.run and n not in state.fired] if state.reread else []
     if not reached:
         return state, []
     action = ladder.action_at(max(reached))
-    state = State(state.run, state.seen, state.reread, state.fired | set(reached), state.reads)
+    state = replace(state, fired=state.fired | set(reached))
     if action is None:
         return state, []
     detail = f"{state.run} turns of reading and searching without a change, going back over what was read"
@@ -109,4 +129,21 @@ def force(_trip: Trip, levers: Levers) -> Forced | None:
     return Forced.of(levers.classifier.tool_of_kind(CallKind.EDIT, set(levers.offered)), CallKind.EDIT)
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, force=force)
+def blocks(state: State, _repair: RepairState, options: Options) -> bool:
+    """A run of reads is on and has gone back over what it read once already (the first re-read
+    passes: only an agent that re-reads is held to it)."""
+    return bool(options.block) and state.reread and bool(state.recent)
+
+
+def futile(state: State, proposal: Proposal, _context: RemedyContext, options: Options) -> Refusal | None:
+    """The same read as in the last `block` turns of the run: the file has not changed."""
+    if proposal.kind is not CallKind.READ or not any(proposal.key in keys for keys in state.recent[-options.block :]):
+        return None
+    reason = f"{proposal.describe()} was read in the last {options.block} turns, and nothing has been written since."
+    instead = "Use what it showed: make the change you have in mind, or run the check."
+    return Refusal(NAME, reason, instead)
+
+
+DETECTOR = Detector(
+    name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, force=force, blocks=blocks, futile=futile
+)

@@ -10,6 +10,11 @@ legacy `repeated_error` counts every repeated failure).
 Remedy: quote the error and name the argument to change: one the error mentions, else a
 required one the call left out. Never worded as a success.
 
+Block: a call that failed last time (`block` times in a row, default `BLOCK`) proposed again
+exactly as it was, with nothing run successfully since, is refused: an edit whose `old_str` was
+just reported not found, a read of a file that is not there, a call the tool turned down. Its
+instead names the argument to change.
+
 Must never fire on: a failing check whose failure is the failure model's (a test run failing
 the same way is `stuck_same_diagnostic`); a failing call whose error changes; the same call
 with a successful call between its failures; different calls failing alike.
@@ -20,12 +25,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from pydantic import Field
+
+from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.evidence import evidence
+from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.state.failure import is_check
+from proxy.engine.reading.proposal import Proposal
+from proxy.engine.state.failure import RepairState, is_check
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
@@ -34,7 +43,20 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "repeat_failed_call"
 AFTER = 3
 """The same call failing with the same error this many times in a row trips the pattern."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
+
+
+BLOCK = 1
+"""Failures in a row of one call, the same way, from which proposing it again unchanged is refused."""
+
+
+class Options(Ladder):
+    """`[patterns.repeat_failed_call]`: the ladder, and the block rung."""
+
+    block: int = Field(default=BLOCK, ge=0)
+    """Failures in a row from which the same call proposed again unchanged is refused (0: never)."""
+
+
+OPTIONS = Options(after=AFTER, action=Action.NUDGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +64,11 @@ class State:
     key: str = ""
     error: str = ""
     count: int = 0
+    tool: str = ""
+    arguments: tuple[str, ...] = ()
+    """The failing call's argument names."""
+    quote: str = ""
+    """The start of its error, as printed."""
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
@@ -55,13 +82,13 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
             continue
         error = evidence(call.result).signature
         same = call.key == state.key and error == state.error
-        state = State(call.key, error, state.count + 1 if same else 1)
+        names = tuple(call.call.arguments or ())
+        quote = excerpt(call.result)
+        tool = call.call.name
+        state = State(call.key, error, state.count + 1 if same else 1, tool, names, quote)
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"the same call failed with the same error {state.count} times in a row"
-            names = tuple(call.call.arguments or ())
-            quote = excerpt(call.result)
-            tool = call.call.name
             trips.append(
                 facts.trip(
                     NAME,
@@ -81,27 +108,67 @@ def _named(argument: str, error: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(argument.lower())}(?![\w-])", error) is not None
 
 
-def _change(trip: Trip, context: RemedyContext) -> str:
+def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: RemedyContext) -> str:
     """What to change: a required argument the call left out (one the error names first), else
     an argument the error names, else its arguments at large."""
-    error = trip.excerpt.lower()
-    tool = context.offered.get(trip.tool)
-    missing = sorted(tool.required - set(trip.arguments)) if tool is not None else []
+    error = quote.lower()
+    tool = context.offered.get(tool_name)
+    missing = sorted(tool.required - set(arguments)) if tool is not None else []
     missing.sort(key=lambda a: not _named(a, error))
     if missing:
         return f"Add the required argument `{missing[0]}`."
-    mentioned = [a for a in trip.arguments if _named(a, error)]
+    mentioned = [a for a in arguments if _named(a, error)]
     if mentioned:
         return f"Change `{mentioned[-1]}`: the error is about it."
     return "Change its arguments, or take a different step."
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
+    change = _change(trip.tool, trip.arguments, trip.excerpt, context)
     return context.fit(
         f"{PREFIX} This call has failed {trip.count} times in a row with the same error: {trip.subject}",
         trip.excerpt,
-        f"Sending it again unchanged will fail the same way. {_change(trip, context)}",
+        f"Sending it again unchanged will fail the same way. {change}",
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)
+def blocks(state: State, _repair: RepairState, options: Options) -> bool:
+    """The last call failed, `block` times in a row the same way."""
+    return bool(options.block) and state.count >= options.block
+
+
+def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
+    """The call that just failed, proposed again exactly as it was."""
+    if proposal.key != state.key:
+        return None
+    times = "last time" if state.count == 1 else f"the last {state.count} times"
+    reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
+    return Refusal(
+        NAME, reason, _meant(proposal, context) or _change(state.tool, state.arguments, state.quote, context)
+    )
+
+
+def _meant(proposal: Proposal, context: RemedyContext) -> str | None:
+    """For an edit whose text to replace is not in the file: the lines of the file it was meant
+    to match, whole, as the agent's last read showed them, with the call that uses them; None
+    when the file was not read since it last changed or no lines are alike enough."""
+    replaced = proposal.replaced()
+    path = next((w.path for w in proposal.writes), None)
+    shown = context.repair.shown(path) if path else None
+    if replaced is None or path is None or shown is None:
+        return None
+    argument, attempted = replaced
+    span = closest_span(shown, attempted)
+    if span is None or span == attempted:
+        return None
+    vocabulary = context.vocabulary
+    call = vocabulary.edit(path, span) if vocabulary is not None else None
+    if call is not None and vocabulary is not None and call.name == proposal.name:
+        return (
+            f"The lines it was meant to match, exactly as the file has them: {call.render()}, "
+            f"with {vocabulary.new_arg} those lines as they should be."
+        )
+    return f"The lines of {path} it was meant to match, exactly as the file has them, to use as `{argument}`:\n{span}"
+
+
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, blocks=blocks, futile=futile)

@@ -9,8 +9,12 @@ agent's own tools: read the failing test, then the line where it fails, then the
 exercises (by the runner's naming convention), whichever has not been read since the failure
 appeared; once all of it has been read, make a different change than the one that failed.
 `force` pins a read tool, or an edit tool once everything is read; `restrict` takes the pure
-edit tools away for one request. Watched
-(what follows is recorded per arm) and remembered (a verdict is stored for the next run).
+edit tools away for one request. Watched (what follows is recorded per arm) and remembered (a
+verdict is stored for the next run).
+
+Block: from a streak of `block` (default `BLOCK`), while nothing has been edited since the last
+failure, a reply that proposes the failing check again, unchanged, is refused: run again it
+fails again. Its instead is the remedy's next step.
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
@@ -21,8 +25,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
+from pydantic import Field
+
+from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX, failing_call, resolve_path, working_dir
+from proxy.engine.reading.excerpt import excerpt
+from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.vocabulary import Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
@@ -40,7 +48,19 @@ rung the model read the code at 5, then re-ran the same failing check at 6 and 7
 change and was handed back at 8; nothing asked it for the edit in between."""
 HALT_AT = 8
 """Streak at which the run is handed back as incomplete."""
-OPTIONS = Ladder(
+BLOCK = 3
+"""Streak from which the failing check proposed again, with nothing changed since, is refused."""
+
+
+class Options(Ladder):
+    """`[patterns.stuck_same_diagnostic]`: the ladder, and the block rung."""
+
+    block: int = Field(default=BLOCK, ge=0)
+    """Streak from which a proposal of the failing check again, unchanged and with nothing
+    edited since, is refused (0: never)."""
+
+
+OPTIONS = Options(
     after=AFTER,
     action=Action.NUDGE,
     escalate=(
@@ -135,29 +155,95 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
         if state.edits_on_failure
         else "running it again without a change will not change it"
     )
-    head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}:"
+    head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}"
+    step = _next_step(context)
+    if _lines_to_change(state) is not None:
+        # The step quotes the code to replace: the failing output is left out, or a small model
+        # copies the test's own line as the code to replace (seen on Qwen2.5-Coder-1.5B).
+        return context.fit(f"{head}.", "", step)
+    return context.fit(f"{head}:", state.snippet, step)
+
+
+def _edit_target(state: RepairState) -> str | None:
+    """The code file a change is asked for in, once everything the failure points at is read."""
+    code = [path for path, _line, _why in _evidence(state) if path != state.pointers.test_file]
+    return _resolved(state, code[-1]) if code else None
+
+
+def _lines_to_change(state: RepairState) -> str | None:
+    """The function to change as the agent last saw it: the one the failure calls, else the one
+    holding the line it points at; None when not everything is read yet or the lines were not seen."""
+    where = _edit_target(state)
+    if where is None or _next_read(state, None) is not None:
+        return None
+    shown = state.shown(where)
+    if shown is None:
+        return None
+    p = state.pointers
+    line = p.source_line if p.source_file and state.shown(p.source_file) is shown else None
+    return excerpt(shown, state.called, line)
+
+
+def _next_step(context: RemedyContext) -> str:
+    """What to do instead of running the failing check again: read what the failure points at
+    and has not been read, else make a different change."""
+    state = context.repair
     edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
     read = _next_read(state, context.vocabulary)
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not
         # the one already tried.
-        code = [path for path, _line, _why in _evidence(state) if path != state.pointers.test_file]
-        where = _resolved(state, code[-1]) if code else "the code"
-        target = f"a change to {where}"
-        change = f"a different change to {edited} than before" if edited else target
-        edit = context.vocabulary.edit(where) if context.vocabulary is not None and code else None
-        how = f": {edit.render()}, with the code written in" if edit is not None else ""
-        tail = (
+        target = _edit_target(state)
+        where = target or "the code"
+        change = f"a different change to {edited} than before" if edited else f"a change to {where}"
+        vocabulary = context.vocabulary
+        if target is not None and state.shown(target) is None and vocabulary is not None:
+            look = vocabulary.read(target)  # found by a search, or changed since: look before changing it
+            if look is not None:
+                return (
+                    f"Make {change}, one that addresses the failure. First look at {target} as it is now: "
+                    f"{look.render()}. Reply with that tool call only."
+                )
+        lines = _lines_to_change(state)
+        edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
+        if edit is not None and vocabulary is not None:
+            how = f": {edit.render()}, with {vocabulary.new_arg} those lines as they should be"
+        elif lines is not None:
+            how = f". The code as you last saw it:\n{lines}\n"
+        else:
+            how = ""
+        return (
             f"You have read the failing test and the code it exercises. Make {change}, one that "
-            f"addresses the failure above{how}. Then re-run {failing_call(state)}."
+            f"addresses the failure{how}. Then re-run {failing_call(state)}."
         )
-        return context.fit(head, state.snippet, tail)
     what, call = read
     hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
     # changed the next action far more often than advice or a bare JSON object did.
     step = f"Next, read {what}: {call}. Reply with that tool call only." if call else f"Next, read {what}."
-    return context.fit(head, state.snippet, f"{hold} {step}")
+    return f"{hold} {step}"
+
+
+def blocks(_state: State, repair: RepairState, options: Options) -> bool:
+    """The failing check has failed `block` times in a row and nothing was edited since."""
+    return (
+        bool(options.block)
+        and repair.live
+        and repair.same_diagnostic_streak >= options.block
+        and not (repair.edit_since_failure)
+    )
+
+
+def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
+    """The failing check again, unchanged: it fails the same way."""
+    repair = context.repair
+    if proposal.key != repair.failing_key:
+        return None
+    reason = (
+        f"{proposal.describe()} failed the same way {repair.same_diagnostic_streak} times in a row, and nothing "
+        "has changed since: run again, it fails again."
+    )
+    return Refusal(NAME, reason, _next_step(context))
 
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:
@@ -183,4 +269,6 @@ DETECTOR = Detector(
     restrict=restrict,
     watched=True,
     remembered=True,
+    blocks=blocks,
+    futile=futile,
 )

@@ -22,6 +22,7 @@ from typing import Any
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
+from proxy.engine.plan.futility import block_gate, refuser
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, retry
@@ -72,14 +73,18 @@ def _finish(
 def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str]) -> GatePlan:
     """The gate's retries, each that asks for a call carrying that call's schema."""
 
-    def build() -> Edit:
-        edit = plan.build()
+    def constrain(edit: Edit) -> Edit:
         if edit.call_schema is not None or (edit.tool_choice is None and not edit.require_call):
             return edit
         names = [edit.tool_choice] if edit.tool_choice else edit.tools if edit.tools is not None else offered
         return replace(edit, call_schema=call_schema(tools, names))
 
-    return GatePlan(build, plan.max_attempts)
+    refused = plan.refused
+    return GatePlan(
+        lambda: constrain(plan.build()),
+        plan.max_attempts,
+        None if refused is None else lambda refusal: constrain(refused(refusal)),
+    )
 
 
 def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callable[[str, str, str], str]) -> ReplyRules:
@@ -90,9 +95,11 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         offered = {name: tool for name, tool in offered.items() if name == choice}
     finish_tools = frozenset(name for name in offered if rules.classifier.classify(name, None).kind is CallKind.FINISH)
     role = "user" if rules.policy.repair.placement is Placement.USER else "system"
+    refuse = refuser(rules, turn.state, translation, fit) if offered and rules.policy.reply.block else None
     gates = {
         gate: plan
         for gate, plan in (
+            (Gate.BLOCK, block_gate(rules, turn, role) if refuse is not None else None),
             (Gate.DONE, _done(rules, turn, role)),
             (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
             (
@@ -120,4 +127,5 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         miscall_gate=Gate.ACTION if Gate.ACTION in gates else None,
         protocol=turn.state.protocol,
         classifier=rules.classifier if turn.state.protocol else None,
+        refuse=refuse,
     )

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from proxy.engine.detectors import Refusal
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.text.exchange import Edit
 from proxy.engine.text.protocols import written
@@ -52,18 +53,27 @@ class GatePlan:
 
     build: Callable[[], Edit]
     max_attempts: int
+    refused: Callable[[Refusal], Edit] | None = None
+    """For the block gate: the request that says what was refused and why."""
 
     @property
     def edit(self) -> Edit:
         return self.build()
 
+    def edit_for(self, refusal: Refusal | None) -> Edit:
+        """The request this gate sends for a reply it holds (`refusal`: why the block gate did)."""
+        return self.refused(refusal) if self.refused is not None and refusal is not None else self.build()
+
 
 @dataclass(frozen=True, slots=True)
 class ReplyView:
-    """A reply as the rules read it: its text and the names of the tools it calls (None: not yet known)."""
+    """A reply as the rules read it: its text, the names of the tools it calls (None: not yet
+    known) and each call's arguments as JSON text so far (what the block gate reads)."""
 
     text: str = ""
     calls: tuple[str | None, ...] = ()
+    arguments: tuple[str, ...] = ()
+    """Each call's arguments as sent so far ("" before any arrived); whole once the reply is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,8 @@ class ReplyRules:
     text: a reply that writes a call in it is a call, not a stop."""
     classifier: Classifier | None = None
     """Reads a call written as text (a finish command, say); set with `protocol`."""
+    refuse: Callable[[Sequence[tuple[str, str]]], Refusal | None] | None = None
+    """The block rung armed: judges each (tool, arguments JSON) the reply proposes (`futility`)."""
 
     @property
     def active(self) -> bool:
@@ -96,6 +108,8 @@ class Judgement:
     """Hold the reply and ask again through this gate; None: pass it on."""
     salvaged: tuple[SalvagedCall, ...] | None = None
     """Pass it on as these calls instead of its text."""
+    refusal: Refusal | None = None
+    """Why the block gate holds it."""
 
 
 def _finishing(calls: Sequence[str | None], rules: ReplyRules) -> bool:
@@ -113,11 +127,23 @@ def _written(view: ReplyView, rules: ReplyRules) -> tuple[str, bool] | None:
     return found.call.name, kind is CallKind.FINISH and Gate.FINISH in rules.gates
 
 
+def _refusal(view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules: ReplyRules) -> Refusal | None:
+    """Why the block rung refuses a call the reply proposes, if it does."""
+    if rules.refuse is None or Gate.BLOCK not in rules.gates:
+        return None
+    if salvaged:
+        return rules.refuse([(c.name, c.arguments_json) for c in salvaged])
+    proposed = [(name, raw) for name, raw in zip(view.calls, view.arguments, strict=False) if name is not None]
+    return rules.refuse(proposed) if proposed else None
+
+
 def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
     """What to do with one whole reply."""
     salvaged = salvage(view.text, rules.offered) if rules.offered and not view.calls else None
     calls = view.calls or tuple(c.name for c in salvaged or ())
     if calls:
+        if (refusal := _refusal(view, salvaged, rules)) is not None:
+            return Judgement(Gate.BLOCK, salvaged, refusal)
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
     if (as_text := _written(view, rules)) is not None:
         return Judgement(Gate.FINISH if as_text[1] else None, None)
@@ -144,6 +170,8 @@ def holding(view: ReplyView, rules: ReplyRules) -> bool:
     """A streamed reply seen so far must still be held: it may yet be gated or salvaged."""
     if rules.protocol and rules.gates and not view.calls:
         return True  # a call written as text is whole only at the end: held while a gate is armed
+    if rules.refuse is not None and Gate.BLOCK in rules.gates:
+        return True  # a call is judged whole: held while the block rung is armed
     if view.calls:
         return Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
     if not view.text.strip():

@@ -20,8 +20,6 @@ _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_
 _READ_WORDS = ("read", "view", "open", "cat")
 _OLD_ARGS = ("old_str", "old_string", "old_text", "search")
 _NEW_ARGS = ("new_str", "new_string", "new_text", "replace")
-OLD_CODE = "<the wrong code, exactly as in the file>"
-NEW_CODE = "<the corrected code>"
 _CONTEXT_LINES = 15
 
 
@@ -95,12 +93,18 @@ class Vocabulary:
     tools: frozenset[str]
     editor: _Editor | None = None
 
-    def edit(self, path: str) -> Call | None:
-        """The call that replaces code in `path`, the old and new code left for the model to write."""
+    def edit(self, path: str, old: str) -> Call | None:
+        """The call that replaces `old` (lines the agent saw in `path`) in `path`; the new code is
+        the model's to write (`new_arg` names its argument)."""
         if self.editor is None:
             return None
         e = self.editor
-        return Call(e.name, {**e.fixed, e.path_arg: path, e.old_arg: OLD_CODE, e.new_arg: NEW_CODE})
+        return Call(e.name, {**e.fixed, e.path_arg: path, e.old_arg: old})
+
+    @property
+    def new_arg(self) -> str | None:
+        """The editor's argument for the replacement code."""
+        return self.editor.new_arg if self.editor is not None else None
 
     def read(self, path: str, line: int | None = None) -> Call | None:
         """The call that shows `path` (around `line` when given): the read tool, else the shell."""

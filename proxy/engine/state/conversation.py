@@ -170,6 +170,7 @@ def approx_bytes(state: ConversationState) -> int:
     repair = state.repair
     size += 2 * (len(repair.snippet) + len(repair.failing_command) + len(repair.failing_arguments))
     size += 90 * (len(repair.read_since_failure) + len(repair.edited_since_failure))
+    size += sum(150 + len(path) + 2 * len(shown) for path, shown in repair.seen)
     size += 90 * (len(state.workspace.created) + len(state.workspace.known))
     return size + sum(_detector_bytes(value) for value in state.detectors.values.values())
 

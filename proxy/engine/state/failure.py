@@ -26,11 +26,13 @@ Folded once per turn by `fold_failure`, by these rules:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
+from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import same_file
@@ -41,6 +43,10 @@ __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "
 _MAX_FILES = 12
 _MAX_READ = 64
 _MAX_PROBES = 16
+_MAX_SEEN = 3
+_MAX_CALLED = 24
+_CALLED_SCAN = 32_000
+_SEEN_CHARS = 6000
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
 
@@ -80,6 +86,9 @@ class RepairState:
     failing_command: str = ""
     """The call that produced the live failure: its tool and its shell command (or raw arguments)."""
     failing_arguments: str = ""
+    failing_key: str = ""
+    """The failing call as `ObservedCall.key` (tool and sorted-key arguments): what a proposal of
+    the same call again is compared with."""
     edits_on_failure: int = 0
     """Successful edits since this failure first appeared that did not change it."""
     pointers: Pointers = field(default_factory=Pointers)
@@ -92,6 +101,12 @@ class RepairState:
     """The program files the failing command runs (the check, when it is the agent's script)."""
     check_rewritten: bool = False
     """One of `failing_scripts` was written since the failure was last seen."""
+    called: tuple[str, ...] = ()
+    """Functions the live failure points at: its test's name less `test_`, then the names called
+    in its output, in order (at most `_MAX_CALLED`)."""
+    seen: tuple[tuple[str, str], ...] = ()
+    """The files read whole or in part, each with what its last read showed (clipped; the most
+    recent `_MAX_SEEN`), dropped when the file changes: what an edit directive quotes."""
     probes: tuple[tuple[str, str], ...] = ()
     """Probes run so far (the most recent `_MAX_PROBES`): each call's key and the signature its
     last run failed with (empty: it did not fail)."""
@@ -114,6 +129,16 @@ class RepairState:
             "snippet": self.snippet,
             "same_diagnostic_streak": self.same_diagnostic_streak,
         }
+
+    def shown(self, path: str) -> str | None:
+        """What the agent's last read of `path` showed, when it read it and has not changed it
+        since (paths compared as the agent wrote them, relative or absolute)."""
+        bare = path.lstrip("./")
+        for known, text in reversed(self.seen):
+            other = known.lstrip("./")
+            if other == bare or other.endswith("/" + bare) or bare.endswith("/" + other):
+                return text
+        return None
 
 
 SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
@@ -143,6 +168,29 @@ def _probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall
     return (*kept, *dict(runs).items())[-_MAX_PROBES:]
 
 
+def _called(pointers: Pointers, output: str) -> tuple[str, ...]:
+    """The functions a failure's output points at (see `RepairState.called`)."""
+    test = pointers.test_id or ""
+    name = re.split(r"[:.\[]", test.rsplit("::", 1)[-1])[0]
+    tested = (name.removeprefix("test_"),) if name.startswith("test_") else ()
+    return tuple(dict.fromkeys((*tested, *called_names(output[:_CALLED_SCAN]))))[:_MAX_CALLED]
+
+
+def _seen_after(seen: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
+    """What the files read so far showed, with this turn's reads added and its writes forgotten."""
+    if not any(c.kind is CallKind.READ or c.mutates for c in calls):
+        return seen
+    kept = dict(seen)
+    for c in calls:
+        if c.mutates and c.outcome is not Outcome.FAIL:
+            written = {w.path for w in c.writes} | ({c.target} if c.target else set())
+            kept = {} if not written else {p: t for p, t in kept.items() if p not in written}
+        elif c.kind is CallKind.READ and c.target and c.outcome is not Outcome.FAIL and c.output.strip():
+            kept.pop(c.target, None)
+            kept[c.target] = c.output[:_SEEN_CHARS]
+    return tuple(kept.items())[-_MAX_SEEN:]
+
+
 def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """The live failure's read and edited files, with this turn's added."""
     read = {c.target for c in calls if c.kind in (CallKind.READ, CallKind.SEARCH) and c.target}
@@ -162,6 +210,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
     if not calls:
         return state
     read, edited = _touched(state, calls)
+    seen = _seen_after(state.seen, calls)
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
     failed_at = _first_failure(calls, state.probes)
@@ -175,6 +224,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         same = state.live and found.signature == state.last_diagnostic_signature
         again = failing.probe and not same and (failing.key, found.signature) in state.probes
         held = same and rewritten  # the check itself was rewritten: a new reproduction, no repeat
+        pointers = state.pointers if same else extract_pointers(failing.result)
         if not same:  # a new failure: what was read or edited for the old one does not count
             read, edited = _touched(RepairState(), calls[failed_at + 1 :])
         # An edit after the failing check in the same turn has not been re-verified yet.
@@ -191,26 +241,29 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             failing_tool=failing.call.name,
             failing_command=failing.command or "",
             failing_arguments=failing.call.raw_arguments,
+            failing_key=failing.key,
             edits_on_failure=(
                 state.edits_on_failure + (1 if state.edit_since_failure or edited_before else 0) if same else 0
             ),
-            pointers=state.pointers if same else extract_pointers(failing.result),
+            pointers=pointers,
+            called=state.called if same else _called(pointers, failing.result),
             read_since_failure=read,
             edited_since_failure=edited,
             failing_scripts=read_command(failing.command).scripts if failing.command else (),
             check_rewritten=_rewrites(calls[failed_at + 1 :], read_command(failing.command).scripts)
             if failing.command
             else False,
+            seen=seen,
             probes=probes,
         )
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
-        return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, probes=probes)
+        return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, seen=seen, probes=probes)
     if not state.live:
-        return replace(state, write_epoch=epoch, probes=probes)
+        return replace(state, write_epoch=epoch, seen=seen, probes=probes)
     if any(is_check(c, state.probes) and c.outcome is Outcome.ENVIRONMENT for c in calls):
         # the check ran again and could not run here: the failure it showed is not seen any more,
         # and nothing more can be known of it on this machine
-        return RepairState(write_epoch=epoch, probes=probes)
+        return RepairState(write_epoch=epoch, seen=seen, probes=probes)
     if mutated:
         return replace(
             state,
@@ -220,6 +273,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             read_since_failure=read,
             edited_since_failure=edited,
             check_rewritten=rewritten,
+            seen=seen,
             probes=probes,
         )
     return replace(
@@ -228,5 +282,6 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         read_since_failure=read,
         edited_since_failure=edited,
         check_rewritten=rewritten,
+        seen=seen,
         probes=probes,
     )

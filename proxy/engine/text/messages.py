@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Message", "calls_of", "content_text", "is_error_flag", "parse_arguments"]
+__all__ = ["Message", "arguments_text", "calls_of", "content_text", "is_error_flag", "parse_arguments"]
 
 Message = Mapping[str, Any]
 
@@ -85,3 +85,11 @@ def calls_of(message: Message, index: int) -> list[tuple[str, str, Any]]:
         name = legacy.get("name")
         calls.append((f"fn:{index}", name if isinstance(name, str) else "", legacy.get("arguments")))
     return calls
+
+
+def arguments_text(value: Any) -> str:
+    """A call's arguments as JSON text, whatever shape they came in (a string as it is, an
+    object as JSON, nothing as empty)."""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode() if isinstance(value, dict) else ""

@@ -1,0 +1,125 @@
+"""`pointless_call`: a call that cannot do anything, whatever the state of the work.
+
+Two shapes, both seen from a small model asked for an edit: an edit whose replacement is the
+text it replaces (`new_str` equal to `old_str`), and an argument that is still a template's
+placeholder (`<the wrong code, exactly as in the file>`, `git checkout <commit-hash>`: a
+bracketed phrase of words joined by spaces or hyphens, standing alone). Counts such calls in
+the conversation; fires when the count reaches a rung of the ladder (first `after`, default
+`AFTER`).
+
+Block: once the model has made `block` such calls (default `BLOCK`), a reply proposing another
+is refused: it is asked again, told which argument is empty of meaning.
+
+Must never fire on: edits that change something; angle brackets in code (`<div>`, `Vec<u8>`,
+`a <b`), in a shell's redirections (`< input.txt`) or in text that is no argument of a call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS, Proposal
+from proxy.engine.state.failure import RepairState
+from proxy.settings.kinds import Action, CallKind
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["AFTER", "BLOCK", "DETECTOR", "NAME", "pointless"]
+
+NAME = "pointless_call"
+AFTER = 2
+"""Pointless calls in the conversation that trip the pattern."""
+BLOCK = 1
+"""Pointless calls made, from which another proposed is refused."""
+_PLACEHOLDER = re.compile(
+    r"(?:^|[\s'\"=(])<([a-z]+(?:[ _-][a-z]+){1,8}(?:[.,][^<>\n=\"'0-9]{0,40})?)>(?=$|[\s'\")])", re.I
+)
+"""A bracketed phrase of two words or more, standing alone: `<commit-hash>`, `<the wrong code, ...>`;
+not `<div>`, `<a href="x">`, `<function f at 0x1>` or `Vec<u8>`."""
+
+
+class Options(Ladder):
+    """`[patterns.pointless_call]`: the ladder, and the block rung."""
+
+    block: int = Field(default=BLOCK, ge=0)
+    """Pointless calls made, from which another proposed is refused (0: never)."""
+
+
+OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+
+
+def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None:
+    """Why a call cannot do anything (an edit that changes nothing; a placeholder left in an
+    argument), or None."""
+    given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
+    if kind is CallKind.EDIT:
+        old = next((given[k] for k in OLD_ARGS if k in given), None)
+        new = next((given[k] for k in NEW_ARGS if k in given), None)
+        if old is not None and new is not None and old == new:
+            return "its replacement is the very text it replaces: it changes nothing"
+    for name, value in given.items():
+        if found := _PLACEHOLDER.search(value[:20_000]):
+            return f"its `{name}` still holds a placeholder, <{found.group(1)}>, not the real text"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    count: int = 0
+    """Pointless calls made in the conversation."""
+
+
+def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        why = pointless(call.kind, call.call.arguments)
+        if why is None:
+            continue
+        state = State(state.count + 1)
+        action = ladder.action_at(state.count)
+        if action is not None:
+            detail = f"{state.count} calls that cannot do anything: the last one, because {why}"
+            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=why))
+    return state, trips
+
+
+def remedy(trip: Trip, context: RemedyContext) -> str:
+    return context.fit(
+        f"{PREFIX} {trip.subject} could not do anything: {trip.excerpt}.",
+        "",
+        "Write the real text: copy the lines to replace from the file as it is now (view it first if "
+        "you have not), and write the new lines in full.",
+    )
+
+
+def blocks(state: State, _repair: RepairState, options: Options) -> bool:
+    return bool(options.block) and state.count >= options.block
+
+
+def futile(_state: State, proposal: Proposal, _context: RemedyContext, _options: Options) -> Refusal | None:
+    why = pointless(proposal.kind, proposal.arguments)
+    if why is None:
+        return None
+    return Refusal(
+        NAME,
+        f"{proposal.describe()} cannot do anything: {why}.",
+        "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
+    )
+
+
+DETECTOR = Detector(
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    options=OPTIONS,
+    remedy=remedy,
+    blocks=blocks,
+    futile=futile,
+    episodic=False,
+)

@@ -1,0 +1,67 @@
+"""The block rung: the calls a reply proposes, judged against the state before the agent sees them.
+
+Each pattern that can refuse a call says when it may (`Detector.blocks`: cheap, from its state)
+and whether a given proposal cannot help (`Detector.futile`): the failing check again with
+nothing changed, a call that just failed proposed again unchanged, a read of what was just
+read, an edit that changes nothing. Armed only while some pattern may refuse, so a reply is
+held no longer than that. A refused reply is asked again with what was refused and why, the
+next step the state suggests, and a call required (with its schema, for servers that ignore
+`tool_choice`); the agent gets the new reply as if the model had made it first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from proxy.engine.detectors import Refusal, RemedyContext
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.plan.reply import GatePlan
+from proxy.engine.plan.rules import Rules
+from proxy.engine.plan.turn import Turn, retry
+from proxy.engine.reading.proposal import propose
+from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.state.conversation import ConversationState
+from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.salvage import offered_tools
+
+__all__ = ["block_gate", "refuser"]
+
+
+def refuser(
+    rules: Rules, state: ConversationState, translation: Translation, fit: Callable[[str, str, str], str]
+) -> Callable[[Sequence[tuple[str, str]]], Refusal | None] | None:
+    """The judge of a reply's proposed calls, (tool, arguments JSON) each; None when no pattern
+    may refuse anything in this state (nothing to hold the reply for)."""
+    judges = [
+        judge
+        for pattern in rules.patterns
+        if (judge := pattern.refuser(state.detectors, state.repair, rules.options[pattern.name])) is not None
+    ]
+    if not judges:
+        return None
+    vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+    context = RemedyContext(state.repair, vocabulary, fit, offered_tools(translation.tools))
+    volatile = frozenset(rules.policy.loops.volatile_keys)
+
+    def refuse(calls: Sequence[tuple[str, str]]) -> Refusal | None:
+        for name, raw in calls:
+            proposal = propose(name, raw, rules.classifier, volatile)
+            for judge in judges:
+                if (refusal := judge(proposal, context)) is not None:
+                    return refusal
+        return None
+
+    return refuse
+
+
+def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
+    """The block gate: a refused reply asked again, a call required."""
+    reply = rules.policy.reply
+    if not (reply.block and turn.levers.offered):
+        return None
+
+    def refused(refusal: Refusal) -> Edit:
+        text = f"{PREFIX} Your call was not run. {refusal.reason}\n{refusal.instead}"
+        return retry(turn, role, text, require_call=True)
+
+    return GatePlan(lambda: retry(turn, role, f"{PREFIX} Your call was not run."), 1, refused)

@@ -1,0 +1,100 @@
+"""The lines an edit should replace, cut from what the agent's own read of the file showed.
+
+A directive to edit is only as good as what it hands the model: a template to fill
+(`<the wrong code>`) gets the template back as `old_str`, and a quoted test assertion gets the
+test's string. What the proxy can hand over instead is the code as the agent last saw it: the
+whole function the failure names (a name called in the failing output that the file defines),
+else the one holding the line the traceback points at. Never a line that was not in a read.
+
+Reads come numbered or not: an editor's view and `cat -n` / `nl` (`     7\\tcode`), SWE-agent's
+`open` (`7:code`), Claude Code's `Read` (`     7→code`); the numbers are taken off.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Iterable
+from difflib import SequenceMatcher
+
+__all__ = ["MAX_EXCERPT_LINES", "called_names", "closest_span", "code_lines", "excerpt"]
+
+MAX_EXCERPT_LINES = 30
+"""A longer function is not quoted whole (the model would copy it back with one slip): look instead."""
+
+ALIKE = 0.6
+"""How alike (difflib's ratio, indentation aside) a run of a file's lines must be to an edit's
+unmatched `old_str` to be taken for the lines it meant."""
+
+_NUMBERED = re.compile(r"^\s*(\d+)(?:\t|:|→)(.*)$")
+_DEFINITION = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(?P<name>\w+)")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+def code_lines(shown: str) -> dict[int, str]:
+    """The file's lines a read showed, by line number: its own numbers when it printed them,
+    else counted from 1 (a whole-file `cat`)."""
+    lines = shown.splitlines()
+    numbered = [m for m in (_NUMBERED.match(line) for line in lines) if m]
+    if numbered and len(numbered) * 5 >= len([line for line in lines if line.strip()]) * 4:
+        return {int(m.group(1)): m.group(2) for m in numbered}
+    return dict(enumerate(lines, start=1))
+
+
+def called_names(text: str) -> tuple[str, ...]:
+    """Names called in a failure's text, in order (`assert add(2, 3) == 5` -> `add`)."""
+    found = (n for n in _CALLED.findall(text) if not keyword.iskeyword(n))
+    return tuple(dict.fromkeys(found))
+
+
+def _block(lines: dict[int, str], start: int) -> list[int] | None:
+    """The definition at `start` and its body: up to the next line indented no deeper."""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    numbers = [start]
+    for n in range(start + 1, start + MAX_EXCERPT_LINES + 1):
+        if n not in lines:
+            break
+        text = lines[n]
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        numbers.append(n)
+    else:
+        return None  # longer than we quote, or the read ended inside it
+    while numbers and not lines[numbers[-1]].strip():
+        numbers.pop()
+    return numbers
+
+
+def excerpt(shown: str, names: Iterable[str], line: int | None = None) -> str | None:
+    """The whole function (or class) of `shown` that one of `names` defines, else the one holding
+    `line`, exactly as the read showed it; None when neither is in the read."""
+    lines = code_lines(shown)
+    definitions = {m.group("name"): n for n, m in ((n, _DEFINITION.match(t)) for n, t in lines.items()) if m}
+    starts = [definitions[name] for name in names if name in definitions]
+    if not starts and line is not None and line in lines:
+        enclosing = [n for n in definitions.values() if n <= line]
+        starts = [max(enclosing)] if enclosing else []
+    for start in starts:
+        block = _block(lines, start)
+        if block:
+            return "\n".join(lines[n] for n in block)
+    return None
+
+
+def closest_span(shown: str, attempted: str) -> str | None:
+    """The run of lines of `shown` that an edit's `old_str`, not found in the file, was meant to
+    match: as many lines as it has, the most alike (indentation aside), exactly as the read showed
+    them; None when no run is alike enough (`ALIKE`) or it is longer than we quote."""
+    lines = [text for _n, text in sorted(code_lines(shown).items())]
+    wanted = [line.strip() for line in attempted.strip("\n").splitlines()]
+    size = len(wanted)
+    if not size or size > MAX_EXCERPT_LINES or len(lines) < size:
+        return None
+    matcher = SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2("\n".join(wanted))
+    best, at = ALIKE, None
+    for start in range(len(lines) - size + 1):
+        matcher.set_seq1("\n".join(line.strip() for line in lines[start : start + size]))
+        if matcher.real_quick_ratio() >= best and matcher.quick_ratio() >= best and (ratio := matcher.ratio()) >= best:
+            best, at = ratio, start
+    return None if at is None else "\n".join(lines[at : at + size])

@@ -1,0 +1,66 @@
+"""A call the model proposes, read before anyone runs it: what the block gate judges.
+
+The same reading as a call in the transcript (`classify`, `canonical`), without a result: its
+kind, its canonical key (so it can be compared with the calls already made), its shell
+command, the files it would write, and the text of each argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.engine.reading.canonical import call_key
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.commands import Write
+from proxy.engine.text.messages import parse_arguments
+from proxy.settings.kinds import CallKind
+
+__all__ = ["NEW_ARGS", "OLD_ARGS", "Proposal", "propose"]
+
+OLD_ARGS = ("old_str", "old_string", "old_text", "search")
+"""The arguments in which replace-style editors take the text to replace."""
+NEW_ARGS = ("new_str", "new_string", "new_text", "replace")
+"""... and the text to put in its place."""
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    name: str
+    arguments: Mapping[str, Any] | None
+    """Parsed arguments; None when they are not a JSON object."""
+    raw: str
+    kind: CallKind
+    key: str
+    """Tool name and sorted-key arguments, as `ObservedCall.key` (volatile keys dropped)."""
+    command: str | None
+    writes: tuple[Write, ...]
+
+    def describe(self) -> str:
+        """`tool {"arg": ...}` or the shell command, as the model wrote it."""
+        return f"{self.name}: `{self.command}`" if self.command else f"{self.name} {self.raw}".strip()
+
+    def replaced(self) -> tuple[str, str] | None:
+        """A replace-style edit's text to replace: (its argument, its value)."""
+        return next(((k, v) for k in OLD_ARGS if (v := self.text(k)) is not None), None)
+
+    def text(self, name: str) -> str | None:
+        """One argument's value, when it is text."""
+        value = (self.arguments or {}).get(name)
+        return value if isinstance(value, str) else None
+
+
+def propose(name: str, raw: str, classifier: Classifier, volatile: frozenset[str]) -> Proposal:
+    """`name` called with the JSON text `raw`, read as the fold would read it once made."""
+    arguments, raw_text = parse_arguments(raw)
+    cls = classifier.classify(name, arguments)
+    return Proposal(
+        name,
+        arguments,
+        raw_text,
+        cls.kind,
+        call_key(name, arguments, raw_text, volatile),
+        classifier.command(name, arguments),
+        cls.writes,
+    )

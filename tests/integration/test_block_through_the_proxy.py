@@ -1,0 +1,181 @@
+"""The block rung through the proxy, with the real `openai` SDK as the agent: a futile call the
+model proposes never reaches the agent; the model is asked again and the agent gets its other
+call, streamed or not. A call that can help passes untouched, with one upstream request."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+import orjson
+import pytest
+from aiohttp.test_utils import TestServer
+from chat import OPENHANDS_TOOLS, Chat, edit, test_run
+from dialects import body_for
+from support import Upstream, completion, json_reply, post, sdk, sse_chunks, sse_reply
+
+RERUN = {"command": "cd /workspace && python -m pytest tests/test_parse.py"}
+LOOK = {"command": "view", "path": "/workspace/tests/test_parse.py"}
+PATHS = {"responses": "/v1/responses", "ollama": "/api/chat"}
+
+
+def _call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": orjson.dumps(arguments).decode()},
+    }
+
+
+def _replies(stream: bool, *calls: dict[str, Any]) -> list[Any]:
+    if stream:
+        return [sse_reply(sse_chunks(content="", tool_call=call)) for call in calls]
+    return [json_reply(completion("", tool_calls=[call])) for call in calls]
+
+
+@pytest.fixture
+async def client(proxy: TestServer) -> AsyncIterator[openai.AsyncOpenAI]:
+    async with sdk(proxy) as opened:
+        yield opened
+
+
+async def _ask(client: openai.AsyncOpenAI, chat: Chat, stream: bool) -> tuple[str, dict[str, Any]]:
+    """The agent's request; the one call it receives (name, arguments)."""
+    kwargs: dict[str, Any] = {"model": "m", "messages": chat.messages, "tools": OPENHANDS_TOOLS}
+    if not stream:
+        result = await client.chat.completions.create(**kwargs)
+        calls = result.choices[0].message.tool_calls or []
+        assert len(calls) == 1
+        return calls[0].function.name, orjson.loads(calls[0].function.arguments)
+    name, arguments = "", ""
+    async for chunk in await client.chat.completions.create(stream=True, **kwargs):
+        for choice in chunk.choices:
+            for delta in choice.delta.tool_calls or []:
+                name += (delta.function.name or "") if delta.function else ""
+                arguments += (delta.function.arguments or "") if delta.function else ""
+    return name, orjson.loads(arguments)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_fourth_identical_run_of_a_failing_check_never_reaches_the_agent(
+    client: openai.AsyncOpenAI, upstream: Upstream, stream: bool
+) -> None:
+    """The check failed the same way three times, nothing changed since; the model proposes it a
+    fourth time: the agent gets the model's other call, the model was told why it was asked again."""
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    upstream.reply_with(
+        *_replies(stream, _call("execute_bash", RERUN, "call_again"), _call("str_replace_editor", LOOK, "call_look"))
+    )
+    received = await _ask(client, chat, stream)
+    assert received == ("str_replace_editor", LOOK)
+    assert len(upstream.seen) == 2
+    retry = upstream.seen[1].json()
+    directive = retry["messages"][-1]["content"]
+    assert "Your call was not run" in directive and "failed the same way 3 times in a row" in directive
+    assert retry["tool_choice"] == "required"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_rerun_after_an_edit_passes_untouched_with_one_upstream_request(
+    client: openai.AsyncOpenAI, upstream: Upstream, stream: bool
+) -> None:
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run()).turn(edit())
+    upstream.reply_with(*_replies(stream, _call("execute_bash", RERUN, "call_again")))
+    assert await _ask(client, chat, stream) == ("execute_bash", RERUN)
+    assert len(upstream.seen) == 1
+
+
+async def test_when_the_answer_is_futile_too_the_models_first_reply_passes_marked(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """Never a loop between proxy and model: asked once, futile again, the agent gets the
+    model's own reply, marked `futile`."""
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    first, again = _call("execute_bash", RERUN, "call_1"), _call("execute_bash", RERUN, "call_2")
+    upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("", tool_calls=[again])))
+    async with sdk(proxy) as client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="m",
+            messages=chat.messages,
+            tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
+        )
+    assert raw.headers["X-Repair-Outcome"] == "futile"
+    assert raw.headers["X-Repair-Retries"] == "block:1"
+    calls = raw.parse().choices[0].message.tool_calls or []
+    assert [c.id for c in calls] == ["call_1"]
+    assert len(upstream.seen) == 2
+
+
+def _responses_call(arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {
+        "object": "response",
+        "status": "completed",
+        "model": "m",
+        "output": [
+            {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": "execute_bash",
+                "arguments": orjson.dumps(arguments).decode(),
+            }
+        ],
+    }
+
+
+def _ollama_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "message": {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": name, "arguments": arguments}}],
+        },
+        "done": True,
+    }
+
+
+@pytest.mark.parametrize("dialect", ["responses", "ollama"])
+async def test_the_responses_and_ollama_dialects_block_the_same_call(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """The same futile rerun in the dialect's own shape: refused, asked again, the other call relayed."""
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    if dialect == "responses":
+        futile, better = (
+            _responses_call(RERUN, "c_again"),
+            _responses_call({"command": "cat tests/test_parse.py"}, "c_look"),
+        )
+    else:
+        futile, better = _ollama_call("execute_bash", RERUN), _ollama_call("str_replace_editor", LOOK)
+    upstream.reply_with(json_reply(orjson.dumps(futile)), json_reply(orjson.dumps(better)))
+    status, headers, body = await post(proxy, body_for(dialect, chat), path=PATHS[dialect])
+    assert status == 200 and orjson.loads(body) == better
+    assert len(upstream.seen) == 2 and headers["X-Repair-Retries"] == "block:1"
+    retry = orjson.loads(upstream.seen[1].body)
+    last = retry["input"][-1] if dialect == "responses" else retry["messages"][-1]
+    assert "Your call was not run" in str(last["content"])
+
+
+async def test_a_streamed_ollama_rerun_is_refused_and_the_other_call_streams_whole(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """Ollama streams NDJSON: the futile call is held until complete, refused, and the re-asked
+    stream reaches the agent byte for byte."""
+    futile = [
+        b'{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"execute_bash","arguments":'
+        + orjson.dumps(RERUN)
+        + b'}}]},"done":false}\n',
+        b'{"done":true}\n',
+    ]
+    better = [
+        b'{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"str_replace_editor","arguments":'
+        + orjson.dumps(LOOK)
+        + b'}}]},"done":false}\n',
+        b'{"done":true}\n',
+    ]
+    upstream.reply_with(sse_reply(futile), sse_reply(better))
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    status, _headers, body = await post(proxy, body_for("ollama", chat, stream=True), path=PATHS["ollama"])
+    assert status == 200 and body == b"".join(better)
+    assert len(upstream.seen) == 2

@@ -1,0 +1,129 @@
+"""The block rung, pattern by pattern: what a reply may not propose in a given state, and the
+near misses it must pass. Each case is a transcript and a proposed call; the decision's reply
+rules judge it as the reply stage would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pytest
+from chat import Chat, edit, test_run, view
+from scenario_loader import analyse, engine
+
+from proxy.engine.plan.reply import Gate, ReplyView, judge
+
+RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
+NOT_FOUND = (
+    "ERROR:\nNo replacement was performed, old_str `return a - b` did not appear verbatim in /workspace/src/parse.py."
+)
+BAD_EDIT = ("str_replace_editor", {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "return a - b", "new_str": "return a + b"})  # fmt: skip
+VIEW = ("str_replace_editor", {"command": "view", "path": "/workspace/src/parse.py"})
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    turns: list[Any]
+    proposal: tuple[str, dict[str, Any]]
+    refused_by: str | None
+
+
+def _failed_edit() -> tuple[str, dict[str, Any], str]:
+    return (*BAD_EDIT, NOT_FOUND)
+
+
+def _grep() -> tuple[str, dict[str, Any], str]:
+    return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
+
+
+CASES = [
+    Case("the failing check a fourth time, nothing changed", [test_run()] * 3, RUN, "stuck_same_diagnostic"),
+    Case("the failing check after only two failures", [test_run()] * 2, RUN, None),
+    Case("the failing check again after an edit", [test_run()] * 3 + [edit()], RUN, None),
+    Case("another call after three failures", [test_run()] * 3, VIEW, None),
+    Case("an edit that just failed, sent again unchanged", [_failed_edit()], BAD_EDIT, "repeat_failed_call"),
+    Case(
+        "an edit that just failed, sent with other text",
+        [_failed_edit()],
+        ("str_replace_editor", {**BAD_EDIT[1], "old_str": "return int(a) + int(b) + 1"}),
+        None,
+    ),
+    Case("the same view in a run of reads that re-reads", [view(), _grep(), view()], VIEW, "read_stagnation"),
+    Case("the same view once, in a run that has not re-read", [view(), _grep()], VIEW, None),
+    Case(
+        "an edit that changes nothing, after one already sent",
+        [("str_replace_editor", {**BAD_EDIT[1], "new_str": "return a - b"}, NOT_FOUND)],
+        ("str_replace_editor", {**BAD_EDIT[1], "old_str": "x = 1", "new_str": "x = 1"}),
+        "pointless_call",
+    ),
+    Case(
+        "an edit that changes nothing, the first one",
+        [view()],
+        ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return a - b"}),
+        None,
+    ),
+]
+
+
+def _rules(turns: list[Any]) -> Any:
+    chat = Chat()
+    for turn in turns:
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    return planned.decision.reply
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_what_the_block_rung_refuses(case: Case) -> None:
+    rules = _rules(case.turns)
+    name, arguments = case.proposal
+    judgement = judge(ReplyView("", (name,), (orjson.dumps(arguments).decode(),)), rules)
+    refused_by = judgement.refusal.pattern if judgement.refusal is not None else None
+    assert (refused_by, judgement.gate is Gate.BLOCK) == (case.refused_by, case.refused_by is not None)
+
+
+def test_a_refused_reply_is_asked_again_with_why_and_what_instead_a_call_required() -> None:
+    rules = _rules([test_run()] * 3)
+    judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), rules)
+    edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+    directive = edit_.messages[-1]["content"] if edit_.messages else ""
+    assert "Your call was not run" in directive and "failed the same way 3 times" in directive
+    assert "Next, read" in directive
+    assert edit_.require_call and edit_.call_schema is not None
+
+
+def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:
+    """Nothing to refuse, nothing held: a working agent's streamed reply flows as it comes."""
+    assert _rules([view(), edit(), test_run("@pytest_addition_b")]).refuse is None
+    assert _rules([test_run()] * 3).refuse is not None
+
+
+PARSE = "     1\tdef parse(s):\n     2\t    a, b = s.split('+')\n     3\t    return int(a) + int(b) + 1\n"
+MISREMEMBERED = {**BAD_EDIT[1], "old_str": "a, b = s.split('+')\nreturn int(a) + int(b) - 1"}
+
+
+def _instead(turns: list[Any], proposal: dict[str, Any]) -> str:
+    rules = _rules(turns)
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(proposal).decode(),)), rules)
+    assert judgement.refusal is not None
+    return judgement.refusal.instead
+
+
+def test_an_edit_refused_after_not_found_is_handed_the_lines_it_meant_whole_as_the_file_has_them() -> None:
+    """Two lines misremembered (indentation lost, one sign wrong): the instead quotes the two
+    lines of the viewed file they were meant to match, line numbers off, in the agent's edit call."""
+    failed = ("str_replace_editor", MISREMEMBERED, NOT_FOUND)
+    instead = _instead([view(content=PARSE), failed], MISREMEMBERED)
+    meant = orjson.dumps("    a, b = s.split('+')\n    return int(a) + int(b) + 1").decode()
+    assert f'"old_str":{meant}' in instead and "with new_str those lines as they should be" in instead
+
+
+def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> None:
+    """Edited after the view: what the view showed is not the file any more; the instead names
+    the argument to change, and quotes nothing."""
+    failed = ("str_replace_editor", MISREMEMBERED, NOT_FOUND)
+    instead = _instead([view(content=PARSE), edit(), failed], MISREMEMBERED)
+    assert "old_str" in instead and "split" not in instead

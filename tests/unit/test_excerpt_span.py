@@ -1,0 +1,42 @@
+"""`closest_span`: the lines an unmatched `old_str` was meant to match, as a table of must-find and
+must-not-find cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.engine.reading.excerpt import MAX_EXCERPT_LINES, closest_span
+
+FILE = (
+    "     1\timport re\n"
+    "     2\t\n"
+    "     3\tdef slug(title):\n"
+    "     4\t    words = re.findall(r'\\w+', title)\n"
+    "     5\t    return '_'.join(words).lower()\n"
+    "     6\t\n"
+    "     7\tdef other():\n"
+    "     8\t    return 1\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("attempted", "expected"),
+    [
+        pytest.param(
+            "words = re.findall(r'\\w+', title)\nreturn '_'.join(words).lower()",
+            "    words = re.findall(r'\\w+', title)\n    return '_'.join(words).lower()",
+            id="indentation lost: both lines, as the file has them",
+        ),
+        pytest.param(
+            "    return '-'.join(words).lower()",
+            "    return '_'.join(words).lower()",
+            id="one character misremembered",
+        ),
+        pytest.param("import os\nimport sys", None, id="lines the file does not have"),
+        pytest.param("", None, id="nothing attempted"),
+        pytest.param("x\n" * (MAX_EXCERPT_LINES + 1), None, id="longer than we quote"),
+        pytest.param("a\n" * 20, None, id="longer than the read"),
+    ],
+)
+def test_the_lines_an_unmatched_old_str_meant(attempted: str, expected: str | None) -> None:
+    assert closest_span(FILE, attempted) == expected
