@@ -9,6 +9,7 @@ Starts:  scratch   the task alone
          stuck     a real stuck point: the test failed, two edits that changed nothing, the
                    same failure three times (executed for real in the copy)
 Arms:    direct    the model server itself
+         noblock   repair-proxy with its defaults but the block rung off ([reply] block = false)
          proxy     repair-proxy with the repair it had before salvage and the gates
                    ([reply] salvage, action_gate, finish_gate off)
          full      repair-proxy with its defaults (salvage and the gates on)
@@ -16,8 +17,12 @@ Arms:    direct    the model server itself
 Per arm it prints: runs solved (`python -m pytest` green at the end), turns with a real tool
 call, wasted turns (empty, prose, the same call again, a call to no such tool), turns and
 completion tokens to the first green, hand-backs; and for the proxy arms, how often the reply
-to a request carrying a new instruction of ours was a real call. Every run is also written as
-one JSON line (`--out`).
+to a request carrying a new instruction of ours was a real call. Then wasted turns by kind, as
+the repository shows them (the same failing call again with no file changed since, an edit that
+changed no file, the same read of unchanged files, no call, a finish while the tests fail), and
+upstream generations in all and per solved run (a gate's retry is a generation). Every run is
+also written as one JSON line (`--out`). Each run starts from a fresh copy and a fresh
+conversation: the proxy keys a conversation by its history, so runs share no state.
 
 Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10] [--arms direct,proxy,full]
                               [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE]
@@ -41,14 +46,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tiny_agent import Run, run_agent, start_messages, stuck_start
+from tiny_agent import WASTE_KINDS, Run, run_agent, start_messages, stuck_start
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 REPOS = HERE / "repos"
 WASTE = ("empty", "prose", "repeat", "malformed")
-TODAY = "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n"
-"""The policy the `proxy` arm runs: the repair the proxy had before salvage and the gates."""
+POLICIES = {
+    "proxy": "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n",
+    "noblock": "[reply]\nblock = false\n",
+    "full": "",
+}
+"""The policy each proxy arm runs: `proxy` the repair the proxy had before salvage and the
+gates; `noblock` the defaults without the block rung; `full` the defaults."""
 
 
 def free_port() -> int:
@@ -86,11 +96,14 @@ def model_server(upstream: str | None) -> Iterator[str]:
 
 
 @contextmanager
-def proxies(upstream: str, workdir: Path) -> Iterator[dict[str, str]]:
-    """The two proxy arms, each its own process on loopback."""
-    today = workdir / "today.toml"
-    today.write_text(TODAY)
-    arms = {"proxy": str(today), "full": ""}
+def proxies(upstream: str, workdir: Path, wanted: list[str]) -> Iterator[dict[str, str]]:
+    """The proxy arms asked for, each its own process on loopback with its own policy file."""
+    arms = {}
+    for name in (n for n in wanted if n in POLICIES):
+        arms[name] = ""
+        if POLICIES[name]:
+            (workdir / f"{name}.toml").write_text(POLICIES[name])
+            arms[name] = str(workdir / f"{name}.toml")
     procs, urls = [], {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
     for name, policy in arms.items():
@@ -133,7 +146,24 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "handed_back": sum(r["run"]["end"] == "handed_back" for r in runs),
         "instructed": len(instructed),
         "instructed_acting": sum(t["kind"] in ("call", "repeat") for t in instructed),
+        "wasted": {kind: sum(t.get("waste") == kind for t in turns) for kind in WASTE_KINDS},
+        "generations": sum(t.get("generations", 1) for t in turns),
     }
+
+
+def waste_table(rows: dict[str, dict[str, Any]]) -> str:
+    """Wasted turns by kind (judged by what happened in the repository), and generations spent."""
+    lines = [
+        f"{'arm':<16} {'wasted':>9} " + " ".join(f"{k:>14}" for k in WASTE_KINDS) + f" {'gens':>6} {'gens/solved':>12}"
+    ]
+    for arm, s in rows.items():
+        wasted = sum(s["wasted"].values())
+        per = f"{s['generations'] / s['solved']:.1f}" if s["solved"] else "-"
+        lines.append(
+            f"{arm:<16} {wasted:>4}/{s['turns']:<4} " + " ".join(f"{s['wasted'][k]:>14}" for k in WASTE_KINDS)
+            + f" {s['generations']:>6} {per:>12}"
+        )  # fmt: skip
+    return "\n".join(lines)
 
 
 def table(rows: dict[str, dict[str, Any]]) -> str:
@@ -175,7 +205,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as tmp,
         model_server(args.upstream) as model,
-        proxies(model, Path(tmp)) as urls,
+        proxies(model, Path(tmp), arms) as urls,
         out as sink,
     ):
         urls["direct"] = model
@@ -194,7 +224,7 @@ def main() -> None:
                         records.append(record)
                         if sink is not None:
                             sink.write(json.dumps(record) + "\n")
-                        kinds = "".join(t.kind[0] for t in run.turns)
+                        kinds = "".join(t.kind[0] if not t.waste else t.waste[0].upper() for t in run.turns)
                         print(
                             f"{time.monotonic() - started:6.0f}s {arm:<6} {start:<7} {repo:<6} {style:<9} seed {seed}: "
                             f"{'SOLVED' if run.solved else 'not solved':<10} end={run.end:<11} turns={kinds}",
@@ -203,9 +233,11 @@ def main() -> None:
     print(f"\n{len(records)} runs in {time.monotonic() - started:.0f}s; Qwen2.5-Coder-1.5B Q4_K_M, temperature 0.7")
     for start in starts:
         print(f"\nstart: {start}")
-        print(table({arm: summary([r for r in records if r["arm"] == arm and r["start"] == start]) for arm in arms}))
+        rows = {arm: summary([r for r in records if r["arm"] == arm and r["start"] == start]) for arm in arms}
+        print(table(rows) + "\n\n" + waste_table(rows))
     print("\nall starts")
-    print(table({arm: summary([r for r in records if r["arm"] == arm]) for arm in arms}))
+    rows = {arm: summary([r for r in records if r["arm"] == arm]) for arm in arms}
+    print(table(rows) + "\n\n" + waste_table(rows))
 
 
 if __name__ == "__main__":

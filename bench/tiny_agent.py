@@ -16,7 +16,9 @@ the `openai` SDK and records, per reply, what it did and what the proxy said in 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -87,6 +89,46 @@ def run_shell(command: str, cwd: Path, timeout: float = 30.0) -> tuple[int, str]
 
 def tests_pass(cwd: Path) -> bool:
     return run_shell("python -m pytest", cwd)[0] == 0
+
+
+def tree_digest(root: Path) -> str:
+    """The repository's files as they are (caches aside): what a turn changed, if anything."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and ".pytest_cache" not in path.parts:
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+READS = re.compile(r"^\s*(cat|head|tail|less|sed -n|nl|grep|rg|ls|find)\b")
+EDITS = re.compile(r"sed -i|write_text|>\s*\S+\.py|\bpatch\b|\bmv\b|\bcp\b")
+WASTE_KINDS = ("rerun", "unapplied", "reread", "prose", "empty", "finish_failing", "malformed")
+"""Wasted turns by kind: the same failing call again with nothing changed since; an edit that
+did not change the files; the same read again of unchanged files; a reply with no call (text
+or nothing); a finish while the tests fail; a call to no such tool."""
+
+
+def waste_of(
+    name: str, args: dict[str, Any], result: str, before: str, after: str, history: dict[str, tuple[str, bool]]
+) -> str:
+    """What a call wasted, judged by what really happened in the repository ("" when nothing)."""
+    key = json.dumps([name, args], sort_keys=True)
+    command = args.get("command") if isinstance(args.get("command"), str) else ""
+    failed = result.startswith("ERROR") or bool(re.search(r'"returncode": [1-9]|exit code [1-9]', result))
+    earlier = history.get(key)
+    history[key] = (before, failed)
+    view = (name == "str_replace_editor" and command == "view") or (
+        name != "str_replace_editor" and READS.match(command)
+    )
+    edit = (name == "str_replace_editor" and command in ("str_replace", "create")) or bool(EDITS.search(command))
+    if edit and before == after:
+        return "unapplied"
+    if earlier is not None and earlier[0] == before and before == after:
+        if earlier[1] and failed:
+            return "rerun"
+        if view:
+            return "reread"
+    return ""
 
 
 @dataclass
@@ -166,6 +208,10 @@ class Turn:
     outcome: str = ""
     green: bool = False
     text: str = ""
+    waste: str = ""
+    """One of `WASTE_KINDS`, or "" for a turn that did something."""
+    generations: int = 1
+    """Upstream generations this turn cost (1 + the retries the proxy's gates spent)."""
 
 
 @dataclass
@@ -207,6 +253,38 @@ def _classify(
     return "repeat" if calls == previous else "call"
 
 
+def _execute(
+    tools: Tools,
+    calls: list[tuple[Any, tuple[str, dict[str, Any]]]],
+    messages: list[dict[str, Any]],
+    turn: Turn,
+    history: dict[str, tuple[str, bool]],
+) -> bool:
+    """Run a reply's calls for real, append their results, mark the turn's waste; True when the run is over."""
+    over = False
+    tools.edited = False
+    for call, (name, args) in calls:
+        before = tree_digest(tools.root)
+        result, ended = tools.call(name, args)
+        over = over or ended
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        turn.waste = turn.waste or waste_of(name, args, result, before, tree_digest(tools.root), history)
+        if ended and not tests_pass(tools.root):
+            turn.waste = "finish_failing"
+    return over
+
+
+def _start_history(messages: list[dict[str, Any]], root: Path) -> dict[str, tuple[str, bool]]:
+    """The calls a start already ran, for `waste_of`: its last call saw the files as they are."""
+    history: dict[str, tuple[str, bool]] = {}
+    last = next((m for m in reversed(messages) if m["role"] == "assistant" and m.get("tool_calls")), None)
+    if last is not None and messages[-1]["role"] == "tool":
+        function = last["tool_calls"][-1]["function"]
+        digest = tree_digest(root)
+        waste_of(function["name"], json.loads(function["arguments"]), messages[-1]["content"], digest, digest, history)
+    return history
+
+
 def run_agent(
     base_url: str,
     root: Path,
@@ -223,6 +301,7 @@ def run_agent(
     tools = Tools(root, style)
     run = Run()
     previous: list[tuple[str, dict[str, Any]]] = []
+    history = _start_history(messages, root)
     format_errors = 0
     for _ in range(max_turns):
         try:
@@ -256,7 +335,10 @@ def run_agent(
             salvaged=bool(headers.get("x-repair-salvaged")),
             outcome=headers.get("x-repair-outcome", ""),
             text=text,
+            generations=1 + sum(int(n) for n in re.findall(r":(\d+)", headers.get("x-repair-retries", ""))),
         )
+        if turn.kind in ("prose", "empty", "malformed"):
+            turn.waste = turn.kind
         run.turns.append(turn)
         if turn.outcome == "incomplete":
             run.end = "handed_back"
@@ -273,12 +355,7 @@ def run_agent(
             continue
         format_errors = 0
         messages.append(message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"}))
-        over = False
-        tools.edited = False
-        for call, (name, args) in zip(message.tool_calls, calls, strict=True):
-            result, ended = tools.call(name, args)
-            over = over or ended
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        over = _execute(tools, list(zip(message.tool_calls, calls, strict=True)), messages, turn, history)
         turn.green = tools.edited and tests_pass(root)
         previous = calls
         if on_turn:
