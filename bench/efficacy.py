@@ -48,8 +48,8 @@ from proxy.engine.core import Engine  # noqa: E402
 from proxy.engine.reading.canonical import call_key  # noqa: E402
 from proxy.engine.reading.classify import Classifier  # noqa: E402
 from proxy.engine.state.cache import StateCache  # noqa: E402
+from proxy.engine.text.messages import parse_arguments  # noqa: E402
 from proxy.engine.text.tokens import TokenCounter  # noqa: E402
-from proxy.engine.text.transcript import parse_arguments  # noqa: E402
 from proxy.settings.kinds import CallKind  # noqa: E402
 from proxy.settings.policy import policy_from_mapping  # noqa: E402
 

@@ -134,9 +134,10 @@ def policy_for(run: Run, cache: dict[str, Policy], overrides: dict[str, Any] | N
 
 
 def _reply_view(reply: dict[str, Any]) -> ReplyView:
-    calls = reply.get("tool_calls") or []
-    names = tuple((c.get("function") or {}).get("name") for c in calls if isinstance(c, dict))
-    return ReplyView(content_text(reply.get("content")), names)
+    calls = [c.get("function") or {} for c in reply.get("tool_calls") or [] if isinstance(c, dict)]
+    names = tuple(f.get("name") for f in calls)
+    arguments = tuple(str(f.get("arguments") or "") for f in calls)
+    return ReplyView(content_text(reply.get("content")), names, arguments)
 
 
 def replay_run(run: Run, policy: Policy) -> Replayed:

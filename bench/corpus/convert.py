@@ -1,0 +1,768 @@
+"""Build the real-trajectory corpus from public git snapshots.
+
+Reads agent trajectories that public repositories committed to git (fetched as bare
+snapshots under ``/work/.mirror/<owner>+<name>/repo``), reconstructs every chat request
+each agent sent to its model, and writes one gzipped JSON-lines file per source to
+``bench/corpus/data/<source>.jsonl.gz`` (git-ignored). One line is one run:
+
+    {"source", "run", "scaffold", "model", "protocol", "resolved", "tools",
+     "pool": [message, ...],
+     "requests": [{"messages": [pool index, ...], "reply": pool index | null}, ...],
+     "notes"}
+
+Messages are OpenAI chat-completions messages (``role``, ``content``, optional
+``tool_calls`` / ``tool_call_id``); every distinct message is stored once in ``pool``.
+How each scaffold's requests are rebuilt, and what is lossy, is in README.md next to
+this file. Run selection is deterministic (sorted instance ids, fixed strides).
+
+Usage: ``python bench/corpus/convert.py [--mirror /work/.mirror] [--out bench/corpus/data]``.
+It prints a summary and exits non-zero, naming the ``fetch`` needed, when a snapshot
+is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import gzip
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+Json = dict[str, Any]
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_MIRROR = Path("/work/.mirror")
+
+
+class MissingSnapshot(RuntimeError):
+    """A snapshot, or a commit inside it, is not on this machine."""
+
+
+# --------------------------------------------------------------------------- git access
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A bare git snapshot fetched with the search tool's ``fetch``."""
+
+    repo: str  # owner/name
+    mirror: Path
+
+    @property
+    def git_dir(self) -> Path:
+        return self.mirror / self.repo.replace("/", "+") / "repo"
+
+    def _git(self, *args: str) -> bytes:
+        proc = subprocess.run(["git", f"--git-dir={self.git_dir}", *args], capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"git {' '.join(args)} failed in {self.git_dir}: {proc.stderr.decode()[:300]}")
+        return proc.stdout
+
+    def require(self, rev: str) -> str:
+        """Resolve ``rev`` to a sha, or raise MissingSnapshot naming the fetch needed."""
+        if not self.git_dir.is_dir():
+            raise MissingSnapshot(
+                f"snapshot of {self.repo} is missing at {self.git_dir}; run the search tool's "
+                f"fetch with source 'github:{self.repo}' first"
+            )
+        proc = subprocess.run(
+            ["git", f"--git-dir={self.git_dir}", "rev-parse", "--verify", f"{rev}^{{commit}}"],
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise MissingSnapshot(
+                f"{self.repo}: revision {rev} is not in the snapshot at {self.git_dir}; "
+                f"fetch 'github:{self.repo}' again (a newer snapshot may have dropped it)"
+            )
+        return proc.stdout.decode().strip()
+
+    def head(self) -> str:
+        return self._git("rev-parse", "HEAD").decode().strip()
+
+    def ls(self, rev: str, path: str) -> list[str]:
+        out = self._git("ls-tree", "-r", "--name-only", rev, "--", path).decode()
+        return sorted(line for line in out.splitlines() if line)
+
+    def read(self, rev: str, path: str) -> bytes | None:
+        """A blob's bytes, or None when the snapshot lacks the object (large blobs can be absent)."""
+        proc = subprocess.run(
+            ["git", f"--git-dir={self.git_dir}", "cat-file", "blob", f"{rev}:{path}"],
+            capture_output=True,
+            check=False,
+        )
+        return proc.stdout if proc.returncode == 0 else None
+
+    def read_json(self, rev: str, path: str) -> Any:
+        blob = self.read(rev, path)
+        return None if blob is None else orjson.loads(blob)
+
+
+# --------------------------------------------------------------------------- run building
+
+
+def _canon(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+@dataclass
+class RunBuilder:
+    """Collects the distinct messages of one run and its requests as pool indices."""
+
+    source: str
+    run: str
+    scaffold: str
+    model: str
+    protocol: str
+    resolved: bool | None
+    tools: list[Json] | None = None
+    pool: list[Json] = field(default_factory=list)
+    requests: list[Json] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    format_errors: int = 0
+    _index: dict[bytes, int] = field(default_factory=dict)
+
+    def add(self, message: Json) -> int:
+        key = _canon(message)
+        if key not in self._index:
+            self._index[key] = len(self.pool)
+            self.pool.append(message)
+        return self._index[key]
+
+    def request(self, messages: list[Json], reply: Json | None) -> None:
+        self.requests.append(
+            {
+                "messages": [self.add(m) for m in messages],
+                "reply": None if reply is None else self.add(reply),
+            }
+        )
+
+    def record(self) -> Json:
+        return {
+            "source": self.source,
+            "run": self.run,
+            "scaffold": self.scaffold,
+            "model": self.model,
+            "protocol": self.protocol,
+            "resolved": self.resolved,
+            "tools": self.tools,
+            "pool": self.pool,
+            "requests": self.requests,
+            "notes": "; ".join(self.notes),
+        }
+
+
+def openai_tool_calls(calls: list[Json] | None) -> list[Json] | None:
+    """Tool calls in request shape: id, type, function{name, arguments}; drops streaming ``index``."""
+    if not calls:
+        return None
+    out = []
+    for call in calls:
+        fn = call.get("function") or {}
+        args = fn.get("arguments")
+        out.append(
+            {
+                "id": call.get("id"),
+                "type": call.get("type") or "function",
+                "function": {
+                    "name": fn.get("name"),
+                    "arguments": args if isinstance(args, str) else orjson.dumps(args).decode(),
+                },
+            }
+        )
+    return out
+
+
+def strip_cache_control(content: Any) -> Any:
+    """Content parts without Anthropic ``cache_control`` markers (text kept verbatim)."""
+    if isinstance(content, list):
+        return [{k: v for k, v in part.items() if k != "cache_control"} for part in content]
+    return content
+
+
+def chat_message(raw: Json) -> Json:
+    """An OpenAI chat message from a logged one: role, content, tool_calls, tool_call_id only."""
+    msg: Json = {"role": raw["role"], "content": strip_cache_control(raw.get("content"))}
+    calls = openai_tool_calls(raw.get("tool_calls"))
+    if calls:
+        msg["tool_calls"] = calls
+    if raw.get("tool_call_id") is not None:
+        msg["tool_call_id"] = raw["tool_call_id"]
+    if raw.get("role") == "assistant" and raw.get("reasoning_content"):
+        msg["reasoning_content"] = raw["reasoning_content"]  # DeepSeek extension, sent back by the agent
+    return msg
+
+
+def balanced(ids: list[str], labels: Mapping[str, bool | None], per_class: int) -> list[str]:
+    """Deterministic pick: up to ``per_class`` resolved and unresolved ids by a fixed stride."""
+    picked: list[str] = []
+    for want in (True, False):
+        group = sorted(i for i in ids if labels.get(i) is want)
+        if len(group) <= per_class:
+            picked += group
+            continue
+        stride = len(group) / per_class
+        picked += [group[int(k * stride)] for k in range(per_class)]
+    return sorted(picked)
+
+
+# --------------------------------------------------------------------------- source: OpenHands
+
+
+OH_REPO = "All-Hands-AI/OpenHands"
+OH_COMMIT = "4ce8594d56a8a09b6c12d6dfd6fe746e825be644"
+OH_DIR = (
+    "evaluation/evaluation_outputs/outputs/princeton-nlp__SWE-bench_Verified-test/CodeActAgent/"
+    "claude-3-5-sonnet-20241022_maxiter_50_N_v0.15.0-no-hint-no-condensation-run_1"
+)
+
+
+def openhands_labels(report_md: str) -> dict[str, bool]:
+    """Resolved/unresolved ids from the run's output.swebench_eval.md sections."""
+    labels: dict[str, bool] = {}
+    section = ""
+    for line in report_md.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip().lower()
+            continue
+        m = re.match(r"- \[([^\]]+)\]", line)
+        if not m:
+            continue
+        if section == "resolved instances":
+            labels[m.group(1)] = True
+        elif section in ("unresolved instances", "error instances", "empty patch instances"):
+            labels.setdefault(m.group(1), False)
+    return labels
+
+
+def source_openhands(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(OH_REPO, mirror)
+    rev = snap.require(OH_COMMIT)
+    report = snap.read(rev, f"{OH_DIR}/output.swebench_eval.md")
+    meta = snap.read_json(rev, f"{OH_DIR}/metadata.json")
+    if report is None or meta is None:
+        raise MissingSnapshot(f"{OH_REPO}@{OH_COMMIT}: report or metadata blob absent from the snapshot")
+    labels = openhands_labels(report.decode())
+    model = meta["llm_config"]["model"]
+    files = snap.ls(rev, f"{OH_DIR}/llm_completions")
+    by_run: dict[str, list[str]] = {}
+    for path in files:
+        by_run.setdefault(path.split("/")[-2], []).append(path)
+
+    def stamp(path: str) -> float:
+        return float(path.rsplit("-", 1)[1].removesuffix(".json"))
+
+    for run in sorted(by_run):
+        calls = [snap.read_json(rev, p) for p in sorted(by_run[run], key=stamp)]
+        yield openhands_run(run, model, labels.get(run), calls)
+
+
+def openhands_run(run: str, model: str, resolved: bool | None, calls: list[Json | None]) -> RunBuilder:
+    """One run from its logged completions, in time order (None = log absent from the snapshot)."""
+    b = RunBuilder(
+        source="openhands-codeact-v0.15-verified50",
+        run=run,
+        scaffold="openhands-codeact-0.15",
+        model=model,
+        protocol="tools",
+        resolved=resolved,
+    )
+    prev_reply_had_calls: bool | None = None
+    tool_sets: set[bytes] = set()
+    for call in calls:
+        if call is None:
+            continue
+        tools = (call.get("kwargs") or {}).get("tools")
+        if tools is not None:
+            tool_sets.add(_canon(tools))
+            b.tools = b.tools if b.tools is not None else tools
+        messages = [chat_message(m) for m in call["messages"]]
+        reply = chat_message({**call["response"]["choices"][0]["message"], "role": "assistant"})
+        if prev_reply_had_calls is False and messages and messages[-1]["role"] == "user":
+            b.format_errors += 1  # the model answered without a tool call; the agent sent a user nudge
+        b.request(messages, reply)
+        prev_reply_had_calls = bool(reply.get("tool_calls"))
+    b.notes.append(
+        "requests are the logged llm_completions (exact messages sent); cache_control markers, "
+        "tool-message 'name' and tool-call 'index' fields dropped; content kept as the list of text parts sent"
+    )
+    if len(tool_sets) > 1:
+        b.notes.append(f"tools schema changed across requests ({len(tool_sets)} variants); first kept")
+    if missing := sum(c is None for c in calls):
+        b.notes.append(f"{missing} completion log(s) absent from the snapshot")
+    if b.format_errors:
+        b.notes.append(f"{b.format_errors} reply(ies) without a tool call followed by a user nudge")
+    return b
+
+
+# --------------------------------------------------------------------------- source: mini-swe-agent 2.x
+
+
+MSWEA_REPO = "SWE-agent/mini-swe-agent"
+MSWEA_REF = "e5e0fbca1c60561bde25fa473b78717aa4b3f9ec"  # refs/pull/816/head
+MSWEA_SUBSETS: list[tuple[str, str, str | None]] = [
+    # (source id, output folder, swebench report json at the ref root)
+    (
+        "mswea2-pr816-deepseek-chat-lite-test",
+        "deepseek_chat_test_1-100",
+        "deepseek__deepseek-chat.deepseek_chat_test_1-100.json",
+    ),
+    ("mswea2-pr816-deepseek-chat-lite-dev", "deepseek_chat_dev", "deepseek__deepseek-chat.deepseek_chat_dev.json"),
+    (
+        "mswea2-pr816-deepseek-chat-lite-dev-rerun",
+        "deepseek_chat_dev_rerun",
+        "deepseek__deepseek-chat.deepseek_chat_dev_rerun.json",
+    ),
+    (
+        "mswea2-pr816-deepseek-chat-lite-dev-noparallel",
+        "deepseek_lite_dev_noparallel",
+        "deepseek__deepseek-chat.deepseek_lite_dev_noparallel.json",
+    ),
+    ("mswea2-pr816-deepseek-reasoner-lite-dev", "deepseek_reasoner_dev", None),
+]
+
+
+def mswea_bash_tool(snap: Snapshot, rev: str) -> list[Json]:
+    """The ``BASH_TOOL`` schema literal as defined in the snapshot's own source at ``rev``."""
+    src = snap.read(rev, "src/minisweagent/models/utils/actions_toolcall.py")
+    if src is None:
+        raise MissingSnapshot(f"{MSWEA_REPO}@{rev}: actions_toolcall.py absent")
+    for node in ast.parse(src.decode()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "BASH_TOOL" for t in node.targets):
+            return [ast.literal_eval(node.value)]
+    raise RuntimeError("BASH_TOOL not found in actions_toolcall.py")
+
+
+def mswea2_run(source: str, run: str, traj: Json, resolved: bool | None, tools: list[Json]) -> RunBuilder:
+    info = traj["info"]
+    model = info["config"]["model"]["model_name"]
+    b = RunBuilder(
+        source=source,
+        run=run,
+        scaffold="mini-swe-agent-2",
+        model=model,
+        protocol="tools",
+        resolved=resolved,
+        tools=tools,
+    )
+    history: list[Json] = []
+    n_assistant = 0
+    for raw in traj["messages"]:
+        role = raw.get("role")
+        if role == "exit":
+            continue
+        extra = raw.get("extra") or {}
+        if role == "assistant":
+            msg = chat_message(raw)
+            b.request(list(history), msg)
+            n_assistant += 1
+            history.append(msg)
+        elif role == "user" and extra.get("interrupt_type") == "FormatError":
+            # The model's reply failed tool-call parsing inside model.query(): that reply was
+            # never added to the history (not recorded); only this user error message was.
+            b.request(list(history), None)
+            b.format_errors += 1
+            history.append(chat_message(raw))
+        else:
+            history.append(chat_message(raw))
+    api_calls = int((info.get("model_stats") or {}).get("api_calls") or 0)
+    unexplained = api_calls - n_assistant - b.format_errors
+    status = info.get("exit_status") or ""
+    if unexplained > 0 and status not in ("Submitted", "LimitsExceeded"):
+        b.request(list(history), None)
+        b.notes.append(f"run ended with {status}: final request's reply was never received (reply null)")
+        unexplained -= 1
+    if unexplained:
+        b.notes.append(f"api_calls exceeds reconstructed requests by {unexplained}")
+    b.notes.append(
+        "history replayed as sent (all messages minus the 'extra' field, exit message skipped); "
+        "assistant function_call/provider_specific_fields dropped, reasoning_content kept when present"
+    )
+    if b.format_errors:
+        b.notes.append(
+            f"{b.format_errors} format error(s): the invalid reply is lost (request reply=null), "
+            "the next request carries only the user error message"
+        )
+    return b
+
+
+def source_mswea2(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(MSWEA_REPO, mirror)
+    rev = snap.require(MSWEA_REF)
+    tools = mswea_bash_tool(snap, rev)
+    for source, folder, report_path in MSWEA_SUBSETS:
+        labels: dict[str, bool] = {}
+        if report_path:
+            report = snap.read_json(rev, report_path)
+            if report is None:
+                raise MissingSnapshot(f"{MSWEA_REPO}@{rev}: {report_path} absent")
+            labels |= {i: True for i in report.get("resolved_ids", [])}
+            labels |= {i: False for i in report.get("unresolved_ids", []) + report.get("empty_patch_ids", [])}
+        for path in snap.ls(rev, f"output/{folder}"):
+            if not path.endswith(".traj.json"):
+                continue
+            run = path.split("/")[-2]
+            traj = snap.read_json(rev, path)
+            if traj is None:
+                continue  # blob absent from the snapshot
+            b = mswea2_run(source, run, traj, labels.get(run) if report_path else None, tools)
+            if len(b.requests) < 2:
+                continue  # died before the model was asked twice: nothing to read
+            if not report_path:
+                b.notes.append("no evaluation report for this subset in the source (resolved null)")
+            yield b
+
+
+# --------------------------------------------------------------------------- source: CodeR
+
+
+CODER_REPO = "NL2Code/CodeR"
+CODER_COMMIT = "d63468344bc215bbabb8f0c1ba4af24897a946df"
+CODER_PER_CLASS = 60
+CODER_MODEL = "gpt-4-turbo (not named in the source; inferred from its cost accounting)"
+
+
+def coder_labels(snap: Snapshot, rev: str) -> dict[str, bool]:
+    raw = snap.read(rev, "results.json")
+    if raw is None:
+        raise MissingSnapshot(f"{CODER_REPO}@{rev}: results.json absent")
+    text = re.sub(rb",(\s*[\]}])", rb"\1", raw)  # the file has trailing commas
+    res = orjson.loads(text)
+    labels = {i: False for key in ("generated", "no_generation") for i in res.get(key, [])}
+    labels |= {i: True for i in res.get("resolved", [])}
+    return labels
+
+
+def coder_run(run: str, traj: Json, resolved: bool | None) -> RunBuilder:
+    b = RunBuilder(
+        source="coder-sweagent0-gpt4-lite",
+        run=run,
+        scaffold="coder-multiagent (swe-agent-0.x text)",
+        model=CODER_MODEL,
+        protocol="text",
+        resolved=resolved,
+    )
+    per_agent: dict[str, list[Json]] = {}
+    agents: list[str] = []
+    n_assistant = 0
+    for entry in traj["history"]:
+        agent = entry.get("agent") or "main"
+        if agent not in per_agent:
+            per_agent[agent] = []
+            agents.append(agent)
+        msg = {"role": entry["role"], "content": entry["content"]}
+        if entry["role"] == "assistant":
+            b.request(list(per_agent[agent]), msg)
+            n_assistant += 1
+        per_agent[agent].append(msg)
+    api_calls = int((traj.get("info", {}).get("model_stats") or {}).get("api_calls") or 0)
+    hidden = api_calls - n_assistant
+    b.format_errors = max(hidden, 0)
+    b.notes.append(
+        f"multi-agent: each role ({', '.join(agents)}) keeps its own conversation; a request is that role's "
+        "history so far (DefaultHistoryProcessor = identity; the is_demo user message is part of it)"
+    )
+    if hidden > 0:
+        b.notes.append(
+            f"{hidden} model call(s) not in the history (SWE-agent-0.x requeries for format errors/blocked "
+            "actions use a temporary history and are not saved): not reconstructable"
+        )
+    return b
+
+
+def source_coder(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(CODER_REPO, mirror)
+    rev = snap.require(CODER_COMMIT)
+    labels = coder_labels(snap, rev)
+    paths = {p.split("/")[-1].removesuffix(".traj"): p for p in snap.ls(rev, "trajs") if p.endswith(".traj")}
+    for run in balanced(list(paths), labels, CODER_PER_CLASS):
+        traj = snap.read_json(rev, paths[run])
+        if traj is None:
+            continue
+        yield coder_run(run, traj, labels.get(run))
+
+
+# --------------------------------------------------------------------------- source: SWE-agent 0.x (Multi-SWE-bench)
+
+
+MSB_REPO = "multi-swe-bench/experiments"
+MSB_COMMIT = "89888f1604001fcd80b0799a37af42a1bfebfd8f"
+MSB_DIR = "evaluation/java/verified"
+MSB_RUNS: list[tuple[str, str]] = [
+    # (source id, run folder under MSB_DIR)
+    ("sweagent0-msb-java-gpt-4o", "20240825_SWE-agent_gpt-4o-2024-05-13"),
+    ("sweagent0-msb-java-gpt-4o-mini", "20240825_SWE-agent_gpt-4o-mini-2024-07-18"),
+    ("sweagent0-msb-java-deepseek-chat-v2", "20240825_SWE-agent_deepseek-chat-v2"),
+    ("sweagent0-msb-java-deepseek-coder-v2", "20240825_SWE-agent_deepseek-coder-v2"),
+    ("sweagent0-msb-java-doubao-pro-128k", "20240825_SWE-agent_doubao-pro-128k"),
+]
+MSB_KEEP_OBSERVATIONS = 5
+"""SWE-agent 0.x ``config/default.yaml`` (the config these runs' prompts match): ``Last5Observations``."""
+MSB_NO_REPLY_ACTIONS = ("exit_cost", "exit_context", "exit_api", "exit_error")
+"""Actions SWE-agent 0.x records when the model call failed or its answer was discarded: the
+history gets a placeholder assistant entry ("Exit due to cost limit", ...), not a model reply."""
+
+
+def msb_labels(results: Json) -> dict[str, bool]:
+    """Resolved/unresolved ids from a Multi-SWE-bench ``results/results.json`` (harness report)."""
+    labels = {i: False for key in ("unresolved_ids", "empty_patch_ids", "error_ids") for i in results.get(key) or []}
+    labels |= {i: True for i in results.get("resolved") or results.get("resolved_ids") or []}
+    return labels
+
+
+def last_n_observations(history: list[Json], n: int) -> list[Json]:
+    """SWE-agent 0.x ``last_n_history``: every non-demo user message except the first and the
+    last ``n`` is replaced by ``Old output omitted (<k> lines)``; other entries pass unchanged."""
+    users = sum(1 for e in history if e["role"] == "user" and not e.get("is_demo", False))
+    out: list[Json] = []
+    seen = 0
+    for entry in history:
+        if entry["role"] != "user" or entry.get("is_demo", False):
+            out.append(entry)
+            continue
+        seen += 1
+        if seen == 1 or users - n + 1 <= seen <= users:
+            out.append(entry)
+        else:
+            out.append({**entry, "content": f"Old output omitted ({len(entry['content'].splitlines())} lines)"})
+    return out
+
+
+def msb_run(source: str, run: str, model: str, traj: Json, resolved: bool | None) -> RunBuilder:
+    b = RunBuilder(
+        source=source,
+        run=run,
+        scaffold="swe-agent-0.x (multi-swe-bench java)",
+        model=model,
+        protocol="text",
+        resolved=resolved,
+    )
+    history: list[Json] = []
+    n_assistant = placeholders = 0
+    for entry in traj["history"]:
+        if entry["role"] == "assistant":
+            sent = [
+                {"role": e["role"], "content": e["content"]}
+                for e in last_n_observations(history, MSB_KEEP_OBSERVATIONS)
+            ]
+            if entry.get("action") in MSB_NO_REPLY_ACTIONS:
+                b.request(sent, None)  # the call was made, its answer dropped (e.g. over the cost limit)
+                placeholders += 1
+            else:
+                b.request(sent, {"role": "assistant", "content": entry["content"]})
+            n_assistant += 1
+        history.append(entry)
+    info = traj.get("info") or {}
+    api_calls = int((info.get("model_stats") or {}).get("api_calls") or 0)
+    hidden = api_calls - n_assistant
+    b.format_errors = max(hidden, 0)
+    b.notes.append(
+        "single agent; a request is the history before each assistant entry with Last5Observations applied "
+        "(older observations sent as 'Old output omitted (<k> lines)'; the is_demo user message kept), role/content only"
+    )
+    if placeholders:
+        b.notes.append(
+            f"run ended with {info.get('exit_status')}: the last call's answer was discarded by the agent (reply null)"
+        )
+    if hidden > 0:
+        b.notes.append(
+            f"{hidden} model call(s) not in the history (SWE-agent-0.x requeries for format errors/blocked "
+            "actions use a temporary history and are not saved): not reconstructable"
+        )
+    return b
+
+
+def source_msb(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(MSB_REPO, mirror)
+    rev = snap.require(MSB_COMMIT)
+    for source, folder in MSB_RUNS:
+        base = f"{MSB_DIR}/{folder}"
+        results = snap.read_json(rev, f"{base}/results/results.json")
+        meta = snap.read(rev, f"{base}/metadata.yaml")
+        if results is None or meta is None:
+            raise MissingSnapshot(f"{MSB_REPO}@{rev}: {base} results.json or metadata.yaml absent")
+        labels = msb_labels(results)
+        name = re.search(rb"^name:\s*(.+)$", meta, re.MULTILINE)
+        model = name.group(1).decode().strip().removeprefix("SWE-agent + ") if name else folder
+        for path in snap.ls(rev, f"{base}/trajs"):
+            if not path.endswith(".traj"):
+                continue
+            traj = snap.read_json(rev, path)
+            if traj is None:
+                continue  # blob absent from the snapshot
+            run = path.split("/")[-1].removesuffix(".traj")
+            b = msb_run(source, run, model, traj, labels.get(run))
+            if len(b.requests) < 2:
+                continue
+            if run not in labels:
+                b.notes.append("instance not evaluated in the source's results.json (resolved null)")
+            yield b
+
+
+# --------------------------------------------------------------------------- manifest
+
+ORIGINS: dict[str, Json] = {
+    "openhands": {
+        "repository": OH_REPO,
+        "data_commit": OH_COMMIT,
+        "data_commit_note": "commit 'uploading some exp data' (2024-12-09); the folder was deleted again in d74b5f6, so it is read from history",
+        "paths": [
+            f"{OH_DIR}/llm_completions/<instance>/*.json",
+            f"{OH_DIR}/output.swebench_eval.md",
+            f"{OH_DIR}/metadata.json",
+        ],
+        "licence": "MIT",
+        "licence_file": "LICENSE (at the data commit)",
+        "scaffold_version": "OpenHands CodeActAgent v0.15.0 (native function calling, no condenser, max 50 iterations)",
+        "benchmark": "SWE-bench Verified, first 50 instances",
+        "label_source": "output.swebench_eval.md sections 'Resolved Instances' / 'Unresolved Instances' (official harness)",
+        "selection": "all 50 runs",
+    },
+    "mswea2": {
+        "repository": MSWEA_REPO,
+        "data_commit": MSWEA_REF,
+        "data_commit_note": "head of refs/pull/816 (an outside contributor's PR that committed run outputs; never merged)",
+        "paths": [
+            "output/<subset>/<instance>/<instance>.traj.json",
+            "deepseek__deepseek-chat.<subset>.json (swebench report)",
+            "src/minisweagent/models/utils/actions_toolcall.py (BASH_TOOL)",
+        ],
+        "licence": "MIT",
+        "licence_file": "LICENSE.md (repository licence; the PR's output/ data carries no licence of its own)",
+        "scaffold_version": "mini-swe-agent 2.2.7 (LitellmModel, tool calls, one 'bash' tool)",
+        "benchmark": "SWE-bench Lite test (first 100 run) and dev (23)",
+        "label_source": "swebench harness report json at the ref root: resolved_ids / unresolved_ids; reasoner subset has no report (null)",
+        "selection": "every trajectory whose blob is in the snapshot and which made at least 2 requests",
+    },
+    "msb": {
+        "repository": MSB_REPO,
+        "data_commit": MSB_COMMIT,
+        "data_commit_note": "repository HEAD ('add bench logs'); the run folders were added 2024-08-25",
+        "paths": [
+            f"{MSB_DIR}/<run>/trajs/<instance>.traj",
+            f"{MSB_DIR}/<run>/results/results.json",
+            f"{MSB_DIR}/<run>/metadata.yaml",
+        ],
+        "licence": "none stated",
+        "licence_file": None,
+        "scaffold_version": "SWE-agent 0.x (princeton-nlp/SWE-agent, config/default.yaml: ThoughtActionParser, Last5Observations, one demonstration)",
+        "benchmark": "Multi-SWE-bench Java (verified, 91 instances), 5 models",
+        "label_source": "results/results.json (Multi-SWE-bench harness): 'resolved' ids true; unresolved/empty-patch/error ids false; "
+        "others null (the gpt-4o-mini report evaluated 1 instance)",
+        "selection": "every trajectory in the snapshot with at least 2 requests",
+    },
+    "coder": {
+        "repository": CODER_REPO,
+        "data_commit": CODER_COMMIT,
+        "data_commit_note": "repository HEAD",
+        "paths": ["trajs/<instance>.traj", "results.json", "config/roles/*.yml"],
+        "licence": "none stated",
+        "licence_file": None,
+        "scaffold_version": "CodeR (multi-agent built on SWE-agent 0.x; ThoughtActionParser, DefaultHistoryProcessor)",
+        "benchmark": "SWE-bench Lite (261 trajectories committed)",
+        "label_source": "results.json 'resolved' (82 ids); other trajectories unresolved",
+        "selection": f"{CODER_PER_CLASS} resolved + {CODER_PER_CLASS} unresolved, fixed stride over sorted instance ids",
+    },
+}
+
+
+def write_manifest(path: Path, mirror: Path, by_source: dict[str, list[RunBuilder]], origin_of: dict[str, str]) -> None:
+    entries = []
+    for source, builders in sorted(by_source.items()):
+        origin = ORIGINS[origin_of[source]]
+        snap = Snapshot(origin["repository"], mirror)
+        entries.append(
+            {
+                "id": source,
+                **{k: v for k, v in origin.items() if k != "repository"},
+                "repository": origin["repository"],
+                "snapshot_head": snap.head(),
+                "scaffold": sorted({b.scaffold for b in builders}),
+                "protocol": sorted({b.protocol for b in builders}),
+                "models": sorted({b.model for b in builders}),
+                "runs": len(builders),
+                "resolved": sum(b.resolved is True for b in builders),
+                "unresolved": sum(b.resolved is False for b in builders),
+                "unlabelled": sum(b.resolved is None for b in builders),
+                "requests": sum(len(b.requests) for b in builders),
+                "format_error_events": sum(b.format_errors for b in builders),
+                "data_file": f"data/{source}.jsonl.gz",
+            }
+        )
+    path.write_bytes(orjson.dumps({"sources": entries}, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+# --------------------------------------------------------------------------- main
+
+
+SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
+    "openhands": source_openhands,
+    "mswea2": source_mswea2,
+    "coder": source_coder,
+    "msb": source_msb,
+}
+
+
+def write_source(path: Path, records: list[Json]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0, compresslevel=9) as gz:
+        for rec in records:
+            gz.write(orjson.dumps(rec) + b"\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mirror", type=Path, default=DEFAULT_MIRROR)
+    parser.add_argument("--out", type=Path, default=HERE / "data")
+    parser.add_argument("--manifest", type=Path, default=HERE / "sources.json")
+    args = parser.parse_args(argv)
+
+    by_source: dict[str, list[RunBuilder]] = {}
+    origin_of: dict[str, str] = {}
+    try:
+        for name, build in SOURCES.items():
+            for b in build(args.mirror):
+                by_source.setdefault(b.source, []).append(b)
+                origin_of[b.source] = name
+    except MissingSnapshot as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    total_runs = total_requests = 0
+    fe_by_scaffold: Counter[str] = Counter()
+    print(f"{'source':48} {'scaffold':38} {'model':44} runs  res unres null  reqs  MB")
+    for source, builders in sorted(by_source.items()):
+        path = args.out / f"{source}.jsonl.gz"
+        write_source(path, [b.record() for b in builders])
+        groups: dict[tuple[str, str], list[RunBuilder]] = {}
+        for b in builders:
+            groups.setdefault((b.scaffold, b.model), []).append(b)
+            fe_by_scaffold[b.scaffold] += b.format_errors
+        for (scaffold, model), bs in sorted(groups.items()):
+            res = sum(b.resolved is True for b in bs)
+            unres = sum(b.resolved is False for b in bs)
+            reqs = sum(len(b.requests) for b in bs)
+            total_runs += len(bs)
+            total_requests += reqs
+            print(
+                f"{source:48} {scaffold:38} {model[:44]:44} {len(bs):4} {res:4} {unres:5} "
+                f"{len(bs) - res - unres:4} {reqs:5} {path.stat().st_size / 1e6:5.1f}"
+            )
+    write_manifest(args.manifest, args.mirror, by_source, origin_of)
+    print(f"total: {total_runs} runs, {total_requests} requests")
+    for scaffold, n in sorted(fe_by_scaffold.items()):
+        kind = "hidden requeries (inferred, not reconstructable)" if "0.x" in scaffold else "format-error events"
+        print(f"{kind}, {scaffold}: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
