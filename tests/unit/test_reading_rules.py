@@ -58,9 +58,79 @@ class Case:
     turns: Sequence[Sequence[Call]]
     pattern: str
     trips: bool
+    system: str = "You are a helpful assistant that can interact with a computer."
+    """The agent's system prompt (a role's, in a multi-agent scaffold)."""
 
+
+READS = [
+    [bash(f"cat src/{name}.py", f"def {name}(): pass")] for name in ("fields", "schema", "utils", "fields", "schema")
+] + [[bash(f"grep -rn {word} src/", f"src/fields.py:1:{word}")] for word in ("Mapping", "dump", "load", "Mapping")]
+LOCATOR = (
+    "You are a helpful assistant tasked to gather project contextual information related to the issue. "
+    "DO NOT EDIT THE CODE IN THE REPOSITORY except `reproduce.py`!!!"
+)
+PROGRAMMER = "You are an autonomous programmer. DO NOT EDIT ANY TEST CODE IN THE REPOSITORY!!!"
+
+WRAPT = (
+    "Traceback (most recent call last):\n"
+    '  File "/testbed/reproduce.py", line 1, in <module>\n    import astroid\n'
+    '  File "/testbed/astroid/decorators.py", line 27, in <module>\n    import wrapt\n'
+    '  File "/opt/miniconda3/envs/testbed/lib/python3.11/site-packages/wrapt/decorators.py", line 34, in <module>\n'
+    "    from inspect import formatargspec\n"
+    "ImportError: cannot import name 'formatargspec' from 'inspect'"
+)
+OWN_IMPORT = (
+    "Traceback (most recent call last):\n"
+    '  File "/testbed/reproduce.py", line 1, in <module>\n    import astroid\n'
+    '  File "/testbed/astroid/__init__.py", line 27, in <module>\n    from astroid.nodes import Lambda\n'
+    "ImportError: cannot import name 'Lambda' from 'astroid.nodes'"
+)
 
 CASES = [
+    # An installed package that cannot import under this Python is the machine's problem.
+    Case(
+        "the repository's own import error, the same after each edit, is stuck",
+        "mswea2-pr816-deepseek-chat-lite-dev-noparallel/pylint-dev__astroid-1333",
+        [
+            [bash("python reproduce.py", OWN_IMPORT, 1)],
+            [bash(EDIT)],
+            [bash("python reproduce.py", OWN_IMPORT, 1)],
+            [bash(EDIT_2)],
+            [bash("python reproduce.py", OWN_IMPORT, 1)],
+        ],
+        "stuck_same_diagnostic",
+        True,
+    ),
+    Case(
+        "an installed package failing to import under this Python is no failure of the work",
+        "mswea2-pr816-deepseek-chat-lite-dev-noparallel/pylint-dev__astroid-1333",
+        [
+            [bash("python reproduce.py", WRAPT, 1)],
+            [bash(EDIT)],
+            [bash("python reproduce.py", WRAPT, 1)],
+            [bash(EDIT_2)],
+            [bash("python reproduce.py", WRAPT, 1)],
+        ],
+        "stuck_same_diagnostic",
+        False,
+    ),
+    # A role told by its own prompt not to edit reads for a living.
+    Case(
+        "an editing role that reads and re-reads for nine turns is told to change something",
+        "coder-sweagent0-gpt4-lite/sympy__sympy-19487",
+        READS,
+        "read_stagnation",
+        True,
+        system=PROGRAMMER,
+    ),
+    Case(
+        "a role whose prompt forbids editing the code is never told to edit",
+        "coder-sweagent0-gpt4-lite/pallets__flask-5063",
+        READS,
+        "read_stagnation",
+        False,
+        system=LOCATOR,
+    ),
     # A program file run is a check; the same script passing later clears its failure.
     Case(
         "a repro script failing the same way after each edit is stuck",
@@ -130,6 +200,32 @@ CASES = [
         False,
     ),
     Case(
+        "putting back a kept copy of a file undoes the agent's change: no edit",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-10924",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("cat django/db/models/fields/__init__.py", "class Field:")],
+            [bash("cat src/marshmallow/marshalling.py", "class Marshaller:")],
+            [bash("cp django/db/models/fields/__init__.py.backup django/db/models/fields/__init__.py")],
+            [bash("mv /testbed/src/marshmallow/marshalling.py.orig src/marshmallow/marshalling.py")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "a copy over a source file from elsewhere is an edit",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-10924",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("cat django/db/models/fields/__init__.py", "class Field:")],
+            [bash("cat src/marshmallow/marshalling.py", "class Marshaller:")],
+            [bash("cp /tmp/fixed_fields.py django/db/models/fields/__init__.py")],
+            [bash("cp src/marshmallow/marshalling.py.new src/marshmallow/marshalling.py")],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
         "new scripts written with a here-document are the agent's own, not edits",
         "mswea2-pr816-deepseek-chat-lite-test/django__django-11179",
         [
@@ -177,6 +273,39 @@ CASES = [
         [[bash("python reproduce.py", TRACE + "ModuleNotFoundError: No module named 'pytz'", 1)]] * 3,
         "stuck_same_diagnostic",
         False,
+    ),
+    Case(
+        "a program that is not there, run again and again, is a call failing the same way",
+        "sweagent0-msb-java-deepseek-chat-v2/googlecontainertools__jib-4035",
+        [[bash("javac -cp . Test.java", "/bin/bash: line 7: javac: command not found", 127)]] * 3,
+        "repeat_failed_call",
+        True,
+    ),
+    Case(
+        "a program that is not there, run once between other steps, is no repeated failure",
+        "sweagent0-msb-java-deepseek-chat-v2/googlecontainertools__jib-4035",
+        [
+            [bash("javac -cp . Test.java", "/bin/bash: line 7: javac: command not found", 127)],
+            [bash("ls /usr/lib/jvm", "java-17-openjdk-amd64")],
+            [bash("javac -cp . Test.java", "/bin/bash: line 9: javac: command not found", 127)],
+            [bash("export PATH=/usr/lib/jvm/java-17-openjdk-amd64/bin:$PATH && javac -version", "javac 17")],
+        ],
+        "repeat_failed_call",
+        False,
+    ),
+    Case(
+        "a program that is not there, run again and again, never succeeded",
+        "sweagent0-msb-java-deepseek-chat-v2/googlecontainertools__jib-4035",
+        [[bash("javac -cp . Test.java", "/bin/bash: line 7: javac: command not found", 127)]] * 6,
+        "repeat_call",
+        False,
+    ),
+    Case(
+        "the same listing, run six times over with the same result, repeats a call",
+        "sweagent0-msb-java-deepseek-chat-v2/googlecontainertools__jib-4035",
+        [[bash("ls jib-core/src/main/java", "com")]] * 6,
+        "repeat_call",
+        True,
     ),
     # Noise is not a failure's signature.
     Case(
@@ -280,7 +409,7 @@ CASES = [
 
 def _trips(case: Case) -> list[str]:
     engine = Engine.of(load_policy("mini_swe_agent"))
-    chat = Chat(tools=BASH, user="Fix the issue described in the PR.")
+    chat = Chat(system=case.system, tools=BASH, user="Fix the issue described in the PR.")
     tripped: list[str] = []
     for turn in case.turns:
         chat.turn(*turn)

@@ -18,7 +18,8 @@ been written since) is refused: it says the same. Navigation that names no file 
 `scroll_down`) is never refused.
 
 Must never fire on: paging through one large file; reading many distinct files and then
-editing; a run that keeps editing.
+editing; a run that keeps editing; a role whose own prompt forbids it to edit the code (a
+multi-agent scaffold's locator or tester: `text.roles`).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def _count(reads: tuple[tuple[str, int], ...], paths: list[str]) -> tuple[tuple[
 
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     calls = facts.turn.calls
-    if not calls:
+    if not calls or facts.read_only:
         return state, []
     reads = [c for c in calls if c.kind in _READS]
     if any(c.succeeded_mutation for c in calls) or len(reads) < ladder.read_share * len(calls):

@@ -10,8 +10,9 @@ Remedy: quote the result the agent already has and ask for a different next step
 `restrict` takes the repeated tool away for one request.
 
 Must never fire on: read, write, read (any distinct call between resets the count); calls
-with varied arguments; the same call whose result changes each time; failing calls (they
-belong to the failure model and neither count nor reset); polling tools (exempt, see
+with varied arguments; the same call whose result changes each time; failing calls, or calls
+that could not run (`javac: command not found`: they belong to the failure model or to
+`repeat_failed_call`, and neither count nor reset); polling tools (exempt, see
 `excessive_polling`).
 """
 
@@ -50,8 +51,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
         if is_poll(call, policy):
             state = State(call.key, call.digest, 0)
             continue
-        if call.outcome is Outcome.FAIL:
-            continue
+        if call.outcome in (Outcome.FAIL, Outcome.ENVIRONMENT):
+            continue  # failed, or could not run: `repeat_failed_call`'s
         same = call.key == state.key and call.digest == state.digest
         state = State(call.key, call.digest, state.count + 1 if same else 1)
         action = ladder.action_at(state.count)

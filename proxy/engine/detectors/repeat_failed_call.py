@@ -15,6 +15,10 @@ exactly as it was, with nothing run successfully since, is refused: an edit whos
 just reported not found, a read of a file that is not there, a call the tool turned down. Its
 instead names the argument to change.
 
+A call that could not run (`javac: command not found`, a connection refused) counts too, the
+failure model never owning it; it is never blocked: a server may come up, a program be
+installed, between two tries.
+
 Must never fire on: a failing check whose failure is the failure model's (a test run failing
 the same way is `stuck_same_diagnostic`); a failing call whose error changes; the same call
 with a successful call between its failures; different calls failing alike.
@@ -69,6 +73,9 @@ class State:
     """The failing call's argument names."""
     quote: str = ""
     """The start of its error, as printed."""
+    cannot_run: bool = False
+    """It could not run (a program or a server not there): the machine may change under it, so
+    it is never refused."""
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
@@ -76,8 +83,9 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         return State(), []
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        owned = call.probe or is_check(call)  # a probe that fails again is the failure model's
-        if call.outcome is not Outcome.FAIL or owned:
+        cannot_run = call.outcome is Outcome.ENVIRONMENT  # never the failure model's
+        owned = (call.probe or is_check(call)) and not cannot_run  # a probe that fails again is the model's
+        if (call.outcome is not Outcome.FAIL and not cannot_run) or owned:
             state = State()
             continue
         error = evidence(call.result).signature
@@ -85,7 +93,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         names = tuple(call.call.arguments or ())
         quote = excerpt(call.result)
         tool = call.call.name
-        state = State(call.key, error, state.count + 1 if same else 1, tool, names, quote)
+        state = State(call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run)
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"the same call failed with the same error {state.count} times in a row"
@@ -133,8 +141,8 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
 
 
 def blocks(state: State, _repair: RepairState, options: Options) -> bool:
-    """The last call failed, `block` times in a row the same way."""
-    return bool(options.block) and state.count >= options.block
+    """The last call failed, `block` times in a row the same way (and it did run)."""
+    return bool(options.block) and state.count >= options.block and not state.cannot_run
 
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:

@@ -11,7 +11,8 @@ reads it, well enough for what the proxy needs:
     segments         split on `&&`, `||`, `;`, `|` and newlines outside quotes; leading noise
                      (`cd`, `export`, `VAR=value`, `timeout N`, `time`, `sudo`, `nohup`) dropped
     writes           the targets of `>`, `>>`, `&>`, `tee`, `cp`, `mv` and `truncate` (never
-                     `/dev/null` nor `&1`), whole-file; of `sed -i` and `perl -i`, in place
+                     `/dev/null` nor `&1`), whole-file; of `sed -i` and `perl -i`, in place;
+                     a copy the agent kept put back (`cp f.py.bak f.py`) is a restore
     removals         `rm`'s operands, and what `mv` moves away
     inline code      an interpreter given its program on the command line (`python -c`) or on
                      its standard input (`python - <<EOF`, `python3 <<EOF`): a probe
@@ -37,6 +38,8 @@ _INTERPRETERS = re.compile(r"^(?:python[\d.]*|pypy[\d.]*|node|ruby|perl|php|Rscr
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _INLINE_FLAGS = {"python": ("-c",), "node": ("-e", "-p", "--eval"), "ruby": ("-e",), "perl": ("-e", "-E")}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_BACKUP = re.compile(r"(?:\.(?:bak|backup|orig|original|old|save|copy)\d*|~)$")
+"""What a kept copy's name adds to the file's (`f.py.bak`, `f.py.orig`, `f.py~`)."""
 _NULL_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
@@ -46,6 +49,9 @@ class Write:
 
     path: str
     whole: bool
+    restores: bool = False
+    """It puts back a copy the agent kept of the same file (`cp f.py.bak f.py`): it undoes
+    changes and makes none of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,13 @@ def _file_operands(words: list[str]) -> list[str]:
     return [w for w in words[1:] if not w.startswith("-") and w not in ("--",)]
 
 
+def _restores(source: str, target: str) -> bool:
+    """`source` is a kept copy of `target` (`f.py.bak` of `f.py`, `/testbed/f.py.orig` of `f.py`)."""
+    kept = _BACKUP.search(source)
+    base = source[: kept.start()] if kept else ""
+    return bool(base) and (base == target or base.endswith("/" + target) or target.endswith("/" + base))
+
+
 def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
     """In-place edits, `tee` targets and `rm` operands of one segment's words."""
     program = words[0].rsplit("/", 1)[-1] if words else ""
@@ -146,7 +159,8 @@ def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
         return [], _file_operands(words)
     if program in ("cp", "mv", "install") and len(_file_operands(words)) >= 2:
         operands = _file_operands(words)
-        return [Write(operands[-1], True)], operands[:-1] if program == "mv" else []
+        restores = len(operands) == 2 and _restores(operands[0], operands[1])
+        return [Write(operands[-1], True, restores)], operands[:-1] if program == "mv" else []
     if program == "create" and len(words) == 2:  # SWE-agent's editor: a new file, opened
         return [Write(words[1], True)], []
     if program == "truncate":

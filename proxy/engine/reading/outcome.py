@@ -175,22 +175,35 @@ _NOT_RUN = re.compile(
     re.MULTILINE,
 )
 _MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '?([\w]+)'?\s*$", re.MULTILINE)
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
 
 def environment_problem(text: str, code: int | None) -> bool:
     """The call could not run: its program or the test runner not found, the interpreter unable
     to open its script, a program the code starts not installed (`FileNotFoundError` naming a
-    bare program), a server or host it needs not there (connection refused, no such host), or
-    the only error a top-level module that is not installed."""
+    bare program), a server or host it needs not there (connection refused, no such host), the
+    only error a top-level module that is not installed, or an installed package that cannot
+    import under this interpreter."""
     if code in (126, 127):
         return True
     head = text[:2000]
     if _NOT_RUN.search(head) or (text is not head and _NOT_RUN.search(text[-2000:])):
         return True
-    missing = _MISSING_MODULE.findall(text[-4000:])
-    errors = _ERROR_LINE.findall(text[-4000:])
-    return bool(missing) and len(errors) == len(missing)
+    tail = text[-4000:]
+    missing = _MISSING_MODULE.findall(tail)
+    errors = _ERROR_LINE.findall(tail)
+    return (bool(missing) and len(errors) == len(missing)) or _installed_cannot_import(tail, errors)
+
+
+def _installed_cannot_import(tail: str, errors: list[str]) -> bool:
+    """The run ends in an import error raised inside an installed package (its last frame under
+    site-packages): the package does not work with this interpreter, whatever the work did
+    (`from inspect import formatargspec` in an old `wrapt` on Python 3.11)."""
+    if not errors or not errors[-1].startswith(("ImportError", "ModuleNotFoundError")):
+        return False
+    frames = _FRAME.findall(tail)
+    return bool(frames) and any(part in frames[-1] for part in ("/site-packages/", "/dist-packages/"))
 
 
 _NOISE = re.compile(

@@ -10,6 +10,7 @@ a file the agent did not create:
                                                          (read, searched, edited); otherwise the agent
                                                          creates it: its own file from then on
     a temporary path (`/tmp/...`)                        never a source edit
+    a kept copy put back (`cp f.py.bak f.py`)           never a source edit: it undoes changes
     an edit whose file cannot be told (`git apply`)      a source edit
 
 Paths are compared the way agents mix them (`/testbed/pkg/mod.py` is `pkg/mod.py`): equal, or
@@ -70,7 +71,7 @@ class Workspace:
         if not writes:
             return True
         for write in writes:
-            if self.is_own(write.path):
+            if self.is_own(write.path) or write.restores:
                 continue
             if not write.whole or _among(write.path, self.known):
                 return True

@@ -149,6 +149,9 @@ class ConversationState:
     protocol: str = ""
     """The text protocol the agent's last call was written in (`text.protocols`); empty: tool calls."""
     workspace: Workspace = field(default_factory=Workspace)
+    read_only: bool = False
+    """The agent's system prompt forbids editing the repository's code (`text.roles`): a role
+    whose job is to read, never told to edit."""
     """The files the agent created and the ones it found (what tells a source edit from its own file's)."""
 
     def entries(self) -> tuple[TimelineEntry, ...]:

@@ -36,7 +36,7 @@ from proxy.engine.state.failure import DiagnosticClass, RepairState, fold_failur
 from proxy.engine.state.history import cursor_after, numbered, resume, unnumbered
 from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts, UserFacts
 from proxy.engine.state.progress import fold_progress
-from proxy.engine.text import nudges
+from proxy.engine.text import nudges, roles
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action
 
@@ -48,7 +48,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
     policy = rules.policy
     model_on = policy.repair.failure_model
     after = fold_failure(state.repair, turn, policy.repair.post_edit_reverify) if model_on else state.repair
-    facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on)
+    facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on, read_only=state.read_only)
     detectors = state.detectors
     trips: list[Trip] = []
     for detector in rules.patterns:
@@ -180,6 +180,8 @@ def fold_messages(
     where = resume(state, messages)
     if where.fresh:
         state = ConversationState()  # another branch of the task: nothing of the old one is its
+    if state.turns == 0 and where.start == 0:
+        state = replace(state, read_only=roles.told_not_to_edit(messages))
     turns, users = read_turns(messages, where.start)
     events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
     volatile = frozenset(rules.policy.loops.volatile_keys)

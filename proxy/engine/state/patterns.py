@@ -66,6 +66,8 @@ class TurnFacts:
     after: RepairState
     failure_model: bool
     """The current-failure model is on (it owns repeated failures)."""
+    read_only: bool = False
+    """The agent's own prompt forbids it to edit the code (`text.roles`)."""
 
     def trip(
         self,
