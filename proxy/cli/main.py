@@ -18,6 +18,7 @@ from proxy.http.tenancy import Shared, build_runtime
 from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
+from proxy.store import StoreUnusable, check_store
 
 # What serves (aiohttp, the app, metrics) and the other commands' own modules are imported
 # where they are used: a supervisor of workers, which serves nothing, never loads them.
@@ -67,6 +68,7 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     settings = load_settings(args.config, environ=environ, overrides=overrides)
     configure_logging(settings.logging.level)
     count = settings.server.worker_count()
+    check_store(settings.store.verdicts)  # an unusable store stops here, before anything listens
     if args.worker is None and count > 1:
         build_runtime(settings)  # policy errors stop here, said once, before any worker starts
         return supervise(argv, settings, count)
@@ -164,7 +166,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    except (EncodingUnavailable, OSError) as exc:
+    except (EncodingUnavailable, OSError, StoreUnusable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

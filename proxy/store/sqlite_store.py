@@ -1,15 +1,66 @@
 """Verdicts in one SQLite file: WAL, every write committed (synchronous=FULL) before the
-request goes on, so a verdict survives `kill -9`. Calls run in a thread, one at a time."""
+request goes on, so a verdict survives `kill -9`. Calls run in a thread, one at a time.
+
+A file that cannot be opened at start is `StoreUnusable`: the process says so once and exits
+(a setting to fix, not a fault to retry)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from pathlib import Path
 
 from proxy.engine.state.verdict import Verdict
+from proxy.store import StoreUnusable
 
-__all__ = ["SQLiteVerdictStore"]
+__all__ = ["SQLiteVerdictStore", "connect"]
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """The verdict file opened and its table set up; `StoreUnusable` saying why when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreUnusable(_unusable(path, exc)) from None
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS verdicts (team TEXT NOT NULL, task TEXT NOT NULL, body BLOB NOT NULL, "
+            "written_at REAL NOT NULL, PRIMARY KEY (team, task))"
+        )
+    except sqlite3.Error as exc:
+        db.close()
+        raise StoreUnusable(_unusable(path, exc)) from None
+    return db
+
+
+def _unusable(path: Path, exc: Exception) -> str:
+    """One line: the store, why it cannot be used (the file system's own reason where there is
+    one, SQLite's otherwise), and what to do."""
+    return (
+        f"verdict store {path}: {_reason(path, exc)}; set store.verdicts (or REPAIR_PROXY_VERDICTS) to a file "
+        'this user can create and write, or to "" to run without cross-run memory'
+    )
+
+
+def _reason(path: Path, exc: Exception) -> str:
+    if path.is_dir():
+        return "a directory is there, not a file"
+    if not path.exists():
+        try:  # the file system's reason (read-only, no permission, a file where a directory should be)
+            with open(path, "ab"):
+                pass
+            path.unlink()
+        except OSError as why:
+            return f"cannot create it ({why.strerror or why})"
+    elif not os.access(path, os.R_OK | os.W_OK):
+        return "this user cannot read and write it"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"SQLite says: {exc}"
 
 
 class SQLiteVerdictStore:
@@ -17,14 +68,7 @@ class SQLiteVerdictStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS verdicts (team TEXT NOT NULL, task TEXT NOT NULL, body BLOB NOT NULL, "
-            "written_at REAL NOT NULL, PRIMARY KEY (team, task))"
-        )
+        self._db = connect(self.path)
         self._lock = asyncio.Lock()
 
     async def _run(self, sql: str, args: tuple[object, ...]) -> list[tuple[bytes]]:
