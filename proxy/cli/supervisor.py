@@ -1,6 +1,7 @@
 """The supervisor of `serve --workers N`: N worker processes on one port.
 
-Workers share the port with `SO_REUSEPORT`: the kernel spreads connections among them. Each
+Workers share the port with `SO_REUSEPORT`: the kernel spreads connections among them; the
+supervisor claims the port first, so a port anything else has is refused (`sockets.claim`). Each
 has its own state cache; a conversation whose requests land on several workers gets the same
 instructions on each, since its state is folded from the transcript. The supervisor forwards
 SIGTERM and SIGHUP to every worker, starts a worker again when one dies (a worker that keeps
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import structlog
 
-from proxy.cli.sockets import bind
+from proxy.cli.sockets import claim
 from proxy.http.rundir import metrics_dir, write_started
 from proxy.settings.config import Settings
 
@@ -134,9 +135,10 @@ def supervise(worker_argv: Sequence[str], settings: Settings, count: int) -> int
     """Run `count` workers (`python -m proxy serve ... --worker N`) until SIGTERM (then 0), until
     one cannot start (then its exit code, `CANNOT_START`), or until one keeps dying as it starts
     (then `GAVE_UP`, and one line on stderr saying which and how)."""
-    # Held, never listened on: a clear error before any worker starts, port 0 made concrete,
-    # and the port kept while a worker restarts. Connections go only to listening sockets.
-    held = bind(settings.server.host, settings.server.port, reuse_port=True, listen=False)
+    # Held, never listened on: a clear error before any worker starts when anything else has the
+    # port, port 0 made concrete, and the port kept while a worker restarts (see `claim`).
+    # Connections go only to listening sockets.
+    held = claim(settings.server.host, settings.server.port)
     port = held.getsockname()[1]
     run_dir = Path(tempfile.mkdtemp(prefix="repair-proxy-"))  # 0700: only this user reaches the sockets
     workers = _WorkerSet([*worker_argv, "--port", str(port)], run_dir)

@@ -1,19 +1,24 @@
 """Faults at start are answers, not loops: `repair-proxy serve` (alone or as a set of workers)
 with a store, a config or a port it cannot use exits once, non-zero, with one line on stderr
-saying what, where and what to do; a worker that keeps dying as it starts is given up on."""
+saying what, where and what to do; a worker that keeps dying as it starts is given up on; a
+port anything else has is refused, though workers share theirs with SO_REUSEPORT."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
 import pytest
-from support import free_port
+from support import free_port, spawn_proxy, wait_healthy
 
+from proxy.cli.sockets import claim
 from proxy.cli.supervisor import GAVE_UP, MAX_QUICK_DEATHS
 from proxy.http.rundir import started
 
@@ -142,3 +147,56 @@ async def test_a_worker_that_keeps_dying_as_it_starts_is_given_up_on(tmp_path: P
         f"error: worker 0 died {MAX_QUICK_DEATHS} times in a row within 10 s of starting (last: killed by SIGKILL); "
         "not starting it again: its own lines above say why"
     )
+
+
+@contextlib.asynccontextmanager
+async def occupied(by: str) -> AsyncIterator[int]:
+    """A loopback port `by` has: a proxy of 1 or 2 workers, or a plain program listening with
+    SO_REUSEPORT (which a set of workers, sharing with SO_REUSEPORT, used to join silently)."""
+    if by == "reuseport-listener":
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            yield listener.getsockname()[1]
+        return
+    process, port = await spawn_proxy(env={"REPAIR_PROXY_VERDICTS": ""}, workers=int(by.removeprefix("workers-")))
+    try:
+        await wait_healthy(port)
+        yield port
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), 30)
+
+
+@pytest.mark.parametrize(
+    ("first", "workers"),
+    [("workers-2", 2), ("workers-2", 1), ("workers-1", 2), ("reuseport-listener", 2), ("reuseport-listener", 1)],
+)
+async def test_a_port_anything_else_has_is_refused_workers_or_not(first: str, workers: int) -> None:
+    """Before: two `--workers 2` proxies on one port both bound it and split its connections
+    without a word. Now the second exits 2 with one line naming the address and what to do,
+    and nothing of it listens."""
+    async with occupied(first) as port:
+        code, out, err = await serve(
+            "--port", str(port), "--workers", str(workers), env={"REPAIR_PROXY_VERDICTS": ""}, timeout=30
+        )
+    assert code == 2
+    assert said(err) == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another process listens on it or holds it: stop that one, or choose another --port)"
+    ]
+    assert '"listening"' not in out and '"supervising"' not in out
+
+
+async def test_a_set_whose_workers_are_all_down_still_holds_its_port() -> None:
+    """The supervisor's claim, not only its workers' listening sockets, keeps the port: while
+    none of its workers listens (all being started again), another proxy is still refused."""
+    with claim("127.0.0.1", 0) as held:  # what a supervisor holds, never listened on
+        port = held.getsockname()[1]
+        for workers in (1, 2):
+            code, _out, err = await serve(
+                "--port", str(port), "--workers", str(workers), env={"REPAIR_PROXY_VERDICTS": ""}, timeout=30
+            )
+            assert code == 2
+            assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in err
