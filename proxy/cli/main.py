@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, help="processes on the port (0: one per core, at most 4)")
     serve.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # set by the supervisor
     serve.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)
+    serve.add_argument("--supervisor", type=int, help=argparse.SUPPRESS)
     check = sub.add_parser("check-config", help="validate a config file and the policies it names")
     check.add_argument("file")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
@@ -54,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str]) -> int:
+    worker = Worker(args.worker, args.run_dir, args.supervisor)
+    worker.stop_with_supervisor()  # first thing: a supervisor killed from now on stops this worker
+    if worker.orphaned():  # ... and one killed before now
+        print(
+            f"error: worker {args.worker}: its supervisor (pid {args.supervisor}) is gone; not starting",
+            file=sys.stderr,
+        )
+        return 1
     overrides: dict[str, dict[str, Any]] = {}
     if args.host:
         overrides.setdefault("server", {})["host"] = args.host
@@ -76,7 +85,6 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     from proxy.http.app import make_app  # noqa: PLC0415
     from proxy.http.reload import Reloader  # noqa: PLC0415
 
-    worker = Worker(args.worker, args.run_dir)
     runtime = build_runtime(settings, _shared(settings, worker))
     app = make_app(runtime, Reloader(args.config, environ, overrides), worker)
     run_worker(app, settings, worker)

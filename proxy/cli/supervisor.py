@@ -54,7 +54,8 @@ class _WorkerSet:
     dies starting), signalled, waited for."""
 
     def __init__(self, worker_argv: Sequence[str], run_dir: Path, clock: Callable[[], float] = time.monotonic) -> None:
-        self._argv = [*worker_argv, "--run-dir", str(run_dir)]
+        self._command = [sys.executable, "-m", "proxy", "serve", *worker_argv, "--run-dir", str(run_dir)]
+        self._command += ["--supervisor", str(os.getpid())]
         self._run_dir = run_dir
         metrics = metrics_dir(run_dir)
         metrics.mkdir()
@@ -71,7 +72,7 @@ class _WorkerSet:
         """Why the set was given up on, when it was."""
 
     def start(self, index: int) -> None:
-        command = [sys.executable, "-m", "proxy", "serve", *self._argv, "--worker", str(index)]
+        command = [*self._command, "--worker", str(index)]
         self._processes[index] = subprocess.Popen(command, env=self._env)
         self._started[index] = self._clock()
         self._due.pop(index, None)
