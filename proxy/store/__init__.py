@@ -6,7 +6,8 @@ same tests; each backend is imported only when it is used.
 
 Faults, one policy: a store that cannot be used at start (a SQLite path that cannot be
 created or written) is `StoreUnusable`, said once and the process exits; at run time a store
-that fails (SQLite or Redis) costs the request its memory, never its answer (fail-open).
+that fails (SQLite or Redis) costs the request its memory, never its answer (fail-open), is
+seen in `/readyz` and the metrics, and recovers by itself (`proxy.store.health`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Protocol
 
 from proxy.engine.state.verdict import Verdict
 
-__all__ = ["StoreUnusable", "Verdict", "VerdictStore", "check_store", "open_store"]
+__all__ = ["StoreUnusable", "Verdict", "VerdictStore", "backend_of", "check_store", "open_store"]
 
 
 class StoreUnusable(Exception):
@@ -32,11 +33,18 @@ class VerdictStore(Protocol):
     async def close(self) -> None: ...
 
 
+def backend_of(location: str) -> str:
+    """`redis`, `sqlite`, or empty (no durable memory), for a `store.verdicts` location."""
+    if not location:
+        return ""
+    return "redis" if location.startswith(("redis://", "rediss://", "unix://")) else "sqlite"
+
+
 def open_store(location: str) -> VerdictStore | None:
     """`redis://...` for Redis, a file path for SQLite, empty for no durable memory."""
     if not location:
         return None
-    if location.startswith(("redis://", "rediss://", "unix://")):
+    if backend_of(location) == "redis":
         from proxy.store.redis_store import RedisVerdictStore  # noqa: PLC0415 - only when configured
 
         return RedisVerdictStore(location)
@@ -49,7 +57,7 @@ def check_store(location: str) -> None:
     """`StoreUnusable` when the store at `location` cannot be used, before anything listens: a
     SQLite file is opened and set up (then closed); a Redis URL is not dialled (Redis down is a
     run-time fault, see above)."""
-    if not location or location.startswith(("redis://", "rediss://", "unix://")):
+    if backend_of(location) != "sqlite":
         return
     from proxy.store.sqlite_store import connect  # noqa: PLC0415 - only when configured
 

@@ -2,11 +2,15 @@
 request goes on, so a verdict survives `kill -9`. Calls run in a thread, one at a time.
 
 A file that cannot be opened at start is `StoreUnusable`: the process says so once and exits
-(a setting to fix, not a fault to retry)."""
+(a setting to fix, not a fault to retry). At run time (see `store.health`) an operation that
+fails drops the connection, and the next one opens the file again; so does one that finds
+another file at the path, or none (removed, replaced: what the old connection wrote would
+be lost with the old file). An operation waits at most `BUSY_SECONDS` for another's lock."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -14,14 +18,18 @@ from pathlib import Path
 from proxy.engine.state.verdict import Verdict
 from proxy.store import StoreUnusable
 
-__all__ = ["SQLiteVerdictStore", "connect"]
+__all__ = ["BUSY_SECONDS", "SQLiteVerdictStore", "connect"]
+
+BUSY_SECONDS = 2.0
+"""How long an operation waits for another connection's write lock before it fails (the
+request then goes on without memory)."""
 
 
 def connect(path: Path) -> sqlite3.Connection:
     """The verdict file opened and its table set up; `StoreUnusable` saying why when it cannot be."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_SECONDS)
     except (OSError, sqlite3.Error) as exc:
         raise StoreUnusable(_unusable(path, exc)) from None
     try:
@@ -68,12 +76,34 @@ class SQLiteVerdictStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = connect(self.path)
+        self._db: sqlite3.Connection | None = connect(self.path)
+        self._file = _identity(self.path)
         self._lock = asyncio.Lock()
 
     async def _run(self, sql: str, args: tuple[object, ...]) -> list[tuple[bytes]]:
         async with self._lock:
-            return await asyncio.to_thread(lambda: self._db.execute(sql, args).fetchall())
+            return await asyncio.to_thread(self._execute, sql, args)
+
+    def _execute(self, sql: str, args: tuple[object, ...]) -> list[tuple[bytes]]:
+        """`sql` on the file now at the path (opened again when it is another file, or after a
+        failure); a failure drops the connection and is raised."""
+        if self._db is not None and _identity(self.path) != self._file:
+            self._drop()
+        if self._db is None:
+            self._db = connect(self.path)
+            self._file = _identity(self.path)
+        try:
+            rows: list[tuple[bytes]] = self._db.execute(sql, args).fetchall()
+        except sqlite3.Error:
+            self._drop()
+            raise
+        return rows
+
+    def _drop(self) -> None:
+        if self._db is not None:
+            db, self._db = self._db, None
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
 
     async def get(self, team: str, task: str) -> Verdict | None:
         rows = await self._run("SELECT body FROM verdicts WHERE team = ? AND task = ?", (team, task))
@@ -93,4 +123,14 @@ class SQLiteVerdictStore:
         return [Verdict.from_json(row[0]) for row in rows]
 
     async def close(self) -> None:
-        self._db.close()
+        async with self._lock:
+            self._drop()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` (device, inode); None: none."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
