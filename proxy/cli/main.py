@@ -18,6 +18,7 @@ from proxy.http.tenancy import Shared, build_runtime
 from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
+from proxy.store import StoreUnusable, check_store
 
 # What serves (aiohttp, the app, metrics) and the other commands' own modules are imported
 # where they are used: a supervisor of workers, which serves nothing, never loads them.
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, help="processes on the port (0: one per core, at most 4)")
     serve.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # set by the supervisor
     serve.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)
+    serve.add_argument("--supervisor", type=int, help=argparse.SUPPRESS)
     check = sub.add_parser("check-config", help="validate a config file and the policies it names")
     check.add_argument("file")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
@@ -53,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str]) -> int:
+    worker = Worker(args.worker, args.run_dir, args.supervisor)
+    worker.stop_with_supervisor()  # first thing: a supervisor killed from now on stops this worker
+    if worker.orphaned():  # ... and one killed before now
+        print(
+            f"error: worker {args.worker}: its supervisor (pid {args.supervisor}) is gone; not starting",
+            file=sys.stderr,
+        )
+        return 1
     overrides: dict[str, dict[str, Any]] = {}
     if args.host:
         overrides.setdefault("server", {})["host"] = args.host
@@ -67,6 +77,7 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     settings = load_settings(args.config, environ=environ, overrides=overrides)
     configure_logging(settings.logging.level)
     count = settings.server.worker_count()
+    check_store(settings.store.verdicts)  # an unusable store stops here, before anything listens
     if args.worker is None and count > 1:
         build_runtime(settings)  # policy errors stop here, said once, before any worker starts
         return supervise(argv, settings, count)
@@ -74,7 +85,6 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     from proxy.http.app import make_app  # noqa: PLC0415
     from proxy.http.reload import Reloader  # noqa: PLC0415
 
-    worker = Worker(args.worker, args.run_dir)
     runtime = build_runtime(settings, _shared(settings, worker))
     app = make_app(runtime, Reloader(args.config, environ, overrides), worker)
     run_worker(app, settings, worker)
@@ -164,7 +174,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    except (EncodingUnavailable, OSError) as exc:
+    except (EncodingUnavailable, OSError, StoreUnusable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -147,8 +147,19 @@ async def verdicts(request: web.Request) -> web.Response:
     if (refusal := _allowed(request, team)) is not None:
         return refusal
     store = request.app[STORES].verdicts
-    found = await store.list(team) if store is not None else []
+    try:
+        found = await store.list(team) if store is not None else []
+    except Exception:
+        return _store_failing(request)
     return web.json_response({"team": team, "verdicts": [_verdict(v) for v in found]})
+
+
+def _store_failing(request: web.Request) -> web.Response:
+    """The verdict store failed this admin request: 503, saying why (agents' requests go on
+    without memory meanwhile; see `proxy.store.health`)."""
+    health = request.app[STORES].health
+    message = f"the verdict store ({health.backend}) is failing: {health.error}; requests go on without memory"
+    return openai_error(503, message, code="store_failing", kind="server_error")
 
 
 def _verdict(v: Verdict) -> dict[str, Any]:
@@ -170,8 +181,11 @@ async def clear_verdict(request: web.Request) -> web.Response:
     if (refusal := _allowed(request, team)) is not None:
         return refusal
     store = request.app[STORES].verdicts
-    if store is not None:
-        await store.clear(team, task)
+    try:
+        if store is not None:
+            await store.clear(team, task)
+    except Exception:
+        return _store_failing(request)
     return web.json_response({"cleared": store is not None})
 
 

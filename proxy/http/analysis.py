@@ -94,7 +94,13 @@ async def _settle(request: web.Request, decision: Decision) -> None:
 
 
 def _store_error(request: web.Request, team: str, conversation: str) -> None:
-    log.exception("store_error", team=team, conversation=conversation)
+    """Counted and logged, the request going on without memory. The traceback is logged when
+    the store begins failing; while it goes on failing, one line per request."""
+    health = request.app[STORES].health
+    if health.failures <= 1:
+        log.exception("store_error", team=team, conversation=conversation)
+    else:
+        log.warning("store_error", team=team, conversation=conversation, error=health.error)
     request.app[METRICS].store_errors.labels(team).inc()
 
 

@@ -34,7 +34,8 @@ from proxy.http.rundir import Worker
 from proxy.http.tenancy import Runtime
 from proxy.http.workers import watch_supervisor
 from proxy.settings.config import Settings
-from proxy.store import open_store
+from proxy.store import backend_of, open_store
+from proxy.store.health import StoreHealth, WatchedStore
 
 __all__ = ["CLIENT_CLOSED_REQUEST", "WORKER_HEADER", "make_app", "server_options"]
 
@@ -130,13 +131,26 @@ async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:
 
 async def _stores(app: web.Application) -> AsyncIterator[None]:
     location = app[RUNTIME].current.settings.store.verdicts
-    verdicts = open_store(os.path.expanduser(location)) if location else None
-    app[STORES].verdicts = verdicts
+    opened = open_store(os.path.expanduser(location)) if location else None
+    metrics = app[METRICS]
+    health = StoreHealth(backend_of(location))
+    verdicts = None if opened is None else WatchedStore(opened, health, lambda h: _store_changed(h, metrics))
+    metrics.store_up.set(1)
+    app[STORES].verdicts, app[STORES].health = verdicts, health
     try:
         yield
     finally:
         if verdicts is not None:
             await verdicts.close()
+
+
+def _store_changed(health: StoreHealth, metrics: Metrics) -> None:
+    """The verdict store began failing (requests go on without memory) or recovered: said once each way."""
+    metrics.store_up.set(0 if health.error else 1)
+    if health.error:
+        log.warning("store_failing", backend=health.backend, error=health.error)
+    else:
+        log.info("store_recovered", backend=health.backend)
 
 
 def server_options(settings: Settings) -> dict[str, Any]:

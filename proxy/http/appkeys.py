@@ -14,6 +14,7 @@ from proxy.http.rundir import Worker
 from proxy.http.tenancy import Runtime, Team
 from proxy.http.upstream import Timeouts
 from proxy.store import VerdictStore
+from proxy.store.health import StoreHealth
 
 __all__ = [
     "CONTEXT",
@@ -43,6 +44,8 @@ class Stores:
     """Durable stores opened for the app's lifetime."""
 
     verdicts: VerdictStore | None = None
+    health: StoreHealth = field(default_factory=StoreHealth)
+    """The verdict store's (`off` while there is none)."""
 
 
 RUNTIME = web.AppKey("runtime", RuntimeHolder)

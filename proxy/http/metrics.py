@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
@@ -79,6 +79,13 @@ class Metrics:
         )
         self.store_errors = Counter(
             "repair_proxy_store_errors", "Verdict store operations that failed", ["team"], registry=r
+        )
+        self.store_up = Gauge(
+            "repair_proxy_store_up",
+            "1 while the verdict store's last operation worked (or there is none), 0 while it fails "
+            "(requests go on without memory); with several workers, the lowest",
+            registry=r,
+            multiprocess_mode="livemin",
         )
 
     def render(self) -> bytes:

@@ -6,7 +6,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.http.admin import add_admin_routes
-from proxy.http.appkeys import METRICS, RUNTIME, SESSION, WORKER
+from proxy.http.appkeys import METRICS, RUNTIME, SESSION, STORES, WORKER
 from proxy.http.forward import target_url
 from proxy.http.metrics import CONTENT_TYPE_LATEST
 from proxy.http.pipeline import proxy_v1
@@ -27,7 +27,9 @@ async def healthz(_request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     """Ready when every worker of the set is running and the upstream answers its models
     endpoint with any status below 500 but 404: a 401 only means it wants a key, while a 404
-    there means the base URL is not an OpenAI-compatible one (often: `/v1` left out)."""
+    there means the base URL is not an OpenAI-compatible one (often: `/v1` left out). The
+    verdict store's state is in the detail (`verdict_store`), and a failing one leaves the
+    proxy ready: requests go on without memory (see `proxy.store.health`)."""
     settings = request.app[RUNTIME].current.settings
     missing = request.app[WORKER].missing()
     if missing:
@@ -41,10 +43,16 @@ async def readyz(request: web.Request) -> web.Response:
             status = response.status
     except (aiohttp.ClientError, TimeoutError) as exc:
         return web.json_response(
-            {"status": "unready", "upstream": settings.upstream.base_url, "error": str(exc) or type(exc).__name__},
+            {
+                "status": "unready",
+                "upstream": settings.upstream.base_url,
+                "error": str(exc) or type(exc).__name__,
+                "verdict_store": request.app[STORES].health.detail(),
+            },
             status=503,
         )
     answer: dict[str, object] = {"upstream": settings.upstream.base_url, "upstream_status": status}
+    answer["verdict_store"] = request.app[STORES].health.detail()
     if status == 404:
         ok = False
         answer["error"] = f"{url} answered 404: is the upstream base URL missing its /v1?"

@@ -11,23 +11,50 @@
 
 Nothing here serves (the supervisor imports it, and nothing that serves); asking siblings over
 their sockets is `proxy.http.workers`.
+
+A worker of a set is told its supervisor's pid (`--supervisor`), never reads it as its parent:
+a supervisor killed while the worker was still starting has already left it to another parent.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Worker", "metrics_dir", "started", "write_started"]
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
 
 @dataclass(frozen=True, slots=True)
 class Worker:
-    """Which of several workers this process is (both None: the only one)."""
+    """Which of several workers this process is (all None: the only one)."""
 
     index: int | None = None
     run_dir: Path | None = None
+    supervisor: int | None = None
+    """The pid of the supervisor that started this worker."""
+
+    def orphaned(self) -> bool:
+        """The supervisor that started this worker is gone (never, for a worker on its own)."""
+        return self.supervisor is not None and os.getppid() != self.supervisor
+
+    def stop_with_supervisor(self, on: bool = True) -> bool:
+        """On Linux, have the kernel send this process SIGTERM the moment its supervisor dies
+        (`on=False`: no longer; False where it cannot). Set first thing in a worker, so one
+        that is still starting when its supervisor is killed stops too; `orphaned` then tells
+        whether it died before this was set."""
+        if self.supervisor is None or not sys.platform.startswith("linux"):
+            return False
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            return False
+        return bool(prctl(_PR_SET_PDEATHSIG, signal.SIGTERM if on else 0) == 0)
 
     @property
     def metrics_dir(self) -> Path | None:

@@ -23,7 +23,9 @@ from typing import Any
 import aiohttp
 import orjson
 import structlog
+from aiohttp import web
 
+from proxy.http.appkeys import WORKER
 from proxy.http.rundir import Worker
 
 log = structlog.get_logger("repair_proxy")
@@ -68,16 +70,20 @@ async def _ask(sock: Path, method: str, path: str, authorization: str) -> Any:
         return None
 
 
-async def watch_supervisor(_app: object) -> AsyncIterator[None]:
+async def watch_supervisor(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx of a worker of a set: when its supervisor is gone (killed with SIGKILL, so it
     could not pass SIGTERM on), the worker stops as on SIGTERM (draining) instead of holding
-    the port on its own."""
-    parent = os.getppid()
+    the port on its own. Until now the kernel's SIGTERM on the supervisor's death stopped it
+    (`Worker.stop_with_supervisor`); from here this watch does, and logs why: one signal, not
+    two (a second one later than `DUPLICATE_SIGNAL_SECONDS` would cut the drain short)."""
+    worker = app[WORKER]
+    worker.stop_with_supervisor(on=False)
+    supervisor = worker.supervisor if worker.supervisor is not None else os.getppid()
 
     async def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == supervisor:  # checked at once: it may be gone already
             await asyncio.sleep(SUPERVISOR_CHECK_SECONDS)
-        log.warning("supervisor_gone", supervisor=parent)
+        log.warning("supervisor_gone", supervisor=supervisor)
         os.kill(os.getpid(), signal.SIGTERM)
 
     task = asyncio.create_task(watch())

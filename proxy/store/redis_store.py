@@ -6,14 +6,20 @@ import redis.asyncio as aioredis
 
 from proxy.engine.state.verdict import Verdict
 
-__all__ = ["RedisVerdictStore"]
+__all__ = ["CONNECT_SECONDS", "REPLY_SECONDS", "RedisVerdictStore"]
+
+CONNECT_SECONDS = 1.0
+"""How long connecting to Redis may take before the operation fails (the request then goes on
+without memory; the client connects again on the next one)."""
+REPLY_SECONDS = 2.0
+"""How long Redis may take to answer one command."""
 
 
 class RedisVerdictStore:
     """Verdicts as JSON strings under `repair-proxy:verdict:<team>:<task>`, one set per team."""
 
     def __init__(self, url: str) -> None:
-        self._redis = aioredis.from_url(url)
+        self._redis = aioredis.from_url(url, socket_connect_timeout=CONNECT_SECONDS, socket_timeout=REPLY_SECONDS)
 
     @staticmethod
     def _key(team: str, task: str) -> str:
