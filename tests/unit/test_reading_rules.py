@@ -27,7 +27,11 @@ BASH = [
 ]
 
 
-def bash(command: str, printed: str = "", code: int = 0) -> Call:
+def bash(command: str, printed: str = "", code: int | None = 0) -> Call:
+    """A call and its result in mini-swe-agent's envelope; with no code, the bare output as
+    SWE-agent 0.x shows it (no exit code at all)."""
+    if code is None:
+        return ("bash", {"command": command}, printed)
     return ("bash", {"command": command}, f"<returncode>{code}</returncode>\n<output>\n{printed}\n</output>")
 
 
@@ -306,6 +310,29 @@ CASES = [
         [[bash("ls jib-core/src/main/java", "com")]] * 6,
         "repeat_call",
         True,
+    ),
+    Case(
+        "prose sent as a command fails to parse the same way each time: no repeated output",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-databind-3851",
+        [
+            [
+                bash(
+                    f"The {word} method doesn't handle it",
+                    "/bin/bash: line 1: unexpected EOF while looking for matching `''",
+                    None,
+                )
+            ]
+            for word in ("parse", "build", "visit", "read")
+        ],
+        "repeat_output",
+        False,
+    ),
+    Case(
+        "a program path that is not there never succeeded, however often",
+        "sweagent0-msb-java-gpt-4o-mini/fasterxml__jackson-core-980",
+        [[bash("./mvnw -q test", "/bin/bash: line 3: ./mvnw: No such file or directory", None)]] * 6,
+        "repeat_call",
+        False,
     ),
     # Noise is not a failure's signature.
     Case(

@@ -7,7 +7,8 @@ are keyed by the canonical call, path and range included), or later, on the turn
 does. Whether or not any edit ever failed. A successful change, or a turn that does
 something else (runs a check, a command), ends the run.
 
-Remedy: stop reading, state a hypothesis, edit the file read most. `force` pins an edit tool.
+Remedy: stop reading, state a hypothesis, make the edit it calls for (no file named: that is
+the agent's finding). `force` pins an edit tool.
 
 A read is keyed by its call and what it showed: a stateful editor's `scroll_down` that shows
 the next page each time is paging, not re-reading.
@@ -116,12 +117,14 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
-    target = f"{trip.subject}, the file you have read most" if trip.subject else "the file you have read most"
+    # No file is named: which one the fix belongs in is the agent's finding, not ours. Named by
+    # how often it was read, it was wrong on judged real runs (a directory listed, a file read
+    # twice while ruling it out, a tie broken by name).
     return context.fit(
         f"{PREFIX} {trip.count} turns of re-reading and searching without changing anything.",
         "",
-        f"Stop reading. State your hypothesis in one sentence, then make a concrete edit to {target}; "
-        "or, if something blocks you, stop and say what.",
+        "Stop reading. State your hypothesis in one sentence, then make the concrete edit it calls for "
+        "in the file it points to; or, if something blocks you, stop and say what.",
     )
 
 

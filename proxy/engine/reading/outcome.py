@@ -169,12 +169,19 @@ _NOT_RUN = re.compile(
     r"(?:^|\n)[^\n]*(?:: command not found|: not found$|can't open file [^\n]*No such file or directory"
     r"|No module named (?:pytest|unittest|nose|tox|nox|coverage)\b"
     r"|^/usr/bin/env: [^\n]*No such file or directory"
+    r"|^(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh: (?:line \d+: )?[^:\n]+: No such file or directory$"
     r"|^FileNotFoundError: \[Errno 2\] No such file or directory: '[\w.+-]+'(?:: '[\w.+-]+')?$"
     r"|Connection refused|Is the server running on that host|could not translate host name"
     r"|Temporary failure in name resolution|Name or service not known|Network is unreachable)",
     re.MULTILINE,
 )
 _MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '?([\w]+)'?\s*$", re.MULTILINE)
+_BROKE = re.compile(
+    r"(?:^|\n)[^\n]*(?:unexpected EOF while looking for matching|syntax error: unexpected end of file"
+    r"|syntax error near unexpected token)|(?:^|\n)EXECUTION TIMED OUT\b"
+)
+"""The shell could not parse the command (prose sent as a command: an unmatched quote), or the
+agent's harness stopped it for taking too long: the call failed, whatever it printed before."""
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
@@ -257,6 +264,8 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     code = exit_code(text)
     if kind in (CallKind.VERIFY, CallKind.OTHER) and code != 0 and environment_problem(payload(text), code):
         return Outcome.ENVIRONMENT
+    if kind is not CallKind.FINISH and code != 0 and _BROKE.search(text[:600]):
+        return Outcome.FAIL
     if kind is CallKind.EDIT:
         if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
             return Outcome.FAIL
