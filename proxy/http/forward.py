@@ -61,11 +61,17 @@ def _filtered(headers: CIMultiDictProxy[str], drop: Iterable[str]) -> CIMultiDic
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
 
 
-def upstream_headers(incoming: CIMultiDictProxy[str], api_key: str = "") -> CIMultiDict[str]:
-    """The agent's headers minus hop-by-hop ones; `Host`/`Content-Length` are set for the upstream."""
+def upstream_headers(
+    incoming: CIMultiDictProxy[str], api_key: str = "", client_authorization: bool = True
+) -> CIMultiDict[str]:
+    """The agent's headers minus hop-by-hop ones; `Host`/`Content-Length` are set for the upstream.
+    `api_key` replaces the agent's Authorization; without one, the agent's goes up only when
+    `client_authorization` (see `Runtime.client_authorization_passes`)."""
     headers = _filtered(incoming, _RECOMPUTED)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    elif not client_authorization:
+        headers.popall("Authorization", None)
     return headers
 
 

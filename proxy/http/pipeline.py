@@ -166,8 +166,10 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         body = await _read(request)
     except Refused as refused:
         return refused.response
-    settings = request[CONTEXT].runtime.settings
-    headers = upstream_headers(request.headers, team.upstream_key)
+    runtime = request[CONTEXT].runtime
+    settings = runtime.settings
+    passes = runtime.client_authorization_passes(team, request.headers)
+    headers = upstream_headers(request.headers, team.upstream_key, passes)
     headers.popall(settings.server.key_header, None)
     dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
     analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None

@@ -37,8 +37,10 @@ class Team:
     engine: Engine
     upstream: str
     upstream_key: str
-    """Replaces the agent's Authorization upstream when set."""
+    """Replaces the agent's Authorization upstream when set (the team's own, else `upstream.api_key`)."""
     holdout_percent: float = 0.0
+    forward_client_key: bool = False
+    """Without an upstream key: the agent's Authorization goes upstream even when it is a proxy key."""
 
     def holdout(self, conversation: str) -> bool:
         """Whether this conversation is in the holdout arm (the same answer on every replica)."""
@@ -112,6 +114,16 @@ class Runtime:
                 return self.teams[name]
         return None
 
+    def client_authorization_passes(self, team: Team, headers: Mapping[str, str]) -> bool:
+        """Whether the agent's own Authorization may go upstream as sent (when `team` has no upstream
+        key to put there instead): a proxy key never does, unless the team opts in
+        (`forward_client_key`); any other value does (without teams there are no proxy keys)."""
+        if team.forward_client_key:
+            return True
+        value = headers.get("Authorization", "").strip()
+        token = value[7:].strip() if value[:7].lower() == "bearer " else value
+        return token not in self.by_key
+
     def rebuild(self, settings: Settings) -> Runtime:
         """The runtime for new settings, on this one's state cache and token counter."""
         return build_runtime(settings, self.shared)
@@ -172,6 +184,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             entry.upstream or settings.upstream.base_url,
             entry.upstream_key or settings.upstream.api_key,
             settings.repair.holdout_percent if entry.holdout_percent is None else entry.holdout_percent,
+            entry.forward_client_key,
         )
     if problems:
         raise ConfigError(problems)

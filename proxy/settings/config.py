@@ -105,7 +105,7 @@ class UpstreamSettings(_Frozen):
     base_url: str = DEFAULT_UPSTREAM
     """The OpenAI-compatible base URL (with its `/v1`); see `check_base_url`."""
     api_key: str = ""
-    """When set, replaces the agent's `Authorization` with this key."""
+    """When set, replaces the agent's `Authorization` with this key (for teams without an `upstream_key`)."""
     connect_timeout: float = Field(default=10.0, gt=0)
     first_byte_timeout: float = Field(default=600.0, gt=0)
     """Seconds until the upstream's response headers arrive (non-streaming replies come whole)."""
@@ -190,7 +190,11 @@ class TeamSettings(_Frozen):
     upstream: str = ""
     """Upstream base URL; empty: `upstream.base_url`."""
     upstream_key: str = ""
-    """When set, replaces the agent's Authorization upstream; empty: the agent's key passes through."""
+    """When set, replaces the agent's Authorization upstream; empty: `upstream.api_key`."""
+    forward_client_key: bool = False
+    """With neither key set: whether the agent's Authorization goes upstream even when it carries
+    a proxy key (the old behaviour). Off: a proxy key never goes upstream; an Authorization that
+    is no proxy key (the proxy key sent in `server.key_header`) still passes."""
     holdout_percent: float | None = Field(default=None, ge=0, le=100)
     """This team's holdout share; unset: `repair.holdout_percent`."""
 
