@@ -176,7 +176,8 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
     else:
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
-    upstream = await open_upstream(request.app[SESSION], request.method, url, headers, body, context.timeouts)
+    session = request.app[SESSION]
+    upstream = await open_upstream(session, request.method, url, headers, body, context.timeouts, context.runtime.tls)
     request[REQUEST_LOG].upstream_ms = (time.perf_counter() - started) * 1000
     return upstream
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import structlog
 from aiohttp import web
 from multidict import CIMultiDict
@@ -177,4 +178,17 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:
         request[REQUEST_LOG].end = failure.code
-        return openai_error(failure.status, failure.message, code=failure.code, kind="upstream_error")
+        return _failed(failure)
+
+
+def _failed(failure: UpstreamFailure) -> web.Response:
+    """An upstream failure in OpenAI's error shape, with its class in `error.cause` (refused, tls,
+    dns, timeout, reset, other): what to fix is known without the proxy's log."""
+    error = {
+        "message": failure.message,
+        "type": "upstream_error",
+        "code": failure.code,
+        "param": None,
+        "cause": failure.cause.value,
+    }
+    return web.Response(status=failure.status, body=orjson.dumps({"error": error}), content_type="application/json")

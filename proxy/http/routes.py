@@ -37,7 +37,9 @@ async def readyz(request: web.Request) -> web.Response:
     url = target_url(settings.upstream.base_url, "models", "")
     try:
         async with request.app[SESSION].get(
-            url, timeout=aiohttp.ClientTimeout(total=min(5.0, settings.upstream.connect_timeout * 2))
+            url,
+            timeout=aiohttp.ClientTimeout(total=min(5.0, settings.upstream.connect_timeout * 2)),
+            ssl=request.app[RUNTIME].current.tls,
         ) as response:
             ok = response.status < 500
             status = response.status

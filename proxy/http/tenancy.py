@@ -11,6 +11,7 @@ a reload builds the next runtime on the same ones, so conversation state carries
 from __future__ import annotations
 
 import hashlib
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from proxy.engine.state.codec import pack, unpack
 from proxy.engine.state.conversation import ConversationState, approx_bytes
 from proxy.engine.text.tokens import TokenCounter
 from proxy.http.footprint import Footprint, Shares
+from proxy.http.upstream import upstream_tls
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
@@ -94,6 +96,8 @@ class Runtime:
     teams: Mapping[str, Team]
     by_key: Mapping[str, str]
     shared: Shared
+    tls: ssl.SSLContext
+    """For https upstreams: trusted CAs and the client certificate (`upstream.upstream_tls`)."""
 
     @property
     def open(self) -> bool:
@@ -168,7 +172,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             settings.upstream.api_key,
             settings.repair.holdout_percent,
         )
-        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared)
+        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared, upstream_tls(settings))
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
     for index, entry in enumerate(settings.team):
@@ -189,4 +193,4 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
     if problems:
         raise ConfigError(problems)
     by_key = {key: entry.name for entry in settings.team for key in entry.keys}
-    return Runtime(settings, teams, by_key, shared)
+    return Runtime(settings, teams, by_key, shared, upstream_tls(settings))

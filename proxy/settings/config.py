@@ -54,6 +54,8 @@ MAX_WORKERS = 64
 ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "REPAIR_PROXY_UPSTREAM": ("upstream", "base_url"),
     "REPAIR_PROXY_UPSTREAM_API_KEY": ("upstream", "api_key"),
+    "REPAIR_PROXY_UPSTREAM_CLIENT_CERT": ("upstream", "client_cert"),
+    "REPAIR_PROXY_UPSTREAM_CLIENT_KEY": ("upstream", "client_key"),
     "REPAIR_PROXY_HOST": ("server", "host"),
     "REPAIR_PROXY_PORT": ("server", "port"),
     "REPAIR_PROXY_WORKERS": ("server", "workers"),
@@ -112,11 +114,23 @@ class UpstreamSettings(_Frozen):
     idle_timeout: float = Field(default=300.0, gt=0)
     """Longest gap between two chunks of a response body; a stream that keeps producing is never cut."""
     max_connections: int = Field(default=100, ge=1)
+    client_cert: str = ""
+    """A PEM client certificate (chain) presented to https upstreams that ask for one; relative
+    to the config file. Empty: none. The CAs trusted for the upstream's own certificate are the
+    system's, or the file `SSL_CERT_FILE` names."""
+    client_key: str = ""
+    """The client certificate's private key (PEM, unencrypted); empty: in `client_cert`'s file."""
 
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, value: str) -> str:
         return check_base_url(value)
+
+    @model_validator(mode="after")
+    def _key_needs_cert(self) -> UpstreamSettings:
+        if self.client_key and not self.client_cert:
+            raise ValueError("upstream.client_key is set without upstream.client_cert")
+        return self
 
 
 class LimitSettings(_Frozen):
