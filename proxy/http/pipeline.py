@@ -178,6 +178,7 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:
         request[REQUEST_LOG].end = failure.code
+        request.app[METRICS].upstream_errors.labels(failure.code, failure.cause.value, team.name).inc()
         return _failed(failure)
 
 

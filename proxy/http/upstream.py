@@ -15,15 +15,11 @@ import enum
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import aiohttp
 import structlog
 from multidict import CIMultiDict
 from yarl import URL
-
-from proxy.settings.config import Settings
-from proxy.settings.problems import ConfigError, ConfigProblem
 
 __all__ = [
     "Cause",
@@ -33,7 +29,6 @@ __all__ = [
     "mapped_errors",
     "next_chunk",
     "open_upstream",
-    "upstream_tls",
 ]
 
 log = structlog.get_logger("repair_proxy")
@@ -143,28 +138,6 @@ def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts, secure: bool 
                 return UpstreamFailure(502, "upstream_unreachable", message, cause)
         return UpstreamFailure(502, "upstream_unreachable", "the upstream is unreachable")
     return UpstreamFailure(502, "upstream_broke", "the upstream's reply broke off")
-
-
-def upstream_tls(settings: Settings) -> ssl.SSLContext:
-    """The TLS context for https upstreams, built when the settings are (at start and reload): the
-    system's CAs, or those of the file `SSL_CERT_FILE` names as it is set now; HTTP/1.1 by ALPN
-    (as aiohttp's own); and `upstream.client_cert` (with `client_key`) when the upstream asks for
-    one. `ConfigError` naming the key when a file cannot be used."""
-    context = ssl.create_default_context()
-    context.set_alpn_protocols(("http/1.1",))
-    upstream = settings.upstream
-    if not upstream.client_cert:
-        return context
-    base = Path(settings.source).parent if settings.source != "<defaults>" else Path()
-    cert = base / Path(upstream.client_cert).expanduser()
-    key = base / Path(upstream.client_key).expanduser() if upstream.client_key else None
-    try:
-        context.load_cert_chain(cert, key)
-    except (OSError, ssl.SSLError) as exc:
-        what = f"{cert}" + (f" with key {key}" if key else "")
-        message = f"{what} cannot be used as a client certificate: {exc.strerror or exc}"
-        raise ConfigError([ConfigProblem(settings.source, "upstream.client_cert", message)]) from None
-    return context
 
 
 @contextlib.contextmanager

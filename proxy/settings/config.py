@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
 
 __all__ = [
+    "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_UPSTREAM",
@@ -38,6 +39,9 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Request bodies above this get 413; agent transcripts of several MB are normal."""
 DEFAULT_HEADER_TIMEOUT = 30.0
 """Seconds for a client's request headers (and a kept-alive connection's idle gap)."""
+DEFAULT_DRAIN_TIMEOUT = 120.0
+"""Seconds a stopping worker lets requests in flight finish: a long streamed generation (several
+thousand tokens at tens per second) ends instead of being cut at a rollout."""
 DEFAULT_BODY_TIMEOUT = 60.0
 """Seconds of silence allowed while a request body arrives."""
 DEFAULT_ANALYSIS_BUDGET_MS = 100.0
@@ -84,8 +88,9 @@ def check_base_url(value: str) -> str:
 class ServerSettings(_Frozen):
     host: str = DEFAULT_HOST
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
-    drain_timeout: float = Field(default=30.0, ge=0)
-    """Seconds in-flight requests get to finish on shutdown."""
+    drain_timeout: float = Field(default=DEFAULT_DRAIN_TIMEOUT, ge=0)
+    """Seconds in-flight requests get to finish on shutdown (a rollout's SIGTERM): long enough for
+    one long generation. A supervisor or orchestrator must allow this plus a margin."""
     key_header: str = "X-Repair-Key"
     """A header that may carry the proxy key instead of Authorization (which then passes upstream)."""
     header_timeout: float = Field(default=DEFAULT_HEADER_TIMEOUT, gt=0)
