@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,17 @@ from proxy.store import StoreUnusable, check_store
 __all__ = ["main"]
 
 
+def _version() -> str:
+    """The installed distribution's version (what `pip install` put here)."""
+    try:
+        return metadata.version("repair-proxy")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="repair-proxy", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"repair-proxy {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the proxy")
     serve.add_argument("--config", help="config TOML (see config.example.toml)")

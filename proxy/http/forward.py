@@ -61,11 +61,17 @@ def _filtered(headers: CIMultiDictProxy[str], drop: Iterable[str]) -> CIMultiDic
     return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
 
 
-def upstream_headers(incoming: CIMultiDictProxy[str], api_key: str = "") -> CIMultiDict[str]:
-    """The agent's headers minus hop-by-hop ones; `Host`/`Content-Length` are set for the upstream."""
+def upstream_headers(
+    incoming: CIMultiDictProxy[str], api_key: str = "", client_authorization: bool = True
+) -> CIMultiDict[str]:
+    """The agent's headers minus hop-by-hop ones; `Host`/`Content-Length` are set for the upstream.
+    `api_key` replaces the agent's Authorization; without one, the agent's goes up only when
+    `client_authorization` (see `Runtime.client_authorization_passes`)."""
     headers = _filtered(incoming, _RECOMPUTED)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    elif not client_authorization:
+        headers.popall("Authorization", None)
     return headers
 
 
@@ -170,7 +176,8 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
     else:
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
-    upstream = await open_upstream(request.app[SESSION], request.method, url, headers, body, context.timeouts)
+    session = request.app[SESSION]
+    upstream = await open_upstream(session, request.method, url, headers, body, context.timeouts, context.runtime.tls)
     request[REQUEST_LOG].upstream_ms = (time.perf_counter() - started) * 1000
     return upstream
 

@@ -80,6 +80,12 @@ class Metrics:
         self.store_errors = Counter(
             "repair_proxy_store_errors", "Verdict store operations that failed", ["team"], registry=r
         )
+        self.upstream_errors = Counter(
+            "repair_proxy_upstream_errors",
+            "Requests the proxy answered with an error because the upstream failed, by code and cause",
+            ["code", "cause", "team"],
+            registry=r,
+        )
         self.store_up = Gauge(
             "repair_proxy_store_up",
             "1 while the verdict store's last operation worked (or there is none), 0 while it fails "

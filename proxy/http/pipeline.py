@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import structlog
 from aiohttp import web
 from multidict import CIMultiDict
@@ -166,8 +167,10 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         body = await _read(request)
     except Refused as refused:
         return refused.response
-    settings = request[CONTEXT].runtime.settings
-    headers = upstream_headers(request.headers, team.upstream_key)
+    runtime = request[CONTEXT].runtime
+    settings = runtime.settings
+    passes = runtime.client_authorization_passes(team, request.headers)
+    headers = upstream_headers(request.headers, team.upstream_key, passes)
     headers.popall(settings.server.key_header, None)
     dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
     analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None
@@ -175,4 +178,18 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:
         request[REQUEST_LOG].end = failure.code
-        return openai_error(failure.status, failure.message, code=failure.code, kind="upstream_error")
+        request.app[METRICS].upstream_errors.labels(failure.code, failure.cause.value, team.name).inc()
+        return _failed(failure)
+
+
+def _failed(failure: UpstreamFailure) -> web.Response:
+    """An upstream failure in OpenAI's error shape, with its class in `error.cause` (refused, tls,
+    dns, timeout, reset, other): what to fix is known without the proxy's log."""
+    error = {
+        "message": failure.message,
+        "type": "upstream_error",
+        "code": failure.code,
+        "param": None,
+        "cause": failure.cause.value,
+    }
+    return web.Response(status=failure.status, body=orjson.dumps({"error": error}), content_type="application/json")

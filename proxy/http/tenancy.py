@@ -11,6 +11,7 @@ a reload builds the next runtime on the same ones, so conversation state carries
 from __future__ import annotations
 
 import hashlib
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from proxy.engine.state.codec import pack, unpack
 from proxy.engine.state.conversation import ConversationState, approx_bytes
 from proxy.engine.text.tokens import TokenCounter
 from proxy.http.footprint import Footprint, Shares
+from proxy.http.tls import upstream_tls
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
@@ -37,8 +39,10 @@ class Team:
     engine: Engine
     upstream: str
     upstream_key: str
-    """Replaces the agent's Authorization upstream when set."""
+    """Replaces the agent's Authorization upstream when set (the team's own, else `upstream.api_key`)."""
     holdout_percent: float = 0.0
+    forward_client_key: bool = False
+    """Without an upstream key: the agent's Authorization goes upstream even when it is a proxy key."""
 
     def holdout(self, conversation: str) -> bool:
         """Whether this conversation is in the holdout arm (the same answer on every replica)."""
@@ -92,6 +96,8 @@ class Runtime:
     teams: Mapping[str, Team]
     by_key: Mapping[str, str]
     shared: Shared
+    tls: ssl.SSLContext
+    """For https upstreams: trusted CAs and the client certificate (`proxy.http.tls.upstream_tls`)."""
 
     @property
     def open(self) -> bool:
@@ -111,6 +117,16 @@ class Runtime:
             if name is not None:
                 return self.teams[name]
         return None
+
+    def client_authorization_passes(self, team: Team, headers: Mapping[str, str]) -> bool:
+        """Whether the agent's own Authorization may go upstream as sent (when `team` has no upstream
+        key to put there instead): a proxy key never does, unless the team opts in
+        (`forward_client_key`); any other value does (without teams there are no proxy keys)."""
+        if team.forward_client_key:
+            return True
+        value = headers.get("Authorization", "").strip()
+        token = value[7:].strip() if value[:7].lower() == "bearer " else value
+        return token not in self.by_key
 
     def rebuild(self, settings: Settings) -> Runtime:
         """The runtime for new settings, on this one's state cache and token counter."""
@@ -156,7 +172,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             settings.upstream.api_key,
             settings.repair.holdout_percent,
         )
-        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared)
+        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared, upstream_tls(settings))
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
     for index, entry in enumerate(settings.team):
@@ -172,8 +188,9 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             entry.upstream or settings.upstream.base_url,
             entry.upstream_key or settings.upstream.api_key,
             settings.repair.holdout_percent if entry.holdout_percent is None else entry.holdout_percent,
+            entry.forward_client_key,
         )
     if problems:
         raise ConfigError(problems)
     by_key = {key: entry.name for entry in settings.team for key in entry.keys}
-    return Runtime(settings, teams, by_key, shared)
+    return Runtime(settings, teams, by_key, shared, upstream_tls(settings))

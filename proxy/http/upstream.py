@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -20,7 +21,15 @@ import structlog
 from multidict import CIMultiDict
 from yarl import URL
 
-__all__ = ["Phase", "Timeouts", "UpstreamFailure", "mapped_errors", "next_chunk", "open_upstream"]
+__all__ = [
+    "Cause",
+    "Phase",
+    "Timeouts",
+    "UpstreamFailure",
+    "mapped_errors",
+    "next_chunk",
+    "open_upstream",
+]
 
 log = structlog.get_logger("repair_proxy")
 
@@ -43,36 +52,90 @@ class Phase(enum.Enum):
     """Reading the response body."""
 
 
+class Cause(enum.Enum):
+    """Which kind of failure it was, named in the agent's error body (`error.cause`) and the log."""
+
+    REFUSED = "refused"
+    TLS = "tls"
+    DNS = "dns"
+    TIMEOUT = "timeout"
+    RESET = "reset"
+    OTHER = "other"
+
+
 class UpstreamFailure(Exception):
     """The upstream could not be reached, did not answer in time, or broke off."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, cause: Cause = Cause.OTHER) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.cause = cause
 
 
-def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts) -> UpstreamFailure:
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """`exc` is a `kind`, or wraps one (aiohttp keeps the OS error as `os_error` or the cause)."""
+    seen = (exc, getattr(exc, "os_error", None), exc.__cause__, exc.__context__)
+    return any(isinstance(e, kind) for e in seen)
+
+
+_UNREACHABLE: tuple[tuple[type[BaseException], Cause, str], ...] = (
+    (
+        aiohttp.ClientConnectorCertificateError,
+        Cause.TLS,
+        "TLS: its certificate was not accepted (not signed by a CA this proxy trusts, expired, or "
+        "not for its name; for a private CA set SSL_CERT_FILE)",
+    ),
+    (
+        aiohttp.ClientSSLError,
+        Cause.TLS,
+        "TLS: the handshake failed (an https:// URL for a plain-HTTP server, or a client "
+        "certificate it wants: upstream.client_cert)",
+    ),
+    (ssl.SSLError, Cause.TLS, "TLS: it refused the connection (a client certificate it wants: upstream.client_cert?)"),
+    (aiohttp.ClientConnectorDNSError, Cause.DNS, "DNS: its host name does not resolve"),
+    (ConnectionRefusedError, Cause.REFUSED, "connection refused: nothing listens on its port"),
+    (aiohttp.ServerDisconnectedError, Cause.RESET, "the connection was closed before it answered"),
+    (ConnectionResetError, Cause.RESET, "the connection was reset before it answered"),
+)
+"""Client errors before the headers, first match wins: the cause each is and what the agent is
+told. Nothing here names the upstream's host, port or address: the log has the origin."""
+
+
+_RESET_OVER_TLS = (
+    "; over TLS, often a server refusing a connection without the client certificate it requires (upstream.client_cert)"
+)
+"""A server that requires a client certificate may just cut the connection (so do Python's and
+aiohttp's): a reset is all the proxy sees, so it says what it may mean."""
+
+
+def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts, secure: bool = False) -> UpstreamFailure:
     """The failure an upstream error is, by these rules:
 
     1. No TCP connection within the connect timeout: 504 `upstream_connect_timeout`.
     2. A timeout before the headers: 504 `upstream_timeout` (first-byte timeout).
     3. A timeout while reading the body: 504 `upstream_idle_timeout` (idle gap between chunks).
-    4. Any other client error before the headers: 502 `upstream_unreachable`.
+    4. Any other client error before the headers: 502 `upstream_unreachable`, its cause the
+       first row of `_UNREACHABLE` it matches (refused, TLS, DNS, reset), else `other`; a reset
+       of an https upstream (`secure`) says it may be a client certificate it requires.
     5. Any other client error while reading the body: 502 `upstream_broke`.
     """
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return UpstreamFailure(
-            504, "upstream_connect_timeout", f"no connection to the upstream within {timeouts.connect:g}s"
-        )
+        message = f"no connection to the upstream within {timeouts.connect:g}s (upstream.connect_timeout)"
+        return UpstreamFailure(504, "upstream_connect_timeout", message, Cause.TIMEOUT)
     if isinstance(exc, TimeoutError) and phase is Phase.HEADERS:
-        return UpstreamFailure(
-            504, "upstream_timeout", f"the upstream sent no response within {timeouts.first_byte:g}s"
-        )
+        message = f"the upstream sent no response within {timeouts.first_byte:g}s (upstream.first_byte_timeout)"
+        return UpstreamFailure(504, "upstream_timeout", message, Cause.TIMEOUT)
     if isinstance(exc, TimeoutError):
-        return UpstreamFailure(504, "upstream_idle_timeout", f"the upstream sent nothing for {timeouts.idle:g}s")
+        message = f"the upstream sent nothing for {timeouts.idle:g}s"
+        return UpstreamFailure(504, "upstream_idle_timeout", message, Cause.TIMEOUT)
     if phase is Phase.HEADERS:
+        for kind, cause, why in _UNREACHABLE:
+            if _caused_by(exc, kind):
+                hint = _RESET_OVER_TLS if cause is Cause.RESET and secure else ""
+                message = f"the upstream is unreachable: {why}{hint}"
+                return UpstreamFailure(502, "upstream_unreachable", message, cause)
         return UpstreamFailure(502, "upstream_unreachable", "the upstream is unreachable")
     return UpstreamFailure(502, "upstream_broke", "the upstream's reply broke off")
 
@@ -83,8 +146,14 @@ def mapped_errors(phase: Phase, origin: str, timeouts: Timeouts) -> Iterator[Non
     try:
         yield
     except (TimeoutError, aiohttp.ClientError) as exc:
-        failure = _failure(phase, exc, timeouts)
-        log.warning("upstream_error", code=failure.code, upstream=origin, error=str(exc) or type(exc).__name__)
+        failure = _failure(phase, exc, timeouts, origin.startswith("https:"))
+        log.warning(
+            "upstream_error",
+            code=failure.code,
+            cause=failure.cause.value,
+            upstream=origin,
+            error=str(exc) or type(exc).__name__,
+        )
         raise failure from None
 
 
@@ -95,8 +164,10 @@ async def open_upstream(
     headers: CIMultiDict[str],
     body: bytes,
     timeouts: Timeouts,
+    tls: ssl.SSLContext | None = None,
 ) -> aiohttp.ClientResponse:
-    """Send the request; return once the upstream's status and headers have arrived."""
+    """Send the request (over `tls` to an https upstream); return once the upstream's status and
+    headers have arrived."""
     timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=None)
     request = session.request(
         method,
@@ -106,6 +177,7 @@ async def open_upstream(
         timeout=timeout,
         allow_redirects=False,
         skip_auto_headers=_NO_AUTO_HEADERS,
+        ssl=True if tls is None else tls,
     )
     with mapped_errors(Phase.HEADERS, str(url.origin()), timeouts):
         return await asyncio.wait_for(request, timeouts.first_byte)

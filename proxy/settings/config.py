@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
 
 __all__ = [
+    "DEFAULT_DRAIN_TIMEOUT",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_UPSTREAM",
@@ -38,6 +39,9 @@ DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 """Request bodies above this get 413; agent transcripts of several MB are normal."""
 DEFAULT_HEADER_TIMEOUT = 30.0
 """Seconds for a client's request headers (and a kept-alive connection's idle gap)."""
+DEFAULT_DRAIN_TIMEOUT = 120.0
+"""Seconds a stopping worker lets requests in flight finish: a long streamed generation (several
+thousand tokens at tens per second) ends instead of being cut at a rollout."""
 DEFAULT_BODY_TIMEOUT = 60.0
 """Seconds of silence allowed while a request body arrives."""
 DEFAULT_ANALYSIS_BUDGET_MS = 100.0
@@ -54,6 +58,8 @@ MAX_WORKERS = 64
 ENV_OVERRIDES: Mapping[str, tuple[str, str]] = {
     "REPAIR_PROXY_UPSTREAM": ("upstream", "base_url"),
     "REPAIR_PROXY_UPSTREAM_API_KEY": ("upstream", "api_key"),
+    "REPAIR_PROXY_UPSTREAM_CLIENT_CERT": ("upstream", "client_cert"),
+    "REPAIR_PROXY_UPSTREAM_CLIENT_KEY": ("upstream", "client_key"),
     "REPAIR_PROXY_HOST": ("server", "host"),
     "REPAIR_PROXY_PORT": ("server", "port"),
     "REPAIR_PROXY_WORKERS": ("server", "workers"),
@@ -82,8 +88,9 @@ def check_base_url(value: str) -> str:
 class ServerSettings(_Frozen):
     host: str = DEFAULT_HOST
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535)
-    drain_timeout: float = Field(default=30.0, ge=0)
-    """Seconds in-flight requests get to finish on shutdown."""
+    drain_timeout: float = Field(default=DEFAULT_DRAIN_TIMEOUT, ge=0)
+    """Seconds in-flight requests get to finish on shutdown (a rollout's SIGTERM): long enough for
+    one long generation. A supervisor or orchestrator must allow this plus a margin."""
     key_header: str = "X-Repair-Key"
     """A header that may carry the proxy key instead of Authorization (which then passes upstream)."""
     header_timeout: float = Field(default=DEFAULT_HEADER_TIMEOUT, gt=0)
@@ -105,18 +112,30 @@ class UpstreamSettings(_Frozen):
     base_url: str = DEFAULT_UPSTREAM
     """The OpenAI-compatible base URL (with its `/v1`); see `check_base_url`."""
     api_key: str = ""
-    """When set, replaces the agent's `Authorization` with this key."""
+    """When set, replaces the agent's `Authorization` with this key (for teams without an `upstream_key`)."""
     connect_timeout: float = Field(default=10.0, gt=0)
     first_byte_timeout: float = Field(default=600.0, gt=0)
     """Seconds until the upstream's response headers arrive (non-streaming replies come whole)."""
     idle_timeout: float = Field(default=300.0, gt=0)
     """Longest gap between two chunks of a response body; a stream that keeps producing is never cut."""
     max_connections: int = Field(default=100, ge=1)
+    client_cert: str = ""
+    """A PEM client certificate (chain) presented to https upstreams that ask for one; relative
+    to the config file. Empty: none. The CAs trusted for the upstream's own certificate are the
+    system's, or the file `SSL_CERT_FILE` names."""
+    client_key: str = ""
+    """The client certificate's private key (PEM, unencrypted); empty: in `client_cert`'s file."""
 
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, value: str) -> str:
         return check_base_url(value)
+
+    @model_validator(mode="after")
+    def _key_needs_cert(self) -> UpstreamSettings:
+        if self.client_key and not self.client_cert:
+            raise ValueError("upstream.client_key is set without upstream.client_cert")
+        return self
 
 
 class LimitSettings(_Frozen):
@@ -190,7 +209,11 @@ class TeamSettings(_Frozen):
     upstream: str = ""
     """Upstream base URL; empty: `upstream.base_url`."""
     upstream_key: str = ""
-    """When set, replaces the agent's Authorization upstream; empty: the agent's key passes through."""
+    """When set, replaces the agent's Authorization upstream; empty: `upstream.api_key`."""
+    forward_client_key: bool = False
+    """With neither key set: whether the agent's Authorization goes upstream even when it carries
+    a proxy key (the old behaviour). Off: a proxy key never goes upstream; an Authorization that
+    is no proxy key (the proxy key sent in `server.key_header`) still passes."""
     holdout_percent: float | None = Field(default=None, ge=0, le=100)
     """This team's holdout share; unset: `repair.holdout_percent`."""
 

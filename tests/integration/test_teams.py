@@ -66,10 +66,11 @@ async def test_unknown_key_is_401_in_openai_shape(teams_proxy: TestServer, upstr
 async def test_teams_route_to_their_upstream_with_their_key(
     teams_proxy: TestServer, upstream: Upstream, second_upstream: Upstream
 ) -> None:
-    """alpha passes the agent's key to the default upstream; beta's upstream gets beta's key; the key header stays home."""
+    """alpha has no upstream key: its proxy key stays home (no Authorization upstream); beta's
+    upstream gets beta's key; the key header stays home."""
     await post(teams_proxy, b"{}", Authorization="Bearer key-alpha")
     await post(teams_proxy, b"{}", Authorization="Bearer agent-own-key", **{"X-Repair-Key": "key-beta"})
-    assert [s.headers["Authorization"] for s in upstream.seen] == ["Bearer key-alpha"]
+    assert [s.headers.get("Authorization") for s in upstream.seen] == [None]
     assert [s.headers["Authorization"] for s in second_upstream.seen] == ["Bearer sk-beta-upstream"]
     assert "X-Repair-Key" not in second_upstream.seen[0].headers
 

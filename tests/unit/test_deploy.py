@@ -1,5 +1,7 @@
 """deploy/: the Kubernetes manifests validate against the API schemas and agree with the proxy
-(probes, drain, workers, the verdict store); the replicas compose file balances over both."""
+(probes, drain, workers, the verdict store); the replicas compose file balances over both; a
+replica's readiness does not hang on the upstream; stops wait out the drain; model servers get
+the time a first start takes; `repair-proxy --version`."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from proxy.settings.config import load_settings
+from proxy.settings.config import DEFAULT_DRAIN_TIMEOUT, load_settings
 from proxy.settings.policy import load_policy
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -85,7 +87,7 @@ def test_replicas_probes_and_the_drain_agree_with_the_proxy() -> None:
     pod = deployment["spec"]["template"]["spec"]
     container = proxy_container()
     assert deployment["spec"]["replicas"] >= 2
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["readinessProbe"]["httpGet"]["path"].split("?")[0] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     (port,) = container["ports"]
     assert port["containerPort"] == settings.server.port
@@ -203,3 +205,71 @@ async def test_the_healthcheck_asks_the_port_the_proxy_listens_on(make_proxy) ->
 
     assert await check(proxy.port) == 0  # type: ignore[arg-type]
     assert await check(free_port()) != 0
+
+
+def seconds(duration: str) -> float:
+    """A compose duration (`130s`, `30m`, `1h30m`) in seconds."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|s|ms|us)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 0.000001}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def test_the_default_drain_lets_a_long_generation_finish() -> None:
+    """A rollout's SIGTERM lets a request in flight run two more minutes, by default and in the cluster."""
+    assert load_settings(None, environ={}).server.drain_timeout == DEFAULT_DRAIN_TIMEOUT >= 120
+    assert cluster_settings().server.drain_timeout >= DEFAULT_DRAIN_TIMEOUT
+
+
+@pytest.mark.parametrize("name", ["ollama", "vllm", "llamacpp", "replicas"])
+def test_compose_waits_out_the_drain_before_killing_a_proxy(name: str) -> None:
+    """Docker's default stop grace (10 s) would cut a long generation at `compose down`."""
+    drain = load_settings(None, environ={}).server.drain_timeout
+    services = compose(name)["services"]
+    proxies = [spec for service, spec in services.items() if service.startswith("repair-proxy")]
+    assert proxies
+    for spec in proxies:
+        assert seconds(spec["stop_grace_period"]) >= drain + 5
+
+
+@pytest.mark.parametrize(
+    ("name", "service", "at_least"),
+    [("vllm", "vllm", 20 * 60), ("llamacpp", "llama", 5 * 60), ("ollama", "ollama", 60)],
+)
+def test_model_servers_get_the_time_a_first_start_takes(name: str, service: str, at_least: float) -> None:
+    """vLLM downloads and loads its model before /health answers, llama.cpp loads gigabytes:
+    failed checks meanwhile do not count (`start_period`), so `depends_on: service_healthy`
+    does not give up on a first start. Ollama's server answers at once; its pull is a service
+    of its own that the proxy waits to complete, with no healthcheck to time out."""
+    spec = compose(name)["services"]
+    assert seconds(spec[service]["healthcheck"]["start_period"]) >= at_least
+    assert spec["repair-proxy"]["depends_on"][service]["condition"] == "service_healthy"
+
+
+async def test_the_readiness_probe_does_not_hang_on_the_upstream(make_proxy) -> None:  # type: ignore[no-untyped-def]
+    """Run for real: with the upstream down, the path the manifest probes answers ready (agents
+    get a 502 naming the cause instead of no replica at all), while plain /readyz says unready
+    and both show the upstream's state."""
+    import aiohttp
+    from support import free_port
+
+    proxy = await make_proxy(upstream_url=f"http://127.0.0.1:{free_port()}/v1")
+    probe = proxy_container()["readinessProbe"]["httpGet"]["path"]
+    async with aiohttp.ClientSession() as client:
+        async with client.get(proxy.make_url(probe)) as response:
+            assert response.status == 200
+            assert (await response.json())["upstream_ready"] is False
+        async with client.get(proxy.make_url("/readyz")) as response:
+            assert response.status == 503
+            assert (await response.json())["upstream_ready"] is False
+
+
+def test_version_names_the_installed_release(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib import metadata
+
+    from proxy.cli.main import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0
+    assert capsys.readouterr().out.strip() == f"repair-proxy {metadata.version('repair-proxy')}"

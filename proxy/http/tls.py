@@ -1,0 +1,34 @@
+"""The TLS context for https upstreams, built with the settings (no aiohttp here: a supervisor of
+workers builds the runtime, and serves nothing)."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+from proxy.settings.config import Settings
+from proxy.settings.problems import ConfigError, ConfigProblem
+
+__all__ = ["upstream_tls"]
+
+
+def upstream_tls(settings: Settings) -> ssl.SSLContext:
+    """The TLS context for https upstreams, built when the settings are (at start and reload): the
+    system's CAs, or those of the file `SSL_CERT_FILE` names as it is set now; HTTP/1.1 by ALPN
+    (as aiohttp's own); and `upstream.client_cert` (with `client_key`) when the upstream asks for
+    one. `ConfigError` naming the key when a file cannot be used."""
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(("http/1.1",))
+    upstream = settings.upstream
+    if not upstream.client_cert:
+        return context
+    base = Path(settings.source).parent if settings.source != "<defaults>" else Path()
+    cert = base / Path(upstream.client_cert).expanduser()
+    key = base / Path(upstream.client_key).expanduser() if upstream.client_key else None
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        what = f"{cert}" + (f" with key {key}" if key else "")
+        message = f"{what} cannot be used as a client certificate: {exc.strerror or exc}"
+        raise ConfigError([ConfigProblem(settings.source, "upstream.client_cert", message)]) from None
+    return context
