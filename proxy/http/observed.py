@@ -10,10 +10,11 @@ only (`tracing.observing`); a session request outside one (readiness probes) is 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import aiohttp
 import structlog
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
     from proxy.http.metrics import Metrics
     from proxy.http.otel import Otel, Span
 
-__all__ = ["CURRENT", "OBSERVED", "Observed", "genai_reply", "upstream_trace"]
+__all__ = ["CURRENT", "OBSERVED", "Observed", "genai_reply", "quiet", "upstream_trace"]
 
 log = structlog.get_logger("repair_proxy")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -125,9 +128,30 @@ OBSERVED = web.RequestKey("observed", Observed)
 CURRENT: contextvars.ContextVar[Observed | None] = contextvars.ContextVar("repair_proxy_observed", default=None)
 
 
-async def _attempt_started(
-    _session: aiohttp.ClientSession, _ctx: SimpleNamespace, params: aiohttp.TraceRequestStartParams
-) -> None:
+def quiet(hook: Callable[P, None]) -> Callable[P, None]:
+    """An observing hook that logs what it raises and never raises it into the request."""
+
+    @functools.wraps(hook)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            hook(*args, **kwargs)
+        except Exception:
+            log.exception("observing_failed", hook=hook.__name__)
+
+    return run
+
+
+def _callback(hook: Callable[[T], None]) -> Callable[[aiohttp.ClientSession, SimpleNamespace, T], Awaitable[None]]:
+    """`hook` as one of the session's trace callbacks (quiet)."""
+    quiet_hook = quiet(hook)
+
+    async def callback(_session: aiohttp.ClientSession, _ctx: SimpleNamespace, params: T) -> None:
+        quiet_hook(params)
+
+    return callback
+
+
+def _attempt_started(params: aiohttp.TraceRequestStartParams) -> None:
     observed = CURRENT.get()
     if observed is None:
         return
@@ -150,9 +174,7 @@ async def _attempt_started(
     observed.attempts.append(_Attempt(observed, len(observed.attempts) + 1, gate, span))
 
 
-async def _attempt_answered(
-    _session: aiohttp.ClientSession, _ctx: SimpleNamespace, params: aiohttp.TraceRequestEndParams
-) -> None:
+def _attempt_answered(params: aiohttp.TraceRequestEndParams) -> None:
     observed = CURRENT.get()
     if observed is None or not observed.attempts:
         return
@@ -168,9 +190,7 @@ async def _attempt_answered(
     response.content = _Tap(response.content, attempt)  # type: ignore[assignment]
 
 
-async def _attempt_failed(
-    _session: aiohttp.ClientSession, _ctx: SimpleNamespace, params: aiohttp.TraceRequestExceptionParams
-) -> None:
+def _attempt_failed(params: aiohttp.TraceRequestExceptionParams) -> None:
     observed = CURRENT.get()
     if observed is None or not observed.attempts:
         return
@@ -184,7 +204,7 @@ async def _attempt_failed(
 def upstream_trace() -> aiohttp.TraceConfig:
     """The upstream session's callbacks: each attempt of an observed request seen."""
     config = aiohttp.TraceConfig()
-    config.on_request_start.append(_attempt_started)
-    config.on_request_end.append(_attempt_answered)
-    config.on_request_exception.append(_attempt_failed)
+    config.on_request_start.append(_callback(_attempt_started))
+    config.on_request_end.append(_callback(_attempt_answered))
+    config.on_request_exception.append(_callback(_attempt_failed))
     return config

@@ -28,7 +28,7 @@ from proxy.dialects import Planned
 from proxy.engine.plan.decide import Decision
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 from proxy.http.forward import RelayEnd
-from proxy.http.observed import CURRENT, OBSERVED, Observed, genai_reply
+from proxy.http.observed import CURRENT, OBSERVED, Observed, genai_reply, quiet
 from proxy.settings.problems import ConfigError, ConfigProblem
 
 if TYPE_CHECKING:
@@ -119,6 +119,9 @@ async def observing(request: web.Request, handler: Handler) -> web.StreamRespons
     except (asyncio.CancelledError, ConnectionResetError):
         end = RelayEnd.CLIENT_GONE.value
         raise
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
     except BaseException:
         end, status = "error", 500
         raise
@@ -127,6 +130,7 @@ async def observing(request: web.Request, handler: Handler) -> web.StreamRespons
         _finish(observed, end or request[REQUEST_LOG].end, status)
 
 
+@quiet
 def _finish(observed: Observed, end: str, status: int | None) -> None:
     for attempt in observed.attempts:
         attempt.finish()
@@ -156,6 +160,7 @@ def _requested_model(body: bytes, analysed: Planned | None) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+@quiet
 def requested(request: web.Request, body: bytes, analysed: Planned | None) -> None:
     """Once the request is read and analysed: its model, its team, where it goes."""
     observed = request.get(OBSERVED)
@@ -179,6 +184,7 @@ def requested(request: web.Request, body: bytes, analysed: Planned | None) -> No
     observed.span.set_attributes(attributes)
 
 
+@quiet
 def decided(request: web.Request, decision: Decision, arm: str) -> None:
     """The analysis's decision, as the request's span's events: each trip (pattern, action) and
     each instruction placed in the request sent (none in the holdout arm)."""
@@ -201,6 +207,7 @@ def decided(request: web.Request, decision: Decision, arm: str) -> None:
             span.add_event("repair_proxy.injection", {**event, "repair_proxy.placement": placed.placement.value})
 
 
+@quiet
 def gate_retry(request: web.Request, gate: str) -> None:
     """The reply stage asks the upstream again through `gate`: the next attempt is its retry."""
     observed = request.get(OBSERVED)

@@ -358,3 +358,22 @@ def test_what_cannot_be_exported_to_is_refused_at_start(environ: dict[str, str],
 )
 def test_traces_are_off_unless_asked_for(environ: dict[str, str]) -> None:
     assert tracing_from_env(environ) is None
+
+
+async def test_observing_that_fails_never_fails_the_request(
+    traced: tuple[TestServer, InMemorySpanExporter], upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A usage reader or a span that raises is logged; the agent gets its reply byte for byte."""
+    proxy, _exporter = traced
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("observing bug")
+
+    monkeypatch.setattr("proxy.http.usage.UsageReader.feed", broken)
+    monkeypatch.setattr(Otel, "attempt_span", broken)
+    chunks = streamed(["a", "b"])
+    upstream.reply_with(json_reply(whole()), sse_reply(chunks))
+    got = await post(proxy, orjson.dumps({"model": "m", "messages": QUESTION}))
+    assert (got.status, got.body) == (200, whole())
+    got = await post(proxy, orjson.dumps({"model": "m", "messages": QUESTION, "stream": True}))
+    assert (got.status, got.body) == (200, b"".join(chunks))
