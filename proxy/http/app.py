@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -28,10 +29,12 @@ from proxy.http.appkeys import (
 )
 from proxy.http.forward import RelayEnd
 from proxy.http.metrics import Metrics
+from proxy.http.observed import OBSERVED, upstream_trace
 from proxy.http.reload import Reloader
 from proxy.http.routes import add_routes
-from proxy.http.rundir import Worker
+from proxy.http.rundir import Worker, started
 from proxy.http.tenancy import Runtime
+from proxy.http.tracing import TRACING, tracing_from_env
 from proxy.http.workers import watch_supervisor
 from proxy.settings.config import Settings
 from proxy.store import backend_of, open_store
@@ -101,7 +104,8 @@ def _count(request: web.Request, record: RequestLog, status: int) -> None:
     metrics = request.app[METRICS]
     path = request.path.rstrip("/")
     route = _ROUTE_LABELS.get(path, "other" if request.path.startswith(("/v1/", "/api/")) else "internal")
-    metrics.requests.labels(route, str(status), record.team).inc()
+    observed = request.get(OBSERVED)
+    metrics.requests.labels(route, str(status), record.team, "none" if observed is None else observed.label).inc()
     if record.upstream_ms is not None:
         metrics.upstream_seconds.labels(record.team).observe(record.upstream_ms / 1000)
     if record.analysed:
@@ -116,9 +120,16 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
         auto_decompress=False,
         timeout=aiohttp.ClientTimeout(total=None),
         raise_for_status=False,
+        trace_configs=[upstream_trace()],
     ) as session:
         app[SESSION] = session
         yield
+
+
+async def _tracing(app: web.Application) -> AsyncIterator[None]:
+    """Spans still batched are exported when the app stops (off the event loop: it blocks)."""
+    yield
+    await asyncio.to_thread(app[TRACING].shutdown)
 
 
 async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:
@@ -163,17 +174,29 @@ def server_options(settings: Settings) -> dict[str, Any]:
     return {"keepalive_timeout": settings.server.header_timeout, "handler_cancellation": True}
 
 
-def make_app(runtime: Runtime, reloader: Reloader | None = None, worker: Worker | None = None) -> web.Application:
+def make_app(
+    runtime: Runtime,
+    reloader: Reloader | None = None,
+    worker: Worker | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> web.Application:
     """The proxy application on `runtime`; with a `reloader`, SIGHUP reloads config and policies;
-    `worker` says which of several workers this one is."""
+    `worker` says which of several workers this one is. Traces are on when the `OTEL_*`
+    variables of `environ` (the process's, by default) ask for them (`tracing`); `ConfigError`
+    when they ask for what cannot be."""
+    tracer = tracing_from_env(os.environ if environ is None else environ)
     settings = runtime.settings
     app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
     app[RUNTIME] = RuntimeHolder(runtime)
     app[STORES] = Stores()
     worker = worker or Worker()
     app[WORKER] = worker
-    app[METRICS] = Metrics(worker.metrics_dir)
+    run_dir = worker.run_dir
+    app[METRICS] = Metrics(worker.metrics_dir, None if run_dir is None else functools.partial(started, run_dir))
     app[GC] = GcAccounting()
+    if tracer is not None:
+        app[TRACING] = tracer
+        app.cleanup_ctx.append(_tracing)
     app.cleanup_ctx.append(_gc_accounting)
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)

@@ -1,13 +1,76 @@
-"""Prometheus metrics, in a registry of the app's own (no process-global state)."""
+"""Prometheus metrics, in a registry of the app's own (no process-global state), with the
+process's own (memory, CPU, file descriptors, `python_info`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+    multiprocess,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MODEL_LABELS", "Metrics", "ModelLabels", "WorkerProcesses"]
+
+MODEL_LABELS = 20
+"""Distinct models a worker labels its counts with; any model past them is counted as `other`."""
+_LONGEST_MODEL = 128
+"""A model name longer than this is counted as `other` too."""
+
+
+class ModelLabels:
+    """The `model` label: the models seen, the first `cap` of them by name, the rest `other`;
+    `none` for a request that names none. Bounded, so no client can grow the series without end."""
+
+    def __init__(self, cap: int = MODEL_LABELS) -> None:
+        self._cap = cap
+        self._seen: set[str] = set()
+
+    def __call__(self, model: str | None) -> str:
+        if not model:
+            return "none"
+        if model in self._seen:
+            return model
+        if len(self._seen) < self._cap and len(model) <= _LONGEST_MODEL:
+            self._seen.add(model)
+            return model
+        return "other"
+
+
+class WorkerProcesses(Collector):
+    """With several workers: each worker's process metrics, labelled `worker` (prometheus-client's
+    multiprocess mode adds up counters from files, but a process's memory and CPU are not in
+    them). `workers` gives index -> pid of the set's workers, as the supervisor listed them."""
+
+    def __init__(self, workers: Callable[[], Mapping[int, int]]) -> None:
+        self._workers = workers
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            workers = self._workers()
+        except OSError:
+            return
+        families: dict[str, Metric] = {}
+        for index, pid in sorted(workers.items()):
+            process = ProcessCollector(pid=lambda pid=pid: pid, registry=None)  # type: ignore[misc]
+            for family in process.collect():
+                merged = families.setdefault(
+                    family.name, Metric(family.name, family.documentation, family.type, family.unit)
+                )
+                for sample in family.samples:
+                    merged.add_sample(sample.name, {**sample.labels, "worker": str(index)}, sample.value)
+        yield from families.values()
+
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -16,12 +79,28 @@ class Metrics:
     """Every counter and histogram the proxy exports, labelled by team where it applies. With a
     `multiprocess_dir` (several workers), `/metrics` adds up every worker's values."""
 
-    def __init__(self, multiprocess_dir: Path | None = None) -> None:
+    def __init__(
+        self, multiprocess_dir: Path | None = None, workers: Callable[[], Mapping[int, int]] | None = None
+    ) -> None:
         self._multiprocess_dir = multiprocess_dir
+        self._workers = workers
+        self.model_label = ModelLabels()
         self.registry = CollectorRegistry()
         r = self.registry
+        if multiprocess_dir is None:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
         self.requests = Counter(
-            "repair_proxy_requests", "Requests by route, status and team", ["route", "status", "team"], registry=r
+            "repair_proxy_requests",
+            "Requests by route, status, team and model (the model the request names, bounded: see ModelLabels)",
+            ["route", "status", "team", "model"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "repair_proxy_tokens",
+            "Tokens the upstream's replies say they used (their usage), every attempt counted: input or output",
+            ["kind", "model", "team"],
+            registry=r,
         )
         self.upstream_seconds = Histogram(
             "repair_proxy_upstream_seconds",
@@ -99,4 +178,7 @@ class Metrics:
             return generate_latest(self.registry)
         every = CollectorRegistry()
         multiprocess.MultiProcessCollector(every, path=str(self._multiprocess_dir))  # type: ignore[no-untyped-call]
+        PlatformCollector(registry=every)
+        if self._workers is not None:
+            every.register(WorkerProcesses(self._workers))
         return generate_latest(every)

@@ -24,6 +24,7 @@ from proxy.http.forward import forward, upstream_headers
 from proxy.http.replies import ARM_HEADER, TRIPS_HEADER, handback_reply, openai_error
 from proxy.http.reply import reply_stage
 from proxy.http.tenancy import Team
+from proxy.http.tracing import decided, observing, requested
 from proxy.http.upstream import UpstreamFailure
 
 __all__ = ["proxy_v1"]
@@ -128,6 +129,7 @@ async def _choose(
         extra[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in decision.new_trips))
     arm = "holdout" if team.holdout(decision.request.conversation) else "treated"
     extra[ARM_HEADER] = arm
+    decided(request, decision, arm)
     for settled in decision.effects.outcomes:
         outcome = settled.in_arm(arm == "holdout")
         request.app[METRICS].trip_outcomes.labels(arm, settled.pattern, outcome, team.name).inc()
@@ -161,6 +163,10 @@ async def _handback(request: web.Request, analysed: Planned, extra: dict[str, st
 
 
 async def proxy_v1(request: web.Request) -> web.StreamResponse:
+    return await observing(request, _proxy)
+
+
+async def _proxy(request: web.Request) -> web.StreamResponse:
     try:
         _check_path(request)
         team = _authenticate(request)
@@ -174,6 +180,7 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
     headers.popall(settings.server.key_header, None)
     dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
     analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None
+    requested(request, body, analysed)
     try:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:

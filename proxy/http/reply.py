@@ -36,6 +36,7 @@ from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 from proxy.http.forward import RelayEnd, downstream_headers, is_streaming, relay, send
 from proxy.http.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER
 from proxy.http.steps import Attempt, Deliver, End, Relay, after_reply, after_status
+from proxy.http.tracing import gate_retry
 from proxy.http.upstream import Timeouts, next_chunk
 
 __all__ = ["reply_stage"]
@@ -229,4 +230,5 @@ async def reply_stage(
         attempt = attempt.retried(gate, rules.gates[gate].edit_for(held).call_schema is not None)
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
+        gate_retry(request, gate.value)
         body = planned.retry(gate, attempt.retries[gate], constrained=not attempt.plain, refusal=held)

@@ -177,11 +177,11 @@ async def test_a_client_gone_mid_stream_is_counted_499_not_500(proxy: TestServer
         await response.content.readany()
         response.close()
     for _ in range(100):  # until the proxy has finished with the request (5 s at most)
-        if metric(proxy, "repair_proxy_requests_total", route="other", status="499", team="default"):
+        if metric(proxy, "repair_proxy_requests_total", route="other", status="499", team="default", model="none"):
             break
         await asyncio.sleep(0.05)
-    assert metric(proxy, "repair_proxy_requests_total", route="other", status="499", team="default") == 1
-    assert metric(proxy, "repair_proxy_requests_total", route="other", status="500", team="default") == 0
+    assert metric(proxy, "repair_proxy_requests_total", route="other", status="499", team="default", model="none") == 1
+    assert metric(proxy, "repair_proxy_requests_total", route="other", status="500", team="default", model="none") == 0
 
 
 MARKER = "ZEBRA-7f31-TOOL-OUTPUT-MARKER"

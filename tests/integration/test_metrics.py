@@ -59,7 +59,10 @@ async def test_metrics_follow_a_stuck_conversation(
     for out in ("@pytest_addition_b", "@pytest_addition_a", "@pytest_addition_b"):
         await post(proxy, chat.turn(test_run(out)).bytes())
     samples = await scrape(proxy)
-    assert value(samples, "repair_proxy_requests_total", route="chat", status="200", team="default") == 5
+    assert (
+        value(samples, "repair_proxy_requests_total", route="chat", status="200", team="default", model="qwen2.5-coder")
+        == 5
+    )
     assert (
         value(samples, "repair_proxy_trips_total", pattern="stuck_same_diagnostic", action="nudge", team="default") == 1
     )

@@ -152,7 +152,11 @@ async def test_a_conversation_spread_over_two_workers_gets_what_one_worker_gives
     assert 2 <= turns <= len(steps)
     _status, _headers, metrics = await get(f"{two.base}/metrics")
     assert isinstance(metrics, str)
-    assert counter(metrics, "repair_proxy_requests_total", route="chat", status="200", team="default") == len(steps)
+    assert counter(
+        metrics, "repair_proxy_requests_total", route="chat", status="200", team="default", model="qwen2.5-coder"
+    ) == len(steps)
+    for index in ("0", "1"):  # each worker's own process metrics, by whichever worker answered
+        assert counter(metrics, "process_resident_memory_bytes", worker=index) > 0
     _status, _headers, single = await get(f"{one.base}/metrics")
     assert isinstance(single, str)
     trips_two = sum(
