@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -196,6 +197,8 @@ def main() -> None:
     parser.add_argument("--upstream", help="an OpenAI-compatible base URL to use instead of starting llama-server")
     parser.add_argument("--out", type=Path, help="one JSON line per run")
     args = parser.parse_args()
+    # Stopped with SIGTERM, leave no model server or proxy behind: unwind as on Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     repos = args.repos.split(",")
     styles = {"both": ("openhands", "bash")}.get(args.style, (args.style,))
     arms, starts = args.arms.split(","), args.starts.split(",")

@@ -334,6 +334,49 @@ CASES = [
         "repeat_call",
         False,
     ),
+    Case(
+        "prose run as a command is not found by the shell each time: no repeated output",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-964",
+        [
+            [bash(f"DISCUSSION\nThe {word} step", "/bin/bash: line 9: DISCUSSION: command not found", None)]
+            for word in ("parse", "build", "visit", "read")
+        ],
+        "repeat_output",
+        False,
+    ),
+    Case(
+        "an edit SWE-agent's editor turns down, sent again and again, is a failing call",
+        "sweagent0-msb-java-deepseek-chat-v2/fasterxml__jackson-databind-3621",
+        [
+            [
+                bash(
+                    "edit 12:12\n    return x\nend_of_edit",
+                    "Your proposed edit has introduced new syntax error(s). Please read this error message "
+                    "carefully and then retry editing the file.\nERRORS:\n- E999 IndentationError",
+                    None,
+                )
+            ]
+        ]
+        * 3,
+        "repeat_failed_call",
+        True,
+    ),
+    Case(
+        "an edit SWE-agent's editor turns down never succeeded, however often",
+        "sweagent0-msb-java-deepseek-chat-v2/fasterxml__jackson-databind-3621",
+        [
+            [
+                bash(
+                    "edit 12:12\n    return x\nend_of_edit",
+                    "Your proposed edit has introduced new syntax error(s).\nERRORS:\n- E999 IndentationError",
+                    None,
+                )
+            ]
+        ]
+        * 6,
+        "repeat_call",
+        False,
+    ),
     # Noise is not a failure's signature.
     Case(
         "three different failures printed under the same warning are three failures",

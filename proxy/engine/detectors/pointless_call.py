@@ -37,11 +37,10 @@ AFTER = 2
 """Pointless calls in the conversation that trip the pattern."""
 BLOCK = 1
 """Pointless calls made, from which another proposed is refused."""
-_PLACEHOLDER = re.compile(
-    r"(?:^|[\s'\"=(])<([a-z]+(?:[ _-][a-z]+){1,8}(?:[.,][^<>\n=\"'0-9]{0,40})?)>(?=$|[\s'\")])", re.I
-)
-"""A bracketed phrase of two words or more, standing alone: `<commit-hash>`, `<the wrong code, ...>`;
-not `<div>`, `<a href="x">`, `<function f at 0x1>` or `Vec<u8>`."""
+_PLACEHOLDER = re.compile(r"(?:^|[\s'\"=(])<([a-z]+(?:[ _-][a-z]+){1,8}(?:[.,][^<>\n=\"'0-9]{0,40})?)>(?=$|[\s'\")])")
+"""A bracketed phrase of two lowercase words or more, standing alone: `<commit-hash>`, `<the wrong
+code, ...>`; not `<div>`, `<a href="x">`, `<function f at 0x1>`, `Vec<u8>` or a Java generic
+(`<T extends JsonTemplate>`)."""
 
 
 class Options(Ladder):

@@ -9,7 +9,8 @@ Remedy: quote the output and say another call will return the same.
 
 Must never fire on: results with no payload (empty or whitespace: side-effect tools), which
 never enter the ring; an edit's confirmation ("the file has been edited"), the same every
-time by design; failing results; outputs that change.
+time by design; failing results, and calls that could not run (`DISCUSSION: command not found`:
+prose run as a command); outputs that change.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class State:
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        if call.outcome is Outcome.FAIL or call.digest is None or call.mutates:
+        if call.outcome in (Outcome.FAIL, Outcome.ENVIRONMENT) or call.digest is None or call.mutates:
             continue
         entry = (call.call.name, call.digest, call.key)
         state = State((*state.ring, entry)[-ladder.ring :])

@@ -104,6 +104,7 @@ _ERROR_HEAD = re.compile(
 """A result that opens as an error does (not file contents that happen to mention one)."""
 _READ_FAILURE = re.compile(
     r"^[^\n]*(?:\bno such file or directory\b|\bdoes not exist\b|\bis a directory\b|\bpermission denied\b)|"
+    r"^File [^\n]* not found$|"
     r"^\s*error\b",
     re.IGNORECASE,
 )
@@ -178,10 +179,13 @@ _NOT_RUN = re.compile(
 _MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '?([\w]+)'?\s*$", re.MULTILINE)
 _BROKE = re.compile(
     r"(?:^|\n)[^\n]*(?:unexpected EOF while looking for matching|syntax error: unexpected end of file"
-    r"|syntax error near unexpected token)|(?:^|\n)EXECUTION TIMED OUT\b"
+    r"|syntax error near unexpected token|cd: [^\n]*: No such file or directory)|(?:^|\n)EXECUTION TIMED OUT\b"
+    r"|your proposed edit has introduced new syntax error|your changes have not been applied",
+    re.IGNORECASE,
 )
-"""The shell could not parse the command (prose sent as a command: an unmatched quote), or the
-agent's harness stopped it for taking too long: the call failed, whatever it printed before."""
+"""The shell could not parse the command (prose sent as a command: an unmatched quote) or `cd`
+into its directory, the agent's harness stopped it for taking too long, or SWE-agent's editor
+turned an edit down: the call failed, whatever kind it was read as and whatever it printed."""
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
