@@ -377,6 +377,29 @@ CASES = [
         "repeat_call",
         False,
     ),
+    Case(
+        "installs of different packages print the same warning and nothing else: no repeated output",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-11797",
+        [
+            [bash(f"pip install {name} -q", "WARNING: Running pip as the 'root' user can result in broken permissions")]
+            for name in ("pytz", "sqlparse", "asgiref", "tzdata")
+        ],
+        "repeat_output",
+        False,
+    ),
+    Case(
+        "a module missing between runs breaks a run of outputs",
+        "mswea2-pr816-deepseek-chat-lite-test/django__django-11797",
+        [
+            [bash("pip install pytz -q", "Successfully installed pytz")],
+            [bash("python reproduce_issue.py", TRACE + "ModuleNotFoundError: No module named 'sqlparse'", 1)],
+            [bash("pip install sqlparse -q", "Successfully installed pytz")],
+            [bash("python reproduce_issue.py", TRACE + "ModuleNotFoundError: No module named 'asgiref'", 1)],
+            [bash("pip install asgiref -q", "Successfully installed pytz")],
+        ],
+        "repeat_output",
+        False,
+    ),
     # Noise is not a failure's signature.
     Case(
         "three different failures printed under the same warning are three failures",

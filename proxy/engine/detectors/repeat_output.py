@@ -9,8 +9,9 @@ Remedy: quote the output and say another call will return the same.
 
 Must never fire on: results with no payload (empty or whitespace: side-effect tools), which
 never enter the ring; an edit's confirmation ("the file has been edited"), the same every
-time by design; failing results, and calls that could not run (`DISCUSSION: command not found`:
-prose run as a command); outputs that change.
+time by design; output that is only what every run prints (pip's warning as root);
+failing results, and calls that could not run (`DISCUSSION: command not found`: prose run as a
+command; they break a run, never make one); outputs that change.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pydantic import Field
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import Outcome
+from proxy.engine.reading.envelope import payload
+from proxy.engine.reading.outcome import Outcome, without_noise
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
@@ -53,7 +55,12 @@ class State:
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        if call.outcome in (Outcome.FAIL, Outcome.ENVIRONMENT) or call.digest is None or call.mutates:
+        if call.outcome is Outcome.ENVIRONMENT:
+            # It could not run: it breaks a run of outputs (a module missing, then installed,
+            # between two different runs), and never makes one (prose run as a command).
+            state = State((*state.ring, (call.call.name, "", call.key))[-ladder.ring :])
+            continue
+        if call.outcome is Outcome.FAIL or call.digest is None or call.mutates or not _says_something(call.output):
             continue
         entry = (call.call.name, call.digest, call.key)
         state = State((*state.ring, entry)[-ladder.ring :])
@@ -77,6 +84,12 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
                 )
             )
     return state, trips
+
+
+def _says_something(output: str) -> bool:
+    """More than lines every run prints (pip's warning as root, an interpreter's warnings):
+    three installs of different packages print the same warning, and say nothing alike."""
+    return len(output) > 4000 or bool(payload(without_noise(output)).strip("0 \n"))
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:

@@ -180,12 +180,15 @@ _MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module n
 _BROKE = re.compile(
     r"(?:^|\n)[^\n]*(?:unexpected EOF while looking for matching|syntax error: unexpected end of file"
     r"|syntax error near unexpected token|cd: [^\n]*: No such file or directory)|(?:^|\n)EXECUTION TIMED OUT\b"
-    r"|your proposed edit has introduced new syntax error|your changes have not been applied",
-    re.IGNORECASE,
 )
 """The shell could not parse the command (prose sent as a command: an unmatched quote) or `cd`
-into its directory, the agent's harness stopped it for taking too long, or SWE-agent's editor
-turned an edit down: the call failed, whatever kind it was read as and whatever it printed."""
+into its directory, or the agent's harness stopped it for taking too long: the call failed,
+whatever kind it was read as and whatever it printed."""
+_EDITOR_REFUSED = re.compile(
+    r"your proposed edit has introduced new syntax error|your changes have not been applied", re.IGNORECASE
+)
+"""SWE-agent's editor turning an edit down, after the code it would have changed: the call was
+not carried out (whatever kind it was read as: an edit whose body runs code is read as a check)."""
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
@@ -256,8 +259,9 @@ def without_noise(text: str) -> str:
 
 def rejected(text: str) -> bool:
     """The tool turned the call down (a missing or invalid argument, an unknown tool): the result
-    opens as an error and says why."""
-    return _ERROR_HEAD.match(text) is not None and _REJECTED.search(text[:400]) is not None
+    opens as an error and says why; or SWE-agent's editor refused the edit."""
+    head = _ERROR_HEAD.match(text) is not None and _REJECTED.search(text[:400]) is not None
+    return head or ("our" in text and _EDITOR_REFUSED.search(text) is not None)
 
 
 def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
