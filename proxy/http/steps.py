@@ -120,6 +120,10 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
     """Once the reply is judged: deliver it, or ask again through the gate that holds it while
     the gate has tries left and the agent request's budget of extra generations allows."""
     gate = judgement.gate
+    if attempt.gate is Gate.BLOCK and not judgement.acts:
+        # Refused a futile call, the model answered with none (an empty reply, prose): worse
+        # than the call it was asked to replace. The agent gets the model's own reply.
+        return Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)
     if gate is None:
         return Deliver(End.COMPLETE)
     if attempt.retries.get(gate, 0) >= rules.gates[gate].max_attempts or attempt.spent >= budget:

@@ -179,3 +179,22 @@ async def test_a_streamed_ollama_rerun_is_refused_and_the_other_call_streams_who
     status, _headers, body = await post(proxy, body_for("ollama", chat, stream=True), path=PATHS["ollama"])
     assert status == 200 and body == b"".join(better)
     assert len(upstream.seen) == 2
+
+
+async def test_a_reask_answered_with_nothing_gives_the_agent_the_models_own_call(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """Refused, asked again, the model answers empty: the agent gets the call it first made,
+    marked `futile`, never an empty reply (seen 23 times in 51 turns on the recovery bench)."""
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    first = _call("execute_bash", RERUN, "call_1")
+    upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("")))
+    async with sdk(proxy) as client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="m",
+            messages=chat.messages,
+            tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
+        )
+    assert raw.headers["X-Repair-Outcome"] == "futile"
+    assert [c.id for c in raw.parse().choices[0].message.tool_calls or []] == ["call_1"]
+    assert len(upstream.seen) == 2

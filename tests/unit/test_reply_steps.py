@@ -82,3 +82,28 @@ def test_a_retry_spends_one_generation_and_a_schema_refusal_none() -> None:
     plain = RETRY.without_schema()
     assert (plain.spent, plain.schema, plain.plain) == (1, False, True)
     assert plain.retried(Gate.FINISH, schema=True).schema is False, "once refused, no schema again"
+
+
+BLOCK_RETRY = OWN.retried(Gate.BLOCK, schema=True)
+"""The block gate's re-ask after a futile call."""
+
+
+@pytest.mark.parametrize(
+    ("judgement", "step"),
+    [
+        (Judgement(None, acts=True), Deliver(End.COMPLETE)),
+        (Judgement(None, acts=False), Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
+        (Judgement(Gate.ACTION, acts=False), Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
+        (Judgement(Gate.BLOCK, acts=True), Retry(Gate.BLOCK, spends=True)),
+    ],
+    ids=[
+        "the re-ask answered with another call: deliver it",
+        "the re-ask answered with no call: the model's own call, marked futile, never an empty reply",
+        "the re-ask answered with prose the action gate would hold: the same, budget or not",
+        "the re-ask futile too, a budget of 3 left: asked again (with 1, the first reply: above)",
+    ],
+)
+def test_after_a_block_the_agent_never_gets_a_reply_that_does_less(judgement: Judgement, step: Step) -> None:
+    """Seen on the recovery bench (Qwen2.5-Coder-1.5B, seed 0): refused re-runs were answered
+    with empty replies 23 times in 51 turns, and the agents got them."""
+    assert after_reply(BLOCK_RETRY, judgement, RULES, budget=3) == step

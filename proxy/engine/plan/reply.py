@@ -110,6 +110,8 @@ class Judgement:
     """Pass it on as these calls instead of its text."""
     refusal: Refusal | None = None
     """Why the block gate holds it."""
+    acts: bool = False
+    """The reply makes a call (real, salvaged from its text, or written in the agent's protocol)."""
 
 
 def _finishing(calls: Sequence[str | None], rules: ReplyRules) -> bool:
@@ -143,10 +145,10 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
     calls = view.calls or tuple(c.name for c in salvaged or ())
     if calls:
         if (refusal := _refusal(view, salvaged, rules)) is not None:
-            return Judgement(Gate.BLOCK, salvaged, refusal)
-        return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged)
+            return Judgement(Gate.BLOCK, salvaged, refusal, acts=True)
+        return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged, acts=True)
     if (as_text := _written(view, rules)) is not None:
-        return Judgement(Gate.FINISH if as_text[1] else None, None)
+        return Judgement(Gate.FINISH if as_text[1] else None, None, acts=True)
     if not view.text.strip():
         return Judgement(rules.empty_gate, None)
     # salvage found no call above (or is off, with nothing offered to salvage): what is still
