@@ -24,7 +24,8 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.outcome import Outcome, without_noise
+from proxy.engine.reading.noise import without_noise
+from proxy.engine.reading.outcome import Outcome
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 
 from proxy.engine.reading.envelope import payload
+from proxy.engine.reading.noise import noise_line
 from proxy.engine.reading.normalise import meaningful, normalise_line, strip_controls
-from proxy.engine.reading.outcome import noise_line
 from proxy.engine.reading.textscan import Marker, marked_lines
 
 __all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "Pointers", "evidence", "extract_pointers"]

@@ -20,6 +20,7 @@ from enum import StrEnum
 import orjson
 
 from proxy.engine.reading.envelope import payload
+from proxy.engine.reading.noise import without_noise
 from proxy.engine.reading.textscan import Marker, any_marker
 from proxy.settings.kinds import CallKind
 
@@ -29,11 +30,9 @@ __all__ = [
     "Outcome",
     "environment_problem",
     "exit_code",
-    "noise_line",
     "rejected",
     "result_outcome",
     "test_report",
-    "without_noise",
 ]
 
 
@@ -218,43 +217,6 @@ def _installed_cannot_import(tail: str, errors: list[str]) -> bool:
         return False
     frames = _FRAME.findall(tail)
     return bool(frames) and any(part in frames[-1] for part in ("/site-packages/", "/dist-packages/"))
-
-
-_NOISE = re.compile(
-    r"^\s*(?:[^\n]*\b\w*Warning: |warnings\.warn\(|Exception ignored in|WARNING: (?:Running pip|You are using pip|"
-    r"The directory|Ignoring invalid distribution|pip is configured)|\[notice\] )"
-)
-"""Lines a run prints whatever it does: warnings, the interpreter's "Exception ignored", pip's notes."""
-
-
-def noise_line(line: str) -> bool:
-    """A line that says nothing about whether the work is right (see `_NOISE`)."""
-    return _NOISE.match(line) is not None
-
-
-def without_noise(text: str) -> str:
-    """`text` without noise: warning lines (with the source line Python prints under each) and
-    whole "Exception ignored in" blocks (the traceback the interpreter prints at exit)."""
-    if "Warning" not in text and "Exception ignored" not in text and "WARNING" not in text:
-        return text
-    kept: list[str] = []
-    skipping = ""
-    for line in text.split("\n"):
-        if skipping == "ignored":
-            if line and not line.startswith((" ", "\t", "Traceback")):
-                skipping = ""  # the exception line ends the block
-            continue
-        if skipping == "warning" and line.startswith((" ", "\t")):
-            skipping = ""
-            continue
-        skipping = ""
-        if line.startswith("Exception ignored"):
-            skipping = "ignored"
-        elif noise_line(line):
-            skipping = "warning"
-        else:
-            kept.append(line)
-    return "\n".join(kept)
 
 
 def rejected(text: str) -> bool:
