@@ -66,11 +66,14 @@ class Attempt:
     """Extra generations spent so far (every gate's retries together)."""
     first: bool = False
     """A reply was held before this one (the model's own, from the agent's request)."""
+    first_acts: bool = True
+    """That first reply makes a call."""
 
-    def retried(self, gate: Gate, schema: bool) -> Attempt:
-        """The attempt a gate's retry makes."""
+    def retried(self, gate: Gate, schema: bool, first_acts: bool = True) -> Attempt:
+        """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls)."""
         retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
-        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True)
+        acts = self.first_acts if self.first else first_acts
+        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True, acts)
 
     def without_schema(self) -> Attempt:
         """The same attempt sent again without its call schema, and none after it."""
@@ -127,5 +130,8 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
     if gate is None:
         return Deliver(End.COMPLETE)
     if attempt.retries.get(gate, 0) >= rules.gates[gate].max_attempts or attempt.spent >= budget:
-        return Deliver(GIVEN_UP[gate], first=attempt.first and gate in _FIRST_REPLY, gate=gate)
+        # The block gate gives up with the model's first reply only when that one calls: after
+        # an empty reply the action gate asked again for, the futile call is still more than nothing.
+        first = attempt.first and gate in _FIRST_REPLY and (gate is not Gate.BLOCK or attempt.first_acts)
+        return Deliver(GIVEN_UP[gate], first=first, gate=gate)
     return Retry(gate, spends=True)

@@ -107,3 +107,17 @@ def test_after_a_block_the_agent_never_gets_a_reply_that_does_less(judgement: Ju
     """Seen on the recovery bench (Qwen2.5-Coder-1.5B, seed 0): refused re-runs were answered
     with empty replies 23 times in 51 turns, and the agents got them."""
     assert after_reply(BLOCK_RETRY, judgement, RULES, budget=3) == step
+
+
+def test_when_block_gives_up_after_an_empty_first_reply_the_agent_gets_the_call() -> None:
+    """The model answered empty, the action gate asked again (the one generation of budget), and
+    the answer was a futile call: giving up with the first reply would hand the agent the empty
+    one. Seen on the recovery bench, single-bash style: 5 of 8 turns marked futile had no call."""
+    after_empty = OWN.retried(Gate.ACTION, schema=True, first_acts=False)
+    assert after_reply(after_empty, Judgement(Gate.BLOCK, acts=True), RULES, budget=1) == Deliver(
+        End.FUTILE, first=False, gate=Gate.BLOCK
+    )
+    after_call = OWN.retried(Gate.BLOCK, schema=True, first_acts=True)
+    assert after_reply(after_call, Judgement(Gate.BLOCK, acts=True), RULES, budget=1) == Deliver(
+        End.FUTILE, first=True, gate=Gate.BLOCK
+    )
