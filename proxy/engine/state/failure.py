@@ -133,12 +133,7 @@ class RepairState:
     def shown(self, path: str) -> str | None:
         """What the agent's last read of `path` showed, when it read it and has not changed it
         since (paths compared as the agent wrote them, relative or absolute)."""
-        bare = path.lstrip("./")
-        for known, text in reversed(self.seen):
-            other = known.lstrip("./")
-            if other == bare or other.endswith("/" + bare) or bare.endswith("/" + other):
-                return text
-        return None
+        return next((text for known, text in reversed(self.seen) if same_file(known, path)), None)
 
 
 SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
