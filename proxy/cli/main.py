@@ -16,6 +16,7 @@ from proxy.engine.text.tokens import EncodingUnavailable
 from proxy.http.logs import configure_logging
 from proxy.http.rundir import Worker
 from proxy.http.tenancy import Shared, build_runtime
+from proxy.http.traces_asked import traces_asked
 from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
@@ -88,6 +89,8 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     configure_logging(settings.logging.level)
     count = settings.server.worker_count()
     check_store(settings.store.verdicts)  # an unusable store stops here, before anything listens
+    if args.worker is None:
+        traces_asked(environ)  # traces asked for without the SDK stop here, said once, not once per worker
     if args.worker is None and count > 1:
         build_runtime(settings)  # policy errors stop here, said once, before any worker starts
         return supervise(argv, settings, count)

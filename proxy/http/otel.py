@@ -33,7 +33,7 @@ def _otlp() -> SpanExporter:
 
 
 EXPORTERS = {"otlp": _otlp, "console": ConsoleSpanExporter}
-"""`OTEL_TRACES_EXPORTER` values the proxy serves."""
+"""`OTEL_TRACES_EXPORTER` values the proxy serves (`traces_asked.EXPORTER_NAMES`, in that order)."""
 
 
 class Otel:

@@ -29,7 +29,7 @@ from proxy.engine.plan.decide import Decision
 from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 from proxy.http.forward import RelayEnd
 from proxy.http.observed import CURRENT, OBSERVED, Observed, genai_reply, quiet
-from proxy.settings.problems import ConfigError, ConfigProblem
+from proxy.http.traces_asked import not_installed, traces_asked
 
 if TYPE_CHECKING:
     from proxy.http.otel import Otel
@@ -53,47 +53,21 @@ MODEL_BODY_LIMIT = 1024 * 1024
 """An unanalysed body is read for its `model` only up to this size."""
 
 
-def _problem(variable: str, message: str) -> ConfigError:
-    return ConfigError([ConfigProblem("environment", variable, message)])
-
-
-def _asked(environ: Mapping[str, str]) -> tuple[str, str] | None:
-    """(the variable that asks for traces, the exporter); None: traces are off."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return None
-    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter:
-        return None if exporter == "none" else ("OTEL_TRACES_EXPORTER", exporter)
-    for variable in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
-        if environ.get(variable, "").strip():
-            return variable, "otlp"
-    return None
-
-
 def tracing_from_env(environ: Mapping[str, str]) -> Otel | None:
     """The tracer the `OTEL_*` variables ask for, None when they ask for none; `ConfigError` (one
-    line at start) when they ask for what cannot be: an exporter not served, or a missing SDK."""
-    asked = _asked(environ)
+    line at start) when they ask for what cannot be: an exporter not served, or a missing SDK
+    (`traces_asked`, which a supervisor checks once before its workers start)."""
+    asked = traces_asked(environ)
     if asked is None:
         return None
-    variable, exporter = asked
-    protocol = environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-    if exporter == "otlp" and protocol not in (None, "", "http/protobuf"):
-        raise _problem("OTEL_EXPORTER_OTLP_PROTOCOL", f"{protocol!r}: only http/protobuf is served")
     try:
-        from proxy.http.otel import EXPORTERS, Otel  # noqa: PLC0415 - only when traces are asked for
+        from proxy.http.otel import Otel  # noqa: PLC0415 - only when traces are asked for
 
-        if exporter == "otlp":
+        if asked.exporter == "otlp":
             import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401, PLC0415
-    except ImportError as exc:
-        raise _problem(
-            variable,
-            f"traces are asked for but OpenTelemetry is not installed ({exc.name or exc} is missing): "
-            "pip install 'repair-proxy[otel]', or unset the OTEL_* variables",
-        ) from None
-    if exporter not in EXPORTERS:
-        raise _problem("OTEL_TRACES_EXPORTER", f"{exporter!r}: the proxy exports to one of {', '.join(EXPORTERS)}")
-    return Otel.of(exporter)
+    except ImportError as exc:  # found but failing as imported (a dependency of the SDK missing)
+        raise not_installed(asked, str(exc.name or exc)) from None
+    return Otel.of(asked.exporter)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -25,8 +25,9 @@ from opentelemetry.trace import SpanKind
 from support import Upstream, fresh_interpreter, json_reply, post, sdk, sse_reply, start_proxy, start_upstream
 
 from proxy.http.app import make_app, server_options
-from proxy.http.otel import Otel
+from proxy.http.otel import EXPORTERS, Otel
 from proxy.http.tenancy import build_runtime
+from proxy.http.traces_asked import EXPORTER_NAMES
 from proxy.http.tracing import TRACING, tracing_from_env
 from proxy.settings.config import load_settings
 from proxy.settings.problems import ConfigError
@@ -306,18 +307,20 @@ def test_with_the_variables_unset_no_tracer_is_made_and_nothing_is_imported() ->
         ({"OTEL_TRACES_EXPORTER": "otlp"}, "OTEL_TRACES_EXPORTER: traces are asked for"),
     ],
 )
+@pytest.mark.parametrize("workers", [1, 2])
 def test_asked_for_without_the_packages_the_proxy_stops_at_start_with_one_line(
-    environ: dict[str, str], says: str, tmp_path: Path
+    environ: dict[str, str], says: str, tmp_path: Path, workers: int
 ) -> None:
     """`repair-proxy serve` with the variables set where OpenTelemetry cannot be imported (a
-    package of that name that fails, first on the path): exit 2, one line, nothing listens."""
+    package of that name that fails, first on the path): exit 2, one line, nothing listens.
+    With workers, the supervisor says it once and starts none (each worker used to say it)."""
     missing = tmp_path / "opentelemetry"
     missing.mkdir()
     (missing / "__init__.py").write_text('raise ImportError("not installed", name="opentelemetry")\n')
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REPAIR_PROXY_"))}
     env = {**clean, **environ, "PYTHONPATH": str(tmp_path), "REPAIR_PROXY_VERDICTS": ""}
     done = subprocess.run(
-        [sys.executable, "-m", "proxy", "serve", "--port", "0", "--workers", "1"],
+        [sys.executable, "-m", "proxy", "serve", "--port", "0", "--workers", str(workers)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -330,6 +333,7 @@ def test_asked_for_without_the_packages_the_proxy_stops_at_start_with_one_line(
     assert lines[0].startswith("error: environment: ") and says in lines[0]
     assert "pip install 'repair-proxy[otel]'" in lines[0]
     assert "listening" not in done.stdout
+    assert "supervising" not in done.stdout  # no worker was started to fail
 
 
 @pytest.mark.parametrize(
@@ -346,6 +350,22 @@ def test_what_cannot_be_exported_to_is_refused_at_start(environ: dict[str, str],
     with pytest.raises(ConfigError) as refused:
         tracing_from_env(environ)
     assert says in str(refused.value)
+
+
+def test_the_check_before_workers_start_loads_no_sdk_and_knows_the_exporters() -> None:
+    """A supervisor checks the variables once before its workers start (`traces_asked`): it
+    finds the SDK's modules without importing them (nor aiohttp: it serves nothing), and
+    accepts the exporters the workers make."""
+    script = (
+        "import sys\n"
+        "from proxy.http.traces_asked import traces_asked\n"
+        "asked = traces_asked({'OTEL_EXPORTER_OTLP_ENDPOINT': 'http://127.0.0.1:4318'})\n"
+        "assert asked is not None and asked.exporter == 'otlp', asked\n"
+        "loaded = [m for m in sys.modules if m.startswith(('opentelemetry.sdk.', 'opentelemetry.trace', 'aiohttp'))]\n"
+        "print(sorted(loaded))\n"
+    )
+    assert fresh_interpreter(script).stdout.strip() == "[]"
+    assert tuple(EXPORTERS) == EXPORTER_NAMES
 
 
 @pytest.mark.parametrize(
