@@ -133,18 +133,19 @@ class Runtime:
         return build_runtime(settings, self.shared)
 
 
-def _policy_path(settings: Settings, path: str) -> str:
-    """A policy path relative to the config file; a preset name as it is."""
-    if not path or is_preset_name(path) or Path(path).is_absolute() or settings.source == "<defaults>":
+def _policy_path(settings: Settings, path: str, key: str) -> str:
+    """A policy path relative to the config file (or to the working directory, when a variable
+    set it: `Settings.base_of`); a preset name as it is."""
+    if not path or is_preset_name(path) or Path(path).is_absolute():
         return path
-    return str(Path(settings.source).parent / path)
+    return str(settings.base_of(key) / path)
 
 
 def _named(exc: ConfigError, settings: Settings, key: str, path: str) -> list[ConfigProblem]:
     """A policy that cannot be read at all is the config key's problem (which file named it,
     and where); a policy with bad keys names its own file."""
     return [
-        ConfigProblem(settings.source, key, f"{path}: {p.message}") if p.key in ("<file>", "<name>") else p
+        ConfigProblem(settings.origin(key), key, f"{path}: {p.message}") if p.key in ("<file>", "<name>") else p
         for p in exc.problems
     ]
 
@@ -152,7 +153,7 @@ def _named(exc: ConfigError, settings: Settings, key: str, path: str) -> list[Co
 def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
     """Load every team's policy; raise `ConfigError` naming the file and key of every problem."""
     shared = shared or Shared.of(settings)
-    default_policy_path = _policy_path(settings, settings.repair.policy)
+    default_policy_path = _policy_path(settings, settings.repair.policy, "repair.policy")
     engines: dict[str, Engine] = {}
 
     def engine(path: str, key: str) -> Engine:
@@ -176,7 +177,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
     for index, entry in enumerate(settings.team):
-        path = _policy_path(settings, entry.policy) if entry.policy else default_policy_path
+        path = _policy_path(settings, entry.policy, f"team.{index}.policy") if entry.policy else default_policy_path
         try:
             team_engine = engine(path, f"team.{index}.policy" if entry.policy else "repair.policy")
         except ConfigError as exc:

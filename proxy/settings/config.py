@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from proxy.settings.problems import ConfigError, ConfigProblem, problems_of, read_toml
 
@@ -121,8 +121,8 @@ class UpstreamSettings(_Frozen):
     max_connections: int = Field(default=100, ge=1)
     client_cert: str = ""
     """A PEM client certificate (chain) presented to https upstreams that ask for one; relative
-    to the config file. Empty: none. The CAs trusted for the upstream's own certificate are the
-    system's, or the file `SSL_CERT_FILE` names."""
+    as `Settings.base_of` says. Empty: none. The CAs trusted for the upstream's own certificate
+    are the system's, or the file `SSL_CERT_FILE` names."""
     client_key: str = ""
     """The client certificate's private key (PEM, unencrypted); empty: in `client_cert`'s file."""
 
@@ -235,6 +235,17 @@ class Settings(_Frozen):
     """`[[team]]` tables. None: one default team serves everyone."""
     source: str = "<defaults>"
     """Where these settings came from (for error messages); not a TOML key."""
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)  # dotted key -> not the file
+
+    def origin(self, key: str) -> str:
+        """Where the value of `key` (dotted: `upstream.client_cert`) came from, as an error names
+        it: the environment variable (`environment VAR`) or the command line, else the file."""
+        return self._origins.get(key, self.source)
+
+    def base_of(self, key: str) -> Path:
+        """What a relative path in `key` is relative to: the config file's directory when the file
+        set it, else the working directory."""
+        return Path(self.source).parent if self.origin(key) == self.source != "<defaults>" else Path()
 
     @model_validator(mode="after")
     def _unique_teams(self) -> Settings:
@@ -274,10 +285,12 @@ def load_settings(
         else:
             merged[section] = values
     try:
-        return Settings.model_validate({**merged, "source": file})
+        settings = Settings.model_validate({**merged, "source": file})
     except ValidationError as exc:
         problems = problems_of(exc, file)
         raise ConfigError([_blamed(p, origins) for p in problems]) from None
+    settings._origins.update({f"{section}.{key}": origin for (section, key), origin in origins.items()})
+    return settings
 
 
 def _blamed(problem: ConfigProblem, origins: Mapping[tuple[str, str], str]) -> ConfigProblem:
