@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.noise import noise_line
-from proxy.engine.reading.normalise import meaningful, normalise_line, strip_controls
+from proxy.engine.reading.normalise import normalised_or_none, strip_controls
 from proxy.engine.reading.textscan import Marker, marked_lines
 
 __all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "Pointers", "evidence", "extract_pointers"]
@@ -169,18 +169,20 @@ def evidence(output: str) -> Evidence:
     for start in marked_lines(EVIDENCE_MARKERS, text):
         end = text.find("\n", start)
         raw = text[start : end if end != -1 else len(text)][:LINE_CHARS].rstrip()
-        if not meaningful(raw) or noise_line(raw):
+        norm = normalised_or_none(raw)
+        if norm is None or noise_line(raw):
             continue
-        norm = normalise_line(raw)
         if norm not in seen:
             seen.add(norm)
             picked.append((raw, norm))
             if len(picked) >= _MAX_EVIDENCE_LINES:
                 break
     if not picked:
-        lines = text.split("\n")[-_TAIL_LINES:]
-        tail = [line[:LINE_CHARS].rstrip() for line in lines if meaningful(line[:LINE_CHARS]) and not noise_line(line)]
-        picked = [(raw, normalise_line(raw)) for raw in tail]
+        for line in text.split("\n")[-_TAIL_LINES:]:
+            raw = line[:LINE_CHARS].rstrip()
+            norm = normalised_or_none(raw)
+            if norm is not None and not noise_line(line):
+                picked.append((raw, norm))
         basis = "\n".join(norm for _, norm in picked)[-4000:]
         quoted = picked[-12:]
     else:

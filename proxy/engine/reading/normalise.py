@@ -11,8 +11,9 @@ message, failing test names).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["meaningful", "normalise", "normalise_line", "strip_controls"]
+__all__ = ["meaningful", "normalise", "normalise_line", "normalised_or_none", "strip_controls"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 """CSI sequences, and OSC sequences up to their BEL or ST (or the next escape: never past it)."""
@@ -62,6 +63,26 @@ def meaningful(line: str) -> bool:
     return not (_FRAME_NOISE.match(line) or _BLANKISH.match(line))
 
 
+_REMEMBERED_CHARS = 240
+"""Lines up to this long are remembered (`normalised_or_none`): a bound on the memo's size."""
+
+
+@lru_cache(maxsize=8192)
+def _remembered(line: str) -> str | None:
+    return normalise_line(line) if meaningful(line) else None
+
+
+def normalised_or_none(line: str) -> str | None:
+    """`normalise_line` of a meaningful line, None for one that is not. A pure function of the
+    line, remembered for short lines: a check run again prints mostly the lines it printed
+    before (the passing tests, the same traceback), and those cost a lookup, not a dozen
+    patterns. Long lines are worked out every time (the memo holds at most 8192 short lines)."""
+    if len(line) <= _REMEMBERED_CHARS:
+        return _remembered(line)
+    return normalise_line(line) if meaningful(line) else None
+
+
 def normalise(text: str) -> str:
     """The text with run-to-run noise replaced by placeholders; one line per meaningful line."""
-    return "\n".join(normalise_line(line) for line in strip_controls(text).split("\n") if meaningful(line))
+    kept = map(normalised_or_none, strip_controls(text).split("\n"))
+    return "\n".join(line for line in kept if line is not None)

@@ -165,20 +165,32 @@ def test_report(text: str) -> bool:
     return any_marker(_REPORTS, text)
 
 
-_NOT_RUN = re.compile(
-    r"(?:^|\n)[^\n]*(?:: command not found|: not found$|can't open file [^\n]*No such file or directory"
-    r"|No module named (?:pytest|unittest|nose|tox|nox|coverage)\b"
-    r"|^/usr/bin/env: [^\n]*No such file or directory"
-    r"|^(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh: (?:line \d+: )?[^:\n]+: No such file or directory$"
-    r"|^FileNotFoundError: \[Errno 2\] No such file or directory: '[\w.+-]+'(?:: '[\w.+-]+')?$"
-    r"|Connection refused|Is the server running on that host|could not translate host name"
-    r"|Temporary failure in name resolution|Name or service not known|Network is unreachable)",
-    re.MULTILINE,
+_NOT_RUN = (
+    Marker.of(": command not found"),
+    Marker.of(": not found", r": not found$"),
+    Marker.of("can't open file", r"can't open file .*No such file or directory"),
+    Marker.of("No module named", r"No module named (?:pytest|unittest|nose|tox|nox|coverage)\b"),
+    Marker.of("/usr/bin/env: ", r"^/usr/bin/env: .*No such file or directory"),
+    Marker.of("sh: ", r"^(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh: (?:line \d+: )?[^:\n]+: No such file or directory$"),
+    Marker.of(
+        "FileNotFoundError", r"^FileNotFoundError: \[Errno 2\] No such file or directory: '[\w.+-]+'(?:: '[\w.+-]+')?$"
+    ),
+    Marker.of("Connection refused"),
+    Marker.of("Is the server running on that host"),
+    Marker.of("could not translate host name"),
+    Marker.of("Temporary failure in name resolution"),
+    Marker.of("Name or service not known"),
+    Marker.of("Network is unreachable"),
 )
+"""A line saying the call could not run (markers: a substring search first, the line's pattern
+only where it is found)."""
 _MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '?([\w]+)'?\s*$", re.MULTILINE)
-_BROKE = re.compile(
-    r"(?:^|\n)[^\n]*(?:unexpected EOF while looking for matching|syntax error: unexpected end of file"
-    r"|syntax error near unexpected token|cd: [^\n]*: No such file or directory)|(?:^|\n)EXECUTION TIMED OUT\b"
+_BROKE = (
+    Marker.of("unexpected EOF while looking for matching"),
+    Marker.of("syntax error: unexpected end of file"),
+    Marker.of("syntax error near unexpected token"),
+    Marker.of("cd: ", r"cd: .*: No such file or directory"),
+    Marker.of("EXECUTION TIMED OUT", r"^EXECUTION TIMED OUT\b"),
 )
 """The shell could not parse the command (prose sent as a command: an unmatched quote) or `cd`
 into its directory, or the agent's harness stopped it for taking too long: the call failed,
@@ -201,11 +213,11 @@ def environment_problem(text: str, code: int | None) -> bool:
     if code in (126, 127):
         return True
     head = text[:2000]
-    if _NOT_RUN.search(head) or (text is not head and _NOT_RUN.search(text[-2000:])):
+    if any_marker(_NOT_RUN, head) or (text is not head and any_marker(_NOT_RUN, text[-2000:])):
         return True
     tail = text[-4000:]
-    missing = _MISSING_MODULE.findall(tail)
-    errors = _ERROR_LINE.findall(tail)
+    missing = _MISSING_MODULE.findall(tail) if "No module named" in tail else []
+    errors = _ERROR_LINE.findall(tail) if "Error" in tail or "Exception" in tail else []
     return (bool(missing) and len(errors) == len(missing)) or _installed_cannot_import(tail, errors)
 
 
@@ -234,7 +246,7 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     code = exit_code(text)
     if kind in (CallKind.VERIFY, CallKind.OTHER) and code != 0 and environment_problem(payload(text), code):
         return Outcome.ENVIRONMENT
-    if kind is not CallKind.FINISH and code != 0 and _BROKE.search(text[:600]):
+    if kind is not CallKind.FINISH and code != 0 and any_marker(_BROKE, text[:600]):
         return Outcome.FAIL
     if kind is CallKind.EDIT:
         if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
