@@ -3,8 +3,9 @@
 Each timed request is the next turn of one of many conversations (`--conversations`, 30), at each transcript
 size (`--sizes`, 50 and 600 messages): conversation c's k-th timed request carries its transcript (workload.
 transcript, seed c: an assistant message with one tool call and its result per turn) up to size + 2k messages.
-Before the clock starts, every conversation is primed on every target with one untimed request at its starting
-size, so what is timed is growth by one turn, an agent's steady state, not a cold fold. Conversation ids (the
+Before the clock starts, every conversation is primed on every target with its starting transcript, sent
+`PRIMES` times untimed (a long history first seen is folded over a few requests, each within the analysis
+budget), so what is timed is growth by one turn, an agent's steady state, not a cold fold. Conversation ids (the
 `X-Repair-Conversation` header) are fresh per run, size and target: no two share state.
 
 Targets, each its own process(es) on loopback in front of the same instant upstream (bench/fast_upstream.py):
@@ -168,6 +169,11 @@ def loads_ms(body: bytes) -> float:
     return statistics.median(timeit.repeat(lambda: orjson.loads(body), number=1, repeat=50)) * 1000
 
 
+PRIMES = 8
+"""Untimed sends of each conversation's starting transcript: enough for a 600-message history first seen to be
+folded whole, a budget's worth per request."""
+
+
 async def measure(
     client: aiohttp.ClientSession, targets: list[Target], pids: dict[str, int], setup: Setup, size: int, nonce: str
 ) -> Numbers:
@@ -183,8 +189,9 @@ async def measure(
 
     for c in range(setup.conversations):
         primer = body(c, 0)
-        for target in targets:
-            await send(client, target, primer, conversation(target, c))
+        for _ in range(PRIMES):
+            for target in targets:
+                await send(client, target, primer, conversation(target, c))
     steps = [(k, c) for k in range(1, turns + 1) for c in range(setup.conversations)][: setup.requests]
     rng = random.Random(size)
     seconds: dict[str, list[float]] = {t.name: [] for t in targets}

@@ -20,7 +20,7 @@ from proxy.engine.plan.decide import Decision, Effects, Request, decide, passed
 from proxy.engine.plan.handback import memory_text
 from proxy.engine.plan.rules import Rules
 from proxy.engine.reading.vocabulary import learn_vocabulary
-from proxy.engine.state.budget import Budget
+from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import INJECTIONS_KEPT, ConversationState, Injection
 from proxy.engine.state.failure import RepairState
@@ -85,9 +85,17 @@ class Engine:
 
     def fold(self, request: Request, budget: Budget | None = None) -> Folded:
         """The conversation's state with this request's new turns folded and new trips' remedies
-        written; `BudgetExceeded` past the budget's deadline (nothing is kept)."""
-        before = self.cache.get((request.team, request.conversation)) or ConversationState()
-        caught = fold_messages(before, request.translation.messages, self.rules, budget)
+        written; `BudgetExceeded` past the budget's deadline, the turns folded by then kept (a long
+        history first seen, after a restart or on another replica, is folded over a few requests,
+        each forwarded as it came, instead of never)."""
+        key = (request.team, request.conversation)
+        before = self.cache.get(key) or ConversationState()
+        try:
+            caught = fold_messages(before, request.translation.messages, self.rules, budget)
+        except BudgetExceeded as exc:
+            if isinstance(exc.progress, ConversationState) and exc.progress.turns > before.turns:
+                self.cache.put(key, exc.progress)
+            raise
         state = caught.state
         injections = self._remedies(caught.trips, request.translation.tools)
         if injections:

@@ -24,7 +24,14 @@ __all__ = ["Budget", "BudgetExceeded", "GcAccounting"]
 
 
 class BudgetExceeded(Exception):
-    """The analysis ran past its budget; nothing it did is kept."""
+    """The analysis ran past its budget: the request is forwarded as it came. `progress`: the
+    conversation's state folded so far, its cursor at the first turn not folded (None: nothing
+    folded), which the engine keeps so that the next request goes on from there instead of
+    starting again and running out again."""
+
+    def __init__(self, progress: Any = None) -> None:
+        super().__init__()
+        self.progress = progress
 
 
 class GcAccounting:

@@ -19,7 +19,7 @@ from typing import Any
 from proxy.engine.reading.canonical import call_identity
 from proxy.engine.reading.observe import ObservedTurn, observe
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.state.budget import Budget
+from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.conversation import (
     FOLDED_IDS,
     OUTCOMES_KEPT,
@@ -33,7 +33,7 @@ from proxy.engine.state.conversation import (
     Watch,
 )
 from proxy.engine.state.failure import DiagnosticClass, RepairState, fold_failure, is_check
-from proxy.engine.state.history import cursor_after, numbered, resume, unnumbered
+from proxy.engine.state.history import cursor_after, cursor_at, numbered, resume, unnumbered
 from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts, UserFacts
 from proxy.engine.state.progress import fold_progress
 from proxy.engine.text import nudges, roles
@@ -190,7 +190,12 @@ def fold_messages(
     before_latest = state
     for event in events:
         if budget is not None:
-            budget.check()
+            try:
+                budget.check()
+            except BudgetExceeded:
+                # what was folded is kept (by the engine): the next request reads on from here
+                cursor = cursor_at(messages, event.message_index, where.reread_before)
+                raise BudgetExceeded(replace(state, cursor=cursor) if state.turns else None) from None
         if isinstance(event, UserMessage):
             state, found = fold_user(state, event, rules)
             trips.extend((trip, state.repair) for trip in found)

@@ -32,7 +32,16 @@ from proxy.engine.reading.canonical import call_identity
 from proxy.engine.state.conversation import ConversationState, Cursor
 from proxy.engine.text.transcript import Turn, read_turns
 
-__all__ = ["FIRST_FOLD_MESSAGES", "SUFFIX_MESSAGES", "Resume", "cursor_after", "numbered", "resume", "unnumbered"]
+__all__ = [
+    "FIRST_FOLD_MESSAGES",
+    "SUFFIX_MESSAGES",
+    "Resume",
+    "cursor_after",
+    "cursor_at",
+    "numbered",
+    "resume",
+    "unnumbered",
+]
 
 SUFFIX_MESSAGES = 8
 FIRST_FOLD_MESSAGES = 500
@@ -88,6 +97,11 @@ def cursor_after(turns: list[Turn], messages: Sequence[Any]) -> Cursor | None:
     if turns and any(c.result is None for c in turns[-1].calls):
         end = turns[-1].message_index
     return Cursor(end, _suffix(messages, end), len(messages)) if end > 0 else None
+
+
+def cursor_at(messages: Sequence[Any], index: int, reread_before: int) -> Cursor:
+    """Read up to `index` (a fold stopped there): the next request reads on from it."""
+    return Cursor(index, _suffix(messages, index), max(index, reread_before))
 
 
 def first_fold_start(messages: Sequence[Any]) -> int:
