@@ -34,13 +34,30 @@ def _failed_edit() -> tuple[str, dict[str, Any], str]:
     return (*BAD_EDIT, NOT_FOUND)
 
 
+def _install() -> tuple[str, dict[str, Any], str]:
+    return (
+        "execute_bash",
+        {"command": "cd /workspace && pip install -e . 2>&1 | tail -2"},
+        "Successfully installed parse-0.1",
+    )
+
+
+def _touch() -> tuple[str, dict[str, Any], str]:
+    return ("execute_bash", {"command": "cd /workspace && rm -rf .pytest_cache"}, "")
+
+
 def _grep() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
 
 
 CASES = [
     Case("the failing check a fourth time, nothing changed", [test_run()] * 3, RUN, "stuck_same_diagnostic"),
-    Case("the failing check after only two failures", [test_run()] * 2, RUN, None),
+    Case("the failing check again at once, after two failures", [test_run()] * 2, RUN, "stuck_same_diagnostic"),
+    Case("the failing check again, only a read since it failed", [test_run(), view()], RUN, "stuck_same_diagnostic"),
+    Case("the failing check again after an install read by its tail", [test_run(), _install()], RUN, None),
+    Case("the failing check again after one failure and an edit", [test_run(), edit()], RUN, None),
+    Case("the failing check again after a command that is no read", [test_run(), _touch()], RUN, None),
+    Case("the check run first, nothing failed before", [view()], RUN, None),
     Case("the failing check again after an edit", [test_run()] * 3 + [edit()], RUN, None),
     Case("another call after three failures", [test_run()] * 3, VIEW, None),
     Case("an edit that just failed, sent again unchanged", [_failed_edit()], BAD_EDIT, "repeat_failed_call"),
@@ -96,8 +113,11 @@ def test_a_refused_reply_is_asked_again_with_why_and_what_instead_a_call_require
 
 
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:
-    """Nothing to refuse, nothing held: a working agent's streamed reply flows as it comes."""
-    assert _rules([view(), edit(), test_run("@pytest_addition_b")]).refuse is None
+    """Nothing to refuse, nothing held: a working agent's streamed reply flows as it comes. (A
+    check that just failed arms it: run again with nothing changed, it would fail again.)"""
+    assert _rules([view(), edit(), test_run("@pytest_pass")]).refuse is None
+    assert _rules([test_run(), edit()]).refuse is None
+    assert _rules([test_run()]).refuse is not None
     assert _rules([test_run()] * 3).refuse is not None
 
 

@@ -41,7 +41,7 @@ def test_a_person_waiting_for_an_answer_holds_only_a_reply_meant_as_a_call() -> 
 
 def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> None:
     rules = rules_for(Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()))
-    assert set(rules.gates) == {Gate.ACTION, Gate.FINISH}
+    assert set(rules.gates) == {Gate.ACTION, Gate.FINISH, Gate.BLOCK}  # block: the same check again at once
     assert rules.prose_gate is Gate.FINISH and rules.finish_tools == {"finish"}
     finish_edit = rules.gates[Gate.FINISH].edit
     assert finish_edit.require_call and finish_edit.tools == ["execute_bash", "str_replace_editor"]

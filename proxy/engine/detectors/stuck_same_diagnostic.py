@@ -14,7 +14,9 @@ verdict is stored for the next run).
 
 Block: from a streak of `block` (default `BLOCK`), while nothing has been edited since the last
 failure, a reply that proposes the failing check again, unchanged, is refused: run again it
-fails again. Its instead is the remedy's next step.
+fails again. From a streak of `block_quiet` (default `BLOCK_QUIET`: the first failure) when only
+reads and searches ran since it failed (no edit, no install, no script rewritten, no other
+command): the check run again at once, it sees what it saw. Its instead is the remedy's next step.
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
@@ -50,6 +52,8 @@ HALT_AT = 8
 """Streak at which the run is handed back as incomplete."""
 BLOCK = 3
 """Streak from which the failing check proposed again, with nothing changed since, is refused."""
+BLOCK_QUIET = 1
+"""Streak from which the failing check proposed again, with only reads and searches since, is refused."""
 
 
 class Options(Ladder):
@@ -58,6 +62,9 @@ class Options(Ladder):
     block: int = Field(default=BLOCK, ge=0)
     """Streak from which a proposal of the failing check again, unchanged and with nothing
     edited since, is refused (0: never)."""
+    block_quiet: int = Field(default=BLOCK_QUIET, ge=0)
+    """Streak from which a proposal of the failing check again, with only reads and searches run
+    since it failed, is refused (0: never)."""
 
 
 OPTIONS = Options(
@@ -225,13 +232,13 @@ def _next_step(context: RemedyContext) -> str:
 
 
 def blocks(_state: State, repair: RepairState, options: Options) -> bool:
-    """The failing check has failed `block` times in a row and nothing was edited since."""
-    return (
-        bool(options.block)
-        and repair.live
-        and repair.same_diagnostic_streak >= options.block
-        and not (repair.edit_since_failure)
-    )
+    """The failing check has failed `block` times in a row and nothing was edited since, or
+    `block_quiet` times and only reads and searches ran since."""
+    if not repair.live or repair.edit_since_failure:
+        return False
+    streak = repair.same_diagnostic_streak
+    quiet = bool(options.block_quiet) and repair.quiet_since_failure and streak >= options.block_quiet
+    return quiet or (bool(options.block) and streak >= options.block)
 
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
@@ -239,9 +246,12 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
     repair = context.repair
     if proposal.key != repair.failing_key:
         return None
+    streak = repair.same_diagnostic_streak
     reason = (
-        f"{proposal.describe()} failed the same way {repair.same_diagnostic_streak} times in a row, and nothing "
-        "has changed since: run again, it fails again."
+        f"{proposal.describe()} just failed, and only reads have run since: run again, it fails the same way."
+        if streak == 1
+        else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
+        "run again, it fails again."
     )
     return Refusal(NAME, reason, _next_step(context))
 

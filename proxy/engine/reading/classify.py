@@ -44,6 +44,9 @@ class CallClass:
     """The files it writes, when they can be told (an edit whose target is unknown has none)."""
     probe: bool = False
     """A command that runs code given inline: an experiment, not a check by its name."""
+    segments: frozenset[CallKind] = frozenset()
+    """A shell command's segments' kinds (`pip install -e . | tail` is read by its `tail`, and
+    installs); empty for any other call."""
 
 
 def _editor_writes(name: str, arguments: Mapping[str, Any] | None, value: str | None = None) -> tuple[Write, ...]:
@@ -156,8 +159,8 @@ class Classifier:
         probe = read.inline and CallKind.VERIFY not in found
         for kind in _PRECEDENCE:
             if kind in found:
-                return CallClass(kind, mutates, writes, probe)
-        return CallClass(CallKind.OTHER, mutates, writes, probe)
+                return CallClass(kind, mutates, writes, probe, frozenset(found))
+        return CallClass(CallKind.OTHER, mutates, writes, probe, frozenset(found))
 
     def _segment_kind(self, text: str, runs_script: bool, writes: bool) -> CallKind:
         """One segment's kind: a check when it runs a program file; an edit when its output

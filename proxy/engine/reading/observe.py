@@ -61,6 +61,8 @@ class ObservedCall:
     """A command running code given inline: an experiment, never a check by its name."""
     edits_source: bool = False
     """Its writes change files that are not the agent's own (see `workspace`)."""
+    segments: frozenset[CallKind] = frozenset()
+    """A shell command's segments' kinds (see `CallClass.segments`)."""
 
     @property
     def result(self) -> str:
@@ -165,6 +167,7 @@ def observe(
             writes=writes,
             probe=cls.probe and kind is not CallKind.VERIFY,
             edits_source=cls.mutates and space.edits_source(writes),
+            segments=cls.segments,
         )
         calls.append(observed)
         if observed.succeeded_mutation or kind in (CallKind.READ, CallKind.SEARCH):

@@ -110,6 +110,9 @@ class RepairState:
     probes: tuple[tuple[str, str], ...] = ()
     """Probes run so far (the most recent `_MAX_PROBES`): each call's key and the signature its
     last run failed with (empty: it did not fail)."""
+    quiet_since_failure: bool = False
+    """Since the live failure was last seen, only reads and searches ran (none changed a file):
+    nothing that could change what the failing check sees."""
 
     @property
     def live(self) -> bool:
@@ -199,6 +202,14 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
     return read_all, edited_all[-_MAX_FILES:]
 
 
+_QUIET = frozenset((CallKind.READ, CallKind.SEARCH))
+
+
+def _quiet(calls: tuple[ObservedCall, ...]) -> bool:
+    """Only reads and searches: every segment of a command too (`pip install -e . | tail` installs)."""
+    return all(c.kind in _QUIET and c.segments <= _QUIET and not c.changed_sources for c in calls)
+
+
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:
     """The failure model after `turn` (pure)."""
     calls = turn.calls
@@ -250,6 +261,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             else False,
             seen=seen,
             probes=probes,
+            quiet_since_failure=_quiet(calls[failed_at + 1 :]),
         )
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
         return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, seen=seen, probes=probes)
@@ -264,6 +276,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             state,
             write_epoch=epoch,
             edit_since_failure=True,
+            quiet_since_failure=False,
             reverify_owed=post_edit_reverify,
             read_since_failure=read,
             edited_since_failure=edited,
@@ -279,4 +292,5 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         check_rewritten=rewritten,
         seen=seen,
         probes=probes,
+        quiet_since_failure=state.quiet_since_failure and _quiet(calls),
     )
