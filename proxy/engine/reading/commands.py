@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from proxy.engine.reading.shell import split_segments, take_heredocs
 from proxy.engine.reading.shell import words as shell_words
@@ -189,8 +190,23 @@ def _runs(words: list[str], stdin: str) -> tuple[bool, str | None]:
     return False, None
 
 
+_REMEMBERED_CHARS = 2000
+"""Commands up to this long are remembered once read (at most 1024 of them)."""
+
+
 def read_command(command: str) -> Command:
-    """`command` read by its structure (see the module's docstring)."""
+    """`command` read by its structure (see the module's docstring). A pure function of the
+    text, remembered for short commands: the same command is read by the classifier and the
+    failure model, turn after turn (an agent runs its check again and again)."""
+    return _remembered(command) if len(command) <= _REMEMBERED_CHARS else _read(command)
+
+
+@lru_cache(maxsize=1024)
+def _remembered(command: str) -> Command:
+    return _read(command)
+
+
+def _read(command: str) -> Command:
     text, bodies = take_heredocs(command)
     segments: list[Segment] = []
     writes: list[Write] = []

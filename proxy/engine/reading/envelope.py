@@ -16,6 +16,7 @@ the same thing; a result whose payload is empty said nothing.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import orjson
 
@@ -69,8 +70,11 @@ _INTERPRETER = re.compile(r"\[Python Interpreter: [^\]\n]*\]")
 """OpenHands' note of the interpreter, written straight after the output's last character."""
 
 
+@lru_cache(maxsize=4)
 def payload(text: str) -> str:
-    """`text` without the agent's framing lines, stripped; empty when it said nothing else."""
+    """`text` without the agent's framing lines, stripped; empty when it said nothing else.
+    Remembered for the last few texts: one result is read for its digest, its outcome and its
+    evidence, each asking for its payload."""
     if "[Python Interpreter: " in text:
         text = _INTERPRETER.sub("", text)
     if "<" in text or "[" in text or "@" in text or "(" in text or "OBSERVATION" in text or "command" in text:
