@@ -227,6 +227,7 @@ def main() -> None:
                         records.append(record)
                         if sink is not None:
                             sink.write(json.dumps(record) + "\n")
+                            sink.flush()  # a run stopped part way keeps every run it finished
                         kinds = "".join(t.kind[0] if not t.waste else t.waste[0].upper() for t in run.turns)
                         print(
                             f"{time.monotonic() - started:6.0f}s {arm:<6} {start:<7} {repo:<6} {style:<9} seed {seed}: "
