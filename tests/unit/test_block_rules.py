@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from chat import Chat, edit, test_run, view
+from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, ReplyView, judge
@@ -109,7 +109,22 @@ def test_a_refused_reply_is_asked_again_with_why_and_what_instead_a_call_require
     directive = edit_.messages[-1]["content"] if edit_.messages else ""
     assert "Your call was not run" in directive and "failed the same way 3 times" in directive
     assert "Next, read" in directive
-    assert edit_.require_call and edit_.call_schema is not None
+    assert edit_.tool_choice == "str_replace_editor" and edit_.call_schema is not None  # the reader, not the shell
+    assert edit_.call_schema["properties"]["name"]["enum"] == ["str_replace_editor"]
+
+
+def test_a_refused_check_in_a_one_shell_agent_is_asked_again_for_any_call() -> None:
+    """With one shell for everything the next step's tool is the refused call's: no narrowing."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for _ in range(3):
+        chat.turn(test_run())
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    rules = planned.decision.reply
+    judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), rules)
+    assert judgement.refusal is not None and judgement.refusal.tool is None
+    edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+    assert edit_.require_call and edit_.tool_choice is None
 
 
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:

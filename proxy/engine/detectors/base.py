@@ -80,6 +80,9 @@ class Refusal:
     """What was refused and why, quoting the evidence."""
     instead: str
     """The next step the state suggests (an exact call where it is known)."""
+    tool: str | None = None
+    """The tool that next step uses, when it is another than the refused call's: the re-ask is
+    narrowed to it (a small model asked again in words proposes the refused call again)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -253,7 +253,17 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, _next_step(context))
+    return Refusal(NAME, reason, _next_step(context), _step_tool(context, proposal.name))
+
+
+def _step_tool(context: RemedyContext, refused: str) -> str | None:
+    """The tool of the next step (`force`'s choice: the reader while something is left to read,
+    else the editor), when it is not the tool of the refused call (one shell for everything)."""
+    vocabulary = context.vocabulary
+    if vocabulary is None:
+        return None
+    tool = vocabulary.reader if _next_read(context.repair, None) is not None else vocabulary.editor
+    return tool.name if tool is not None and tool.name != refused else None
 
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:

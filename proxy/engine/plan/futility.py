@@ -62,6 +62,8 @@ def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
 
     def refused(refusal: Refusal) -> Edit:
         text = f"{PREFIX} Your call was not run. {refusal.reason}\n{refusal.instead}"
+        if refusal.tool is not None and refusal.tool in turn.levers.offered:
+            return retry(turn, role, text, tool_choice=refusal.tool)  # the next step's tool, only
         return retry(turn, role, text, require_call=True)
 
     return GatePlan(lambda: retry(turn, role, f"{PREFIX} Your call was not run."), 1, refused)
