@@ -32,8 +32,9 @@ def _answered_at(messages: Sequence[Any]) -> tuple[dict[Any, int], dict[Any, int
     answering it. Read at C speed (no Python step per message) when every message is an object
     and every id hashable, as they are from any agent; otherwise one message at a time."""
     try:
-        last = dict(zip(map(dict.get, messages, repeat("tool_call_id")), count()))
-        first = dict(zip(map(dict.get, reversed(messages), repeat("tool_call_id")), count(len(messages) - 1, -1)))
+        ids = list(map(dict.get, messages, repeat("tool_call_id")))
+        last = dict(zip(ids, count()))
+        first = dict(zip(reversed(ids), count(len(ids) - 1, -1)))
         return last, first
     except TypeError:
         found: dict[Any, int] = {}
