@@ -113,6 +113,19 @@ def test_a_refused_reply_is_asked_again_with_why_and_what_instead_a_call_require
     assert edit_.call_schema["properties"]["name"]["enum"] == ["str_replace_editor"]
 
 
+def test_a_one_shell_agent_is_not_refused_the_check_at_once_only_from_the_third_failure() -> None:
+    """With one shell for everything the re-ask cannot be narrowed to another tool: the quiet rule
+    (refused from the first failure) stands aside, the streak rule (three) does not."""
+    for failures, refused in ((1, False), (2, False), (3, True)):
+        chat = Chat(tools=OPENHANDS_TOOLS[:1])
+        for _ in range(failures):
+            chat.turn(test_run())
+        planned = analyse(engine(), chat.bytes())
+        assert planned is not None
+        judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), planned.decision.reply)
+        assert (judgement.refusal is not None) is refused, failures
+
+
 def test_a_refused_check_in_a_one_shell_agent_is_asked_again_for_any_call() -> None:
     """With one shell for everything the next step's tool is the refused call's: no narrowing."""
     chat = Chat(tools=OPENHANDS_TOOLS[:1])

@@ -241,10 +241,16 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
     return quiet or (bool(options.block) and streak >= options.block)
 
 
-def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
-    """The failing check again, unchanged: it fails the same way."""
+def futile(_state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
+    """The failing check again, unchanged: it fails the same way. Before the streak reaches
+    `block` (refused at once, only reads since), only where the re-ask can be narrowed to the
+    next step's tool: with one shell for everything, Qwen2.5-Coder-1.5B asked again in words
+    answered with the same run every time (recovery bench, `bash` style), two generations a turn."""
     repair = context.repair
     if proposal.key != repair.failing_key:
+        return None
+    tool = _step_tool(context, proposal.name)
+    if tool is None and not (options.block and repair.same_diagnostic_streak >= options.block):
         return None
     streak = repair.same_diagnostic_streak
     reason = (
@@ -253,7 +259,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, _next_step(context), _step_tool(context, proposal.name))
+    return Refusal(NAME, reason, _next_step(context), tool)
 
 
 def _step_tool(context: RemedyContext, refused: str) -> str | None:
