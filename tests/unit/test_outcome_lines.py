@@ -24,6 +24,10 @@ COULD_NOT_RUN = [
     "socket.gaierror: [Errno -3] Temporary failure in name resolution",
     "socket.gaierror: [Errno -2] Name or service not known",
     "OSError: [Errno 101] Network is unreachable",
+    # Django run with no settings (a harness the agent wrote: the code it checks never ran)
+    "django.core.exceptions.ImproperlyConfigured: Requested setting INSTALLED_APPS, but settings are not configured."
+    " You must either define the environment variable DJANGO_SETTINGS_MODULE or call settings.configure() before"
+    " accessing settings.",
 ]
 
 RAN = [

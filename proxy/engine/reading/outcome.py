@@ -181,6 +181,7 @@ _NOT_RUN = (
     Marker.of("Temporary failure in name resolution"),
     Marker.of("Name or service not known"),
     Marker.of("Network is unreachable"),
+    Marker.of("but settings are not configured. You must either define the environment variable"),
 )
 """A line saying the call could not run (markers: a substring search first, the line's pattern
 only where it is found)."""
@@ -208,8 +209,9 @@ def environment_problem(text: str, code: int | None) -> bool:
     """The call could not run: its program or the test runner not found, the interpreter unable
     to open its script, a program the code starts not installed (`FileNotFoundError` naming a
     bare program), a server or host it needs not there (connection refused, no such host), the
-    only error a top-level module that is not installed, or an installed package that cannot
-    import under this interpreter."""
+    only error a top-level module that is not installed, an installed package that cannot
+    import under this interpreter, or Django started with no settings (a harness that never
+    reached the code it checks)."""
     if code in (126, 127):
         return True
     head = text[:2000]
