@@ -4,8 +4,8 @@ Each timed request is the next turn of one of many conversations (`--conversatio
 size (`--sizes`, 50 and 600 messages): conversation c's k-th timed request carries its transcript (workload.
 transcript, seed c: an assistant message with one tool call and its result per turn) up to size + 2k messages.
 Before the clock starts, every conversation is primed on every target with its starting transcript, sent
-`PRIMES` times untimed (a long history first seen is folded over a few requests, each within the analysis
-budget), so what is timed is growth by one turn, an agent's steady state, not a cold fold. Conversation ids (the
+untimed once, `PRIMES` times to a target that analyses (a long history first seen is folded over a few requests,
+each within the analysis budget), so what is timed is growth by one turn, an agent's steady state, not a cold fold. Conversation ids (the
 `X-Repair-Conversation` header) are fresh per run, size and target: no two share state.
 
 Targets, each its own process(es) on loopback in front of the same instant upstream (bench/fast_upstream.py):
@@ -66,6 +66,11 @@ Numbers = dict[str, float]
 """A run's named results (latencies and CPU in ms, ratios), in print order."""
 
 
+PRIMES = 8
+"""Untimed sends of each conversation's starting transcript: enough for a 600-message history first seen to be
+folded whole, a budget's worth per request."""
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -74,6 +79,8 @@ class Target:
     ready: str
     """Answers a GET once the target is up."""
     headers: dict[str, str] = field(default_factory=dict)
+    primes: int = 1
+    """Untimed sends of each conversation's starting transcript (`PRIMES` for a target that analyses)."""
 
 
 @dataclass(frozen=True)
@@ -127,21 +134,23 @@ def plan(setup: Setup, folder: Path) -> tuple[list[Target], dict[str, Command]]:
     def serve(*flags: str) -> Callable[[int], list[str]]:
         return lambda port: [py, "-m", "proxy", "serve", "--upstream", upstream, "--port", str(port), *flags]
 
-    wanted: list[tuple[str, Callable[[int], list[str]], dict[str, str]]] = [
-        ("relay", lambda port: [py, str(HERE / "minimal_relay.py"), str(port), upstream], {}),
-        ("repair_off", serve("--no-repair", "--workers", "1"), {}),
-        ("repair_on", serve("--workers", "1"), {}),
-        ("workers=2", serve("--workers", "2"), {}),
+    wanted: list[tuple[str, Callable[[int], list[str]], dict[str, str], int]] = [
+        ("relay", lambda port: [py, str(HERE / "minimal_relay.py"), str(port), upstream], {}, 1),
+        ("repair_off", serve("--no-repair", "--workers", "1"), {}, 1),
+        ("repair_on", serve("--workers", "1"), {}, PRIMES),
+        ("workers=2", serve("--workers", "2"), {}, PRIMES),
     ]
     for baseline in setup.baselines:
         flags = ("--workers", "1") if _supports_workers(baseline) else ()
-        wanted.append((f"repair_on@{baseline.name}", serve(*flags), {"PYTHONPATH": str(baseline.resolve())}))
+        env = {"PYTHONPATH": str(baseline.resolve())}
+        wanted.append((f"repair_on@{baseline.name}", serve(*flags), env, PRIMES))
     targets = [Target("direct", upstream, upstream + "/models")]
     commands: dict[str, Command] = {"direct": ([py, str(HERE / "fast_upstream.py"), str(upstream_port)], {})}
-    for name, argv, env in wanted:
+    for name, argv, env, primes in wanted:
         if setup.only is None or name in setup.only | {"relay"} or name.startswith("repair_on@"):
             port = free_port()
-            targets.append(Target(name, f"http://127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1/models"))
+            base = f"http://127.0.0.1:{port}/v1"
+            targets.append(Target(name, base, base + "/models", primes=primes))
             commands[name] = (argv(port), env)
     if setup.litellm:
         target, command = litellm(upstream, folder)
@@ -169,11 +178,6 @@ def loads_ms(body: bytes) -> float:
     return statistics.median(timeit.repeat(lambda: orjson.loads(body), number=1, repeat=50)) * 1000
 
 
-PRIMES = 8
-"""Untimed sends of each conversation's starting transcript: enough for a 600-message history first seen to be
-folded whole, a budget's worth per request."""
-
-
 async def measure(
     client: aiohttp.ClientSession, targets: list[Target], pids: dict[str, int], setup: Setup, size: int, nonce: str
 ) -> Numbers:
@@ -189,8 +193,8 @@ async def measure(
 
     for c in range(setup.conversations):
         primer = body(c, 0)
-        for _ in range(PRIMES):
-            for target in targets:
+        for target in targets:
+            for _ in range(target.primes):
                 await send(client, target, primer, conversation(target, c))
     steps = [(k, c) for k in range(1, turns + 1) for c in range(setup.conversations)][: setup.requests]
     rng = random.Random(size)
