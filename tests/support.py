@@ -260,6 +260,13 @@ async def spawn_proxy(
     return process, port
 
 
+async def read_json_log(stream: asyncio.StreamReader, into: list[dict[str, object]]) -> None:
+    """Collect a spawned proxy's JSON log lines from its stdout, as they come, until it closes."""
+    while line := await stream.readline():
+        if line.startswith(b"{"):
+            into.append(orjson.loads(line))
+
+
 async def wait_healthy(port: int) -> None:
     """Until /healthz answers (10 s at most)."""
     async with aiohttp.ClientSession() as client:

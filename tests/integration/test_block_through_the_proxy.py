@@ -96,17 +96,22 @@ async def test_when_the_answer_is_futile_too_the_models_first_reply_passes_marke
     chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
     first, again = _call("execute_bash", RERUN, "call_1"), _call("execute_bash", RERUN, "call_2")
     upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("", tool_calls=[again])))
-    async with sdk(proxy) as client:
-        raw = await client.chat.completions.with_raw_response.create(
-            model="m",
-            messages=chat.messages,
-            tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
-        )
+    raw = await _ask_raw(proxy, chat)
     assert raw.headers["X-Repair-Outcome"] == "futile"
     assert raw.headers["X-Repair-Retries"] == "block:1"
     calls = raw.parse().choices[0].message.tool_calls or []
     assert [c.id for c in calls] == ["call_1"]
     assert len(upstream.seen) == 2
+
+
+async def _ask_raw(proxy: TestServer, chat: Chat) -> Any:
+    """The whole answer to `chat` through the `openai` SDK, headers and all."""
+    async with sdk(proxy) as client:
+        return await client.chat.completions.with_raw_response.create(
+            model="m",
+            messages=chat.messages,
+            tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
+        )
 
 
 def _responses_call(arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
@@ -191,12 +196,7 @@ async def test_a_reask_answered_with_nothing_gives_the_agent_the_models_own_call
     chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
     first = _call("execute_bash", RERUN, "call_1")
     upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("")))
-    async with sdk(proxy) as client:
-        raw = await client.chat.completions.with_raw_response.create(
-            model="m",
-            messages=chat.messages,
-            tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
-        )
+    raw = await _ask_raw(proxy, chat)
     assert raw.headers["X-Repair-Outcome"] == "futile"
     assert [c.id for c in raw.parse().choices[0].message.tool_calls or []] == ["call_1"]
     assert len(upstream.seen) == 2

@@ -22,7 +22,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 import pytest
-from support import Upstream, completion, json_reply, spawn_proxy, sse_reply, wait_healthy
+from support import Upstream, completion, json_reply, read_json_log, spawn_proxy, sse_reply, wait_healthy
 
 from proxy.http.rundir import started
 
@@ -83,12 +83,6 @@ async def _logged_chats(proxy: Running, count: int) -> list[dict[str, object]]:
     return chats()
 
 
-async def _read_log(stream: asyncio.StreamReader, into: list[dict[str, object]]) -> None:
-    while line := await stream.readline():
-        if line.startswith(b"{"):
-            into.append(orjson.loads(line))
-
-
 async def _until(check: Callable[[], bool], seconds: float, what: str) -> None:
     """Until `check()` is true (polled every 50 ms), `seconds` at most."""
     deadline = time.monotonic() + seconds
@@ -113,7 +107,7 @@ async def serve(upstream: Upstream, tmp_path: Path) -> AsyncIterator[object]:
         )
         assert process.stdout is not None
         served = Running(process, port, path, [])
-        running.append((served, asyncio.create_task(_read_log(process.stdout, served.log))))
+        running.append((served, asyncio.create_task(read_json_log(process.stdout, served.log))))
         await wait_healthy(port)
         await _until(lambda: len(served.events("listening")) == workers, 20, f"{workers} workers listening")
         supervising = served.events("supervising")

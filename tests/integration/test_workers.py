@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 import pytest
 from chat import stuck_requests
-from support import Upstream, completion, json_reply, spawn_proxy, wait_healthy
+from support import Upstream, completion, json_reply, read_json_log, spawn_proxy, wait_healthy
 
 from proxy.http.app import WORKER_HEADER
 from proxy.http.rundir import started
@@ -40,12 +40,6 @@ class Served:
         return f"http://127.0.0.1:{self.port}"
 
 
-async def _read_log(stream: asyncio.StreamReader, into: list[dict[str, object]]) -> None:
-    while line := await stream.readline():
-        if line.startswith(b"{"):
-            into.append(orjson.loads(line))
-
-
 @pytest.fixture
 async def serve(upstream: Upstream, tmp_path: Path) -> AsyncIterator[object]:
     """Start `serve --workers N` on the scripted upstream, with an admin token; its log is collected."""
@@ -59,7 +53,7 @@ async def serve(upstream: Upstream, tmp_path: Path) -> AsyncIterator[object]:
         )
         assert process.stdout is not None
         served = Served(process, port, None, [])
-        reader = asyncio.create_task(_read_log(process.stdout, served.log))
+        reader = asyncio.create_task(read_json_log(process.stdout, served.log))
         started.append((served, reader))
         await wait_healthy(port)
         for _ in range(100):
