@@ -60,11 +60,9 @@ class Options(Ladder):
     """`[patterns.stuck_same_diagnostic]`: the ladder, and the block rung."""
 
     block: int = Field(default=BLOCK, ge=0)
-    """Streak from which a proposal of the failing check again, unchanged and with nothing
-    edited since, is refused (0: never)."""
+    """Streak from which the failing check proposed again, nothing edited since, is refused (0: never)."""
     block_quiet: int = Field(default=BLOCK_QUIET, ge=0)
-    """Streak from which a proposal of the failing check again, with only reads and searches run
-    since it failed, is refused (0: never)."""
+    """Streak from which the failing check proposed again, only reads run since, is refused (0: never)."""
 
 
 OPTIONS = Options(
@@ -242,10 +240,9 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
 
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
-    """The failing check again, unchanged: it fails the same way. Before the streak reaches
-    `block` (refused at once, only reads since), only where the re-ask can be narrowed to the
-    next step's tool: with one shell for everything, Qwen2.5-Coder-1.5B asked again in words
-    answered with the same run every time (recovery bench, `bash` style), two generations a turn."""
+    """The failing check again, unchanged: it fails the same way. Before the streak reaches `block`,
+    only where the re-ask can be narrowed to another tool (asked in words, Qwen2.5-Coder-1.5B
+    proposed the same run again every time: recovery bench, `bash` style)."""
     repair = context.repair
     if proposal.key != repair.failing_key:
         return None
@@ -262,20 +259,23 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
     return Refusal(NAME, reason, _next_step(context), tool)
 
 
+def _next_kind(state: RepairState) -> CallKind:
+    """The kind of the next step: a read while something the failure points at is unread, else an edit."""
+    return CallKind.READ if _next_read(state, None) is not None else CallKind.EDIT
+
+
 def _step_tool(context: RemedyContext, refused: str) -> str | None:
-    """The tool of the next step (`force`'s choice: the reader while something is left to read,
-    else the editor), when it is not the tool of the refused call (one shell for everything)."""
+    """The tool of the next step (`force`'s choice), unless it is the refused call's (one shell)."""
     vocabulary = context.vocabulary
     if vocabulary is None:
         return None
-    tool = vocabulary.reader if _next_read(context.repair, None) is not None else vocabulary.editor
+    tool = vocabulary.reader if _next_kind(context.repair) is CallKind.READ else vocabulary.editor
     return tool.name if tool is not None and tool.name != refused else None
 
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:
-    """A read tool while the failure points at something not read yet (the remedy names it);
-    once all of it has been read, an edit tool (the remedy asks for a change)."""
-    kind = CallKind.READ if _next_read(levers.repair, None) is not None else CallKind.EDIT
+    """A tool of the next step's kind (`_next_kind`): the read or the change the remedy asks for."""
+    kind = _next_kind(levers.repair)
     return Forced.of(levers.classifier.tool_of_kind(kind, set(levers.offered)), kind)
 
 

@@ -189,9 +189,12 @@ def _seen_after(seen: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ..
     return tuple(kept.items())[-_MAX_SEEN:]
 
 
+_QUIET = frozenset((CallKind.READ, CallKind.SEARCH))
+
+
 def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """The live failure's read and edited files, with this turn's added."""
-    read = {c.target for c in calls if c.kind in (CallKind.READ, CallKind.SEARCH) and c.target}
+    read = {c.target for c in calls if c.kind in _QUIET and c.target}
     edited = [c.target for c in calls if c.changed_sources and c.target]
     edited_all = (
         *state.edited_since_failure,
@@ -200,9 +203,6 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
     known = state.read_since_failure
     read_all = known | frozenset(p for p in read if p) if len(known) < _MAX_READ else known
     return read_all, edited_all[-_MAX_FILES:]
-
-
-_QUIET = frozenset((CallKind.READ, CallKind.SEARCH))
 
 
 def _quiet(calls: tuple[ObservedCall, ...]) -> bool:
