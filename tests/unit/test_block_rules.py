@@ -175,3 +175,29 @@ def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> No
     failed = ("str_replace_editor", MISREMEMBERED, NOT_FOUND)
     instead = _instead([view(content=PARSE), edit(), failed], MISREMEMBERED)
     assert "old_str" in instead and "split" not in instead
+
+
+def test_an_empty_reply_while_the_rerun_would_be_refused_is_asked_for_the_next_step_not_the_rerun() -> None:
+    """The action gate's retry does not ask for the call the block rung would refuse: it asks for
+    the step the block rung suggests, through that step's tool (recovery bench, openhands style:
+    asked to re-run, the model did, and the spent budget let the refused call through)."""
+    rules = _rules([test_run()] * 2)
+    edit_ = rules.gates[Gate.ACTION].build()
+    directive = edit_.messages[-1]["content"] if edit_.messages else ""
+    assert "re-run the failing check" not in directive and "Next, read" in directive
+    assert edit_.tool_choice == "str_replace_editor" and not edit_.require_call
+
+
+def test_an_empty_reply_to_our_own_instruction_is_narrowed_to_its_step_when_the_rerun_would_be_refused() -> None:
+    rules = _rules([test_run()] * 3)  # the third failure: our instruction is in the request
+    edit_ = rules.gates[Gate.ACTION].build()
+    directive = edit_.messages[-1]["content"] if edit_.messages else ""
+    assert "Do what the instruction above asks" in directive and "Next, read" in directive
+    assert edit_.tool_choice == "str_replace_editor" and not edit_.require_call
+
+
+def test_an_empty_reply_after_an_edit_is_still_asked_to_rerun_the_failing_check() -> None:
+    rules = _rules([test_run(), edit()])
+    edit_ = rules.gates[Gate.ACTION].build()
+    directive = edit_.messages[-1]["content"] if edit_.messages else ""
+    assert "Next, re-run the failing check" in directive and edit_.tool_choice is None and edit_.require_call

@@ -189,9 +189,15 @@ def test_the_action_directive_names_the_check_the_task_names() -> None:
     assert 'call execute_bash with {"command":"python -m pytest -q"}. Reply with that tool call only.' in directive
 
 
-def test_the_action_directive_re_runs_a_live_failure() -> None:
-    directive = _action_directive(Chat().turn(test_run()))
+def test_the_action_directive_re_runs_a_live_failure_once_something_changed() -> None:
+    directive = _action_directive(Chat().turn(test_run()).turn(edit()))
     assert "re-run the failing check" in directive and "python -m pytest tests/test_parse.py" in directive
+
+
+def test_the_action_directive_does_not_ask_for_a_rerun_the_block_rung_would_refuse() -> None:
+    """Right after the failure, nothing changed: the re-run would fail the same way."""
+    directive = _action_directive(Chat().turn(test_run()))
+    assert "re-run the failing check" not in directive and "just failed" in directive and "Next, read" in directive
 
 
 def test_the_action_directive_falls_back_to_a_look_at_the_working_directory() -> None:

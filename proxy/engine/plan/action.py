@@ -11,9 +11,10 @@ names, or a look at the working directory; for an agent that writes its calls as
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from proxy.engine.detectors import Levers
+from proxy.engine.detectors import Forced, Levers, Refusal
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.reply import GatePlan
 from proxy.engine.plan.rules import Rules
@@ -97,11 +98,27 @@ def _task_check(rules: Rules, messages: list[Any]) -> str | None:
     return None
 
 
-def _next_step(rules: Rules, translation: Translation, turn: Turn) -> str:
+Refuser = Callable[[Sequence[tuple[str, str]]], Refusal | None]
+
+
+def _rerun_refused(turn: Turn, refuse: Refuser | None) -> Refusal | None:
+    """Why the block rung would refuse a re-run of the failing check now, if it would: then the
+    retry must not ask for that re-run (measured on the recovery bench, openhands style: asked
+    for it, the model made it, and the block rung, its one extra generation spent, let it pass)."""
+    failure = turn.state.repair
+    if refuse is None or not (failure.live and failure.failing_tool):
+        return None
+    return refuse([(failure.failing_tool, failure.failing_arguments)])
+
+
+def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None) -> str:
     """The exact next call an action-gate retry asks for, grounded in what is known: the
-    failing check, else the check the task names, else a look at the working directory."""
+    failing check (or, where the block rung would refuse that, the step it suggests instead),
+    else the check the task names, else a look at the working directory."""
     vocabulary = learn_vocabulary(translation.tools, rules.classifier)
     failure = turn.state.repair
+    if refused is not None:
+        return f"{refused.reason}\n{refused.instead}"
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)
@@ -114,20 +131,25 @@ def _next_step(rules: Rules, translation: Translation, turn: Turn) -> str:
     return "Reply with your next tool call only."
 
 
-def action_gate(rules: Rules, translation: Translation, turn: Turn, role: str) -> GatePlan | None:
+def action_gate(
+    rules: Rules, translation: Translation, turn: Turn, role: str, refuse: Refuser | None = None
+) -> GatePlan | None:
+    """`refuse`: the block rung's judge, when it is armed (`futility.refuser`)."""
     reply = rules.policy.reply
     if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered):
         return None
 
     def build() -> Edit:
-        forced = None
+        refused = _rerun_refused(turn, refuse)
         if turn.unanswered:
             step = turn.unanswered[-1].text.strip().splitlines()[-1]
             text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
             forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
         else:
-            step = _next_step(rules, translation, turn)
+            forced, step = None, _next_step(rules, translation, turn, refused)
             text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
+        if (forced is None or not forced.tool) and refused is not None:
+            forced = Forced.of(refused.tool)  # any call but the one the block rung would refuse
         messages = _without_idle_replies(turn.messages) if turn.nagged else None
         return retry(
             turn,

@@ -5,8 +5,10 @@ a `tool_choice` when the directive names a tool or a call is required.
     done      a re-run of the failing check is owed           -> re-run it, exactly as before
     finish    the failing check still fails                   -> fix it, then re-run it (no finish tool)
     action    mid-task, or the agent's own nudge unanswered,  -> the exact next call: the unanswered
-              or (at any point) a reply meant as a call          instruction's, the failing check,
-              that is none                                       the check the task names, or a look
+              or (at any point) a reply meant as a call          instruction's, the failing check (or
+              that is none                                       the block rung's next step, where it
+                                                                 would refuse that), the check the
+                                                                 task names, or a look
 
 A retry that asks for a call also carries the call's JSON schema (`callschema.py`) while
 salvage is on and `reply.constrain_calls` allows it: servers that ignore `tool_choice` still
@@ -96,16 +98,14 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
     finish_tools = frozenset(name for name in offered if rules.classifier.classify(name, None).kind is CallKind.FINISH)
     role = "user" if rules.policy.repair.placement is Placement.USER else "system"
     refuse = refuser(rules, turn.state, translation, fit) if offered and rules.policy.reply.block else None
+    action = action_gate(rules, translation, turn, role, refuse) if offered else written_action_gate(rules, turn, role)
     gates = {
         gate: plan
         for gate, plan in (
             (Gate.BLOCK, block_gate(rules, turn, role) if refuse is not None else None),
             (Gate.DONE, _done(rules, turn, role)),
             (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
-            (
-                Gate.ACTION,
-                action_gate(rules, translation, turn, role) if offered else written_action_gate(rules, turn, role),
-            ),
+            (Gate.ACTION, action),
         )
         if plan is not None
     }
