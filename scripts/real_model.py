@@ -49,6 +49,10 @@ CMAKE_FLAGS = (
     "-DLLAMA_OPENSSL=OFF",
     "-DLLAMA_CURL=OFF",
     "-DBUILD_SHARED_LIBS=OFF",
+    # -march=native turns on AMX where the CPU reports it; in a VM whose kernel does not grant the
+    # tiles, ggml's AMX matmul segfaults at the first compute (seen: exit -11 at warm-up). Off.
+    "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
 )
 
 
