@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.outcome import Outcome, rejected, result_outcome
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import default_policy
@@ -191,3 +192,11 @@ def test_a_read_of_nothing_fails(output: str) -> None:
 def test_reads_whose_content_mentions_errors_are_not_failures(output: str) -> None:
     assert result_outcome(CallKind.READ, output, False) is Outcome.NEUTRAL
     assert not rejected(output)
+
+
+def test_the_text_an_editor_command_puts_in_the_file_is_not_read_as_shell() -> None:
+    """SWE-agent's `edit N:M` takes the lines after it as code: a `>` there is no redirect."""
+    edit = read_command("edit 604:604\n    if (n > MAX_KEY_LENGTH) { x >> 1; }\nend_of_edit")
+    assert edit.writes == () and [s.words for s in edit.segments] == [("edit", "604:604")]
+    assert edit.segments[0].stdin == "    if (n > MAX_KEY_LENGTH) { x >> 1; }"
+    assert [w.path for w in read_command("editor notes.txt > out.txt").writes] == ["out.txt"]

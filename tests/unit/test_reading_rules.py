@@ -90,6 +90,13 @@ OWN_IMPORT = (
     "ImportError: cannot import name 'Lambda' from 'astroid.nodes'"
 )
 
+TEXT_BUFFER = "/fasterxml__jackson-core/src/main/java/TextBuffer.java"
+
+
+def _editor_edit(line: int) -> str:
+    return f"edit {line}:{line}\n    if (curr.length >= minSize > MAX_KEY_LENGTH) {{ throw new X(); }}\nend_of_edit"
+
+
 CASES = [
     # An installed package that cannot import under this Python is the machine's problem.
     Case(
@@ -488,6 +495,32 @@ CASES = [
         "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
         [[bash(f"git log -p -- astroid/modutils.py | grep {name}", "", 1)] for name in ("_has_init", "_spec", "check")],
         "repeat_output",
+        False,
+    ),
+    # SWE-agent's editor command carries the new text after it: code, not shell (`>` no redirect).
+    Case(
+        "editor edits with `>` in their code, on a live failure, owe a re-run of the check",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
+        [
+            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long", None)],
+            [bash(_editor_edit(604), f"[File: {TEXT_BUFFER} (721 lines total)]\n604:    if (n > MAX) {{", None)],
+            [bash(_editor_edit(611), f"[File: {TEXT_BUFFER} (722 lines total)]\n611:    if (n > MAX) {{", None)],
+            [bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
+        "editor edits each followed by the check owe nothing",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
+        [
+            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long", None)],
+            [bash(_editor_edit(604), f"[File: {TEXT_BUFFER} (721 lines total)]\n604:    if (n > MAX) {{", None)],
+            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long", None)],
+            [bash(_editor_edit(611), f"[File: {TEXT_BUFFER} (722 lines total)]\n611:    if (n > MAX) {{", None)],
+            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long (2)", None)],
+        ],
+        "reverify_owed",
         False,
     ),
     Case(

@@ -17,6 +17,10 @@ reads it, well enough for what the proxy needs:
     inline code      an interpreter given its program on the command line (`python -c`) or on
                      its standard input (`python - <<EOF`, `python3 <<EOF`): a probe
     script           a program file it runs (`python path.py`, `./run.sh`, `bash x.sh`, `bin/test`)
+    editor text      SWE-agent's editor commands (`edit 10:12`, `insert 5`, `append`) take the
+                     lines after them, up to `end_of_edit`, as the text to put in the open file:
+                     data like a here-document's body, never commands (a `>` in the code is no
+                     redirect)
 
 Linear in the command's length; anything it cannot follow is read as plain words, never raised.
 """
@@ -42,6 +46,8 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 _BACKUP = re.compile(r"(?:\.(?:bak|backup|orig|original|old|save|copy)\d*|~)$")
 """What a kept copy's name adds to the file's (`f.py.bak`, `f.py.orig`, `f.py~`)."""
 _NULL_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_EDITOR_COMMAND = re.compile(r"[ \t]*(?:edit[ \t]+\d+(?::\d+)?|insert[ \t]+\d+|append)[ \t]*(?:\n|$)")
+"""SWE-agent's editor commands, alone on the first line: what follows is the text they put in the file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +213,11 @@ def _remembered(command: str) -> Command:
 
 
 def _read(command: str) -> Command:
+    editor = _EDITOR_COMMAND.match(command)
+    if editor is not None:
+        head = editor.group(0).strip()
+        body = command[editor.end() :].removesuffix("\n").removesuffix("end_of_edit").removesuffix("\n")
+        return Command((Segment(tuple(head.split()), head, body),), (), ())
     text, bodies = take_heredocs(command)
     segments: list[Segment] = []
     writes: list[Write] = []

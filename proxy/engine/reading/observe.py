@@ -70,12 +70,15 @@ class ObservedCall:
 
     @property
     def target(self) -> str | None:
-        """The file the call reads or writes, when it names one (an argument, or a shell word)."""
+        """The file the call reads or writes, when it names one (an argument, the first file it
+        writes, or a shell word: never one in the text an editor command puts in the file)."""
         arguments = self.call.arguments or {}
         for name in _PATH_ARGS:
             value = arguments.get(name)
             if isinstance(value, str) and value:
                 return value
+        if self.writes:
+            return self.writes[0].path
         if self.command:
             words = [w.strip("'\"") for w in self.command.split() if not w.startswith("-") and ("/" in w or "." in w)]
             words = [w for w in words if not w.startswith(("'", "s/")) and w not in (".", "..")]

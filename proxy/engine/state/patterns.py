@@ -105,7 +105,7 @@ class DetectorStates:
 
     def reset(self, names: frozenset[str]) -> DetectorStates:
         """These detectors back at their initial state (a new episode)."""
-        if not names & self.values.keys():
+        if names.isdisjoint(self.values):
             return self
         return DetectorStates({k: v for k, v in self.values.items() if k not in names})
 
