@@ -17,6 +17,7 @@ hooks at their named steps, and the hooks never raise into the request.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,9 @@ OPERATIONS = {
 """The GenAI operation each model route is (`gen_ai.operation.name`); other paths are plain HTTP."""
 MODEL_BODY_LIMIT = 1024 * 1024
 """An unanalysed body is read for its `model` only up to this size."""
+_MODEL = re.compile(rb'"model"\s*:\s*"([\w.:/@+-]{0,200})"')
+"""A `"model": "name"` member. Inside a string (a message's text) its quotes are escaped, so a
+match is a key; where there is more than one (a nested object's), the body is parsed instead."""
 
 
 def tracing_from_env(environ: Mapping[str, str]) -> Otel | None:
@@ -126,6 +130,9 @@ def _requested_model(body: bytes, analysed: Planned | None) -> str | None:
         return analysed.incoming.translation.model or None
     if len(body) > MODEL_BODY_LIMIT or not body.lstrip().startswith(b"{"):
         return None
+    found = _MODEL.findall(body)
+    if len(found) == 1:  # one place names a model: no parse of the whole body for it
+        return found[0].decode() if found[0] else None
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
