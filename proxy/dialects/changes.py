@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import count
+from itertools import compress, count, islice
+from operator import is_, not_
 from typing import Any
 
 __all__ = ["REMOVED", "Array", "Change", "Fresh", "Kept", "Removed", "Value", "kept_or_fresh", "materialise"]
@@ -53,24 +54,27 @@ def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept 
     """The items of a new array whose `values` are original elements (the same objects as in
     `originals`) and new ones: each stretch of original elements that follow each other in
     both is one `Kept`, so an array of hundreds of messages with a few inserted is a few items.
-    (The lookups run at C speed; only the stretches are walked in Python.)"""
+    (Each element's lookup and each stretch's extent are found at C speed: the Python loop runs
+    once per item, not once per element.)"""
     where = dict(zip(map(id, originals), count()))
     items: list[Kept | Fresh] = []
-    start = previous = -1
-    for value, index in zip(values, map(where.get, map(id, values)), strict=True):
-        if index is not None and start >= 0 and index == previous + 1:
-            previous = index
-            continue
-        if start >= 0:
-            items.append(Kept(start, previous - start + 1))
+    at, total = 0, len(values)
+    while at < total:
+        index = where.get(id(values[at]))
         if index is None:
-            items.append(Fresh(value))
-            start = previous = -1
-        else:
-            start = previous = index
-    if start >= 0:
-        items.append(Kept(start, previous - start + 1))
+            items.append(Fresh(values[at]))
+            at += 1
+            continue
+        length = _stretch(originals, index, values, at)
+        items.append(Kept(index, length))
+        at += length
     return items
+
+
+def _stretch(originals: Sequence[Any], index: int, values: Sequence[Any], at: int) -> int:
+    """How many elements from `values[at]` on are the originals from `index` on (at least one)."""
+    same = map(is_, islice(originals, index, None), islice(values, at, None))
+    return next(compress(count(), map(not_, same)), min(len(originals) - index, len(values) - at))
 
 
 def materialise(source: Sequence[Any], items: Sequence[Kept | Fresh]) -> list[Any]:
