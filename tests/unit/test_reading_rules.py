@@ -90,6 +90,11 @@ OWN_IMPORT = (
     "ImportError: cannot import name 'Lambda' from 'astroid.nodes'"
 )
 
+
+def _footer(where: str) -> str:
+    return f"(Open file: n/a)\n(Current directory: {where})\nbash-$"
+
+
 TEXT_BUFFER = "/fasterxml__jackson-core/src/main/java/TextBuffer.java"
 
 
@@ -495,6 +500,21 @@ CASES = [
         "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
         [[bash(f"git log -p -- astroid/modutils.py | grep {name}", "", 1)] for name in ("_has_init", "_spec", "check")],
         "repeat_output",
+        False,
+    ),
+    # A `cd` prints nothing: what it did is the directory SWE-agent's footer names.
+    Case(
+        "`cd ..` that leaves the shell where it was, again and again, repeats",
+        "sweagent0-msb-java-deepseek-chat-v2/googlecontainertools__jib-4144",
+        [[bash("cd ..", _footer("/"), None)] for _ in range(4)],
+        "repeat_call",
+        True,
+    ),
+    Case(
+        "`cd ..` climbing a tree, one directory up each time, does not repeat",
+        "sweagent0-msb-java-deepseek-chat-v2/googlecontainertools__jib-4144",
+        [[bash("cd ..", _footer(where), None)] for where in ("/w/jib/a/b", "/w/jib/a", "/w/jib", "/w")],
+        "repeat_call",
         False,
     ),
     # SWE-agent's editor command carries the new text after it: code, not shell (`>` no redirect).

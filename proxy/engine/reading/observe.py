@@ -135,6 +135,19 @@ def _writes_told(writes: tuple[Write, ...], kind: CallKind, output: str) -> tupl
     return (Write(match.group(1), False),) if match else writes
 
 
+_MOVED_TO = re.compile(r"^\(Current directory: ([^\n]*)\)", re.MULTILINE)
+"""The working directory SWE-agent's shell footer names after every command."""
+
+
+def _digest_told(digest: str | None, command: str | None, output: str) -> str | None:
+    """The result's digest; for a `cd` that printed nothing, of the directory it left the shell in
+    (SWE-agent's footer): three `cd ..` climbing a tree are three different results."""
+    if digest is not None or not command or not command.lstrip().startswith(("cd ", "pushd ", "popd")):
+        return digest
+    moved = _MOVED_TO.search(output[-400:])
+    return output_digest(f"now in {moved.group(1)}") if moved else None
+
+
 def observe(
     turn: Turn,
     ordinal: int,
@@ -157,14 +170,15 @@ def observe(
         if kind is CallKind.OTHER and test_report(output):
             kind = CallKind.VERIFY  # a test runner's report: a check, whatever printed it
         writes = _writes_told(cls.writes, kind, output)
+        command = classifier.command(call.name, call.arguments)
         observed = ObservedCall(
             call=call,
             kind=kind,
             mutates=cls.mutates,
             outcome=result_outcome(kind, output, call.is_error),
-            command=classifier.command(call.name, call.arguments),
+            command=command,
             key=call_key(call.name, call.arguments, call.raw_arguments, volatile),
-            digest=output_digest(output),
+            digest=_digest_told(output_digest(output), command, output),
             rejected=rejected(output),
             output=output,
             writes=writes,
