@@ -11,7 +11,7 @@ import openai
 import orjson
 import pytest
 from aiohttp.test_utils import TestServer
-from chat import OPENHANDS_TOOLS, Chat, edit, test_run
+from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from dialects import body_for
 from support import Upstream, completion, json_reply, post, sdk, sse_chunks, sse_reply
 
@@ -76,6 +76,26 @@ async def test_a_fourth_identical_run_of_a_failing_check_never_reaches_the_agent
     # asked for the next step's tool alone (the failing test not read yet: the reader): the shell
     # that ran the check is not offered to the re-ask
     assert retry["tool_choice"] == {"type": "function", "function": {"name": "str_replace_editor"}}
+
+
+async def test_an_edit_sent_again_after_not_found_is_asked_again_with_the_files_lines_held_in_the_schema(
+    client: openai.AsyncOpenAI, upstream: Upstream
+) -> None:
+    """The same not-found edit proposed again: refused; the re-ask's call schema holds its path
+    and text to replace to the lines the view showed, and the agent gets the edit that applies."""
+    line = "    return int(a) + int(b) + 1"  # the one line the attempted old_str was meant to match
+    tried = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "return a + b + 1", "new_str": "x"}
+    fixed = {**tried, "old_str": line, "new_str": "    return int(a) + int(b)"}
+    not_found = "ERROR: No replacement was performed, old_str `return a + b + 1` did not appear verbatim in /workspace/src/parse.py."
+    shown = f"def parse(s):\n    a, b = s.split('+')\n{line}\n"
+    chat = Chat().turn(view(content=shown)).turn(("str_replace_editor", tried, not_found))
+    upstream.reply_with(
+        *_replies(False, _call("str_replace_editor", tried, "call_same"), _call("str_replace_editor", fixed, "call_ok"))
+    )
+    assert await _ask(client, chat, False) == ("str_replace_editor", fixed)
+    retry = upstream.seen[1].json()
+    schema = retry["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]
+    assert schema["old_str"] == {"enum": [line]} and schema["path"] == {"enum": ["/workspace/src/parse.py"]}
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

@@ -169,6 +169,32 @@ def test_an_edit_refused_after_not_found_is_handed_the_lines_it_meant_whole_as_t
     assert f'"old_str":{meant}' in instead and "with new_str those lines as they should be" in instead
 
 
+def test_a_refused_edit_is_asked_again_with_the_lines_it_meant_held_in_the_call_schema() -> None:
+    """The lever the server honours: the re-ask's schema holds the edit's path and text to replace
+    to what the file has; only the new text is the model's to write (recovery bench: asked in
+    words, the model sent the same not-found old_str again)."""
+    rules = _rules([view(content=PARSE), ("str_replace_editor", MISREMEMBERED, NOT_FOUND)])
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(MISREMEMBERED).decode(),)), rules)
+    edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+    meant = "    a, b = s.split('+')\n    return int(a) + int(b) + 1"
+    assert edit_.tool_choice == "str_replace_editor" and edit_.call_schema is not None
+    arguments = edit_.call_schema["properties"]["arguments"]
+    assert arguments["properties"]["old_str"] == {"enum": [meant]}
+    assert arguments["properties"]["path"] == {"enum": ["/workspace/src/parse.py"]}
+    assert arguments["properties"]["command"] == {"enum": ["str_replace"]}
+    assert {"old_str", "path", "command"} <= set(arguments["required"]) and "enum" not in arguments["properties"][
+        "new_str"
+    ]
+
+
+def test_a_refused_edit_with_no_lines_seen_is_not_held_to_any() -> None:
+    rules = _rules([view(content=PARSE), edit(), ("str_replace_editor", MISREMEMBERED, NOT_FOUND)])
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(MISREMEMBERED).decode(),)), rules)
+    assert judgement.refusal is not None and judgement.refusal.pinned is None
+    edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+    assert edit_.pinned is None
+
+
 def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> None:
     """Edited after the view: what the view showed is not the file any more; the instead names
     the argument to change, and quotes nothing."""

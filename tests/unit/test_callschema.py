@@ -39,3 +39,22 @@ def test_arguments_that_refer_elsewhere_are_any_object() -> None:
 
 def test_no_allowed_tool_is_no_schema() -> None:
     assert call_schema(TOOLS, {"absent"}) is None and call_schema(None, {"bash"}) is None
+
+
+def test_pinned_arguments_are_required_and_held_to_their_one_value_the_rest_as_declared() -> None:
+    editor = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}},
+        "required": ["path"],
+    }
+    pinned = {"editor": {"path": "/w/a.py", "old_str": "x = 1\n"}}
+    schema = call_schema([tool("editor", editor), tool("bash", BASH)], {"editor"}, pinned=pinned)
+    assert schema is not None
+    arguments = schema["properties"]["arguments"]
+    assert arguments["properties"] == {
+        "path": {"enum": ["/w/a.py"]},
+        "old_str": {"enum": ["x = 1\n"]},
+        "new_str": {"type": "string"},
+    }
+    assert arguments["required"] == ["path", "old_str"]
+    assert call_schema([tool("bash", BASH)], {"bash"}, pinned={"editor": {"path": "p"}}) == call_schema(TOOLS, {"bash"})

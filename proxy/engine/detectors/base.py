@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.vocabulary import Vocabulary
+from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts, UserFacts
 from proxy.engine.text.salvage import OfferedTool
@@ -83,6 +83,10 @@ class Refusal:
     tool: str | None = None
     """The tool that next step uses, when it is another than the refused call's: the re-ask is
     narrowed to it (a small model asked again in words proposes the refused call again)."""
+    pinned: Call | None = None
+    """The next call's tool and the arguments it must carry, as the proxy has seen them (an edit's
+    text to replace, exactly as the file has it): the re-ask's call schema holds them to these
+    values, the rest is the model's to write."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from proxy.engine.reading.evidence import evidence
 from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.vocabulary import Call
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
@@ -151,15 +152,17 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
         return None
     times = "last time" if state.count == 1 else f"the last {state.count} times"
     reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
-    return Refusal(
-        NAME, reason, _meant(proposal, context) or _change(state.tool, state.arguments, state.quote, context)
-    )
+    meant = _meant(proposal, context)
+    if meant is None:
+        return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context))
+    return Refusal(NAME, reason, meant[0], pinned=meant[1])
 
 
-def _meant(proposal: Proposal, context: RemedyContext) -> str | None:
+def _meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
     """For an edit whose text to replace is not in the file: the lines of the file it was meant
-    to match, whole, as the agent's last read showed them, with the call that uses them; None
-    when the file was not read since it last changed or no lines are alike enough."""
+    to match, whole, as the agent's last read showed them, with the call that uses them (pinned:
+    the re-ask holds its path and text to replace to these); None when the file was not read
+    since it last changed or no lines are alike enough."""
     replaced = proposal.replaced()
     path = next((w.path for w in proposal.writes), None)
     shown = context.repair.shown(path) if path else None
@@ -172,11 +175,15 @@ def _meant(proposal: Proposal, context: RemedyContext) -> str | None:
     vocabulary = context.vocabulary
     call = vocabulary.edit(path, span) if vocabulary is not None else None
     if call is not None and vocabulary is not None and call.name == proposal.name:
-        return (
+        text = (
             f"The lines it was meant to match, exactly as the file has them: {call.render()}, "
             f"with {vocabulary.new_arg} those lines as they should be."
         )
-    return f"The lines of {path} it was meant to match, exactly as the file has them, to use as `{argument}`:\n{span}"
+        return text, call
+    return (
+        f"The lines of {path} it was meant to match, exactly as the file has them, to use as `{argument}`:\n{span}",
+        None,
+    )
 
 
 DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, blocks=blocks, futile=futile)

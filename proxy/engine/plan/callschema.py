@@ -15,7 +15,9 @@ Rules:
      and salvage still checks the required keys.
   3. A tool narrowed to some values of one argument (`force` wants an edit from an editor whose
      `command` also views) has that argument required and limited to those values.
-  4. No tools: no schema.
+  4. A tool with arguments pinned (a re-asked edit whose text to replace the proxy has seen in
+     the file) has each of them required and held to its one value; the rest stay as declared.
+  5. No tools: no schema.
 
 A dialect writes the schema only when the request has no format of its own, and the engine
 asks for it only while salvage is on (otherwise the JSON text would reach the agent as prose).
@@ -66,10 +68,28 @@ def _arguments(parameters: Any, narrow: Narrow | None) -> dict[str, Any]:
     }
 
 
+def _pinned(arguments: dict[str, Any], pinned: Mapping[str, Any] | None) -> dict[str, Any]:
+    properties = arguments.get("properties")
+    if not pinned or not isinstance(properties, dict):
+        return arguments
+    required = arguments.get("required")
+    required = list(required) if isinstance(required, list) else []
+    held = {name: {"enum": [value]} for name, value in pinned.items()}
+    return {
+        **arguments,
+        "properties": {**properties, **held},
+        "required": [*required, *(name for name in pinned if name not in required)],
+    }
+
+
 def call_schema(
-    tools: Sequence[Any] | None, names: Collection[str], narrow: Mapping[str, Narrow] | None = None
+    tools: Sequence[Any] | None,
+    names: Collection[str],
+    narrow: Mapping[str, Narrow] | None = None,
+    pinned: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
-    """The schema of one call to any of the chat-style `tools` named in `names`."""
+    """The schema of one call to any of the chat-style `tools` named in `names` (`pinned`: per
+    tool, arguments held to one value each)."""
     options: list[dict[str, Any]] = []
     for tool in tools or ():
         function = tool.get("function") if isinstance(tool, dict) else None
@@ -81,7 +101,9 @@ def call_schema(
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "enum": [name]},
-                    "arguments": _arguments(function.get("parameters"), (narrow or {}).get(name)),
+                    "arguments": _pinned(
+                        _arguments(function.get("parameters"), (narrow or {}).get(name)), (pinned or {}).get(name)
+                    ),
                 },
                 "required": ["name", "arguments"],
             }

@@ -62,6 +62,9 @@ def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
 
     def refused(refusal: Refusal) -> Edit:
         text = f"{PREFIX} Your call was not run. {refusal.reason}\n{refusal.instead}"
+        pinned = refusal.pinned
+        if pinned is not None and pinned.name in turn.levers.offered:  # the call, its known part held
+            return retry(turn, role, text, tool_choice=pinned.name, pinned=pinned.arguments)
         if refusal.tool is not None and refusal.tool in turn.levers.offered:
             return retry(turn, role, text, tool_choice=refusal.tool)  # the next step's tool, only
         return retry(turn, role, text, require_call=True)

@@ -79,7 +79,8 @@ def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str
         if edit.call_schema is not None or (edit.tool_choice is None and not edit.require_call):
             return edit
         names = [edit.tool_choice] if edit.tool_choice else edit.tools if edit.tools is not None else offered
-        return replace(edit, call_schema=call_schema(tools, names))
+        pinned = {edit.tool_choice: edit.pinned} if edit.tool_choice and edit.pinned else None
+        return replace(edit, call_schema=call_schema(tools, names, pinned=pinned))
 
     refused = plan.refused
     return GatePlan(

@@ -42,6 +42,9 @@ class Edit:
     call_schema: Mapping[str, Any] | None = None
     """The reply's text constrained to one call as JSON (`callschema.py`), where the request sets
     no format of its own: for servers that take no `tool_choice`."""
+    pinned: Mapping[str, Any] | None = None
+    """Arguments of the forced tool's call held to these values by the call schema (a re-asked
+    edit's text to replace, as the file has it)."""
     leaves_out: bool = False
     """Messages missing from `messages` are left out of the request (a gate's retry); otherwise a
     dialect keeps every original item it cannot place (Responses `input`)."""
