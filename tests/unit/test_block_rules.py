@@ -187,20 +187,25 @@ def test_a_refused_edit_is_asked_again_with_the_lines_it_meant_held_in_the_call_
     ]
 
 
-def test_a_refused_edit_with_no_lines_seen_is_not_held_to_any() -> None:
+def test_a_refused_edit_of_a_file_not_read_since_it_changed_is_asked_for_a_look_at_it_held_to_that_read() -> None:
+    """Where the proxy has not seen the lines, the next step is to look: the re-ask can only be
+    the read of that file."""
     rules = _rules([view(content=PARSE), edit(), ("str_replace_editor", MISREMEMBERED, NOT_FOUND)])
     judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(MISREMEMBERED).decode(),)), rules)
-    assert judgement.refusal is not None and judgement.refusal.pinned is None
+    assert judgement.refusal is not None and judgement.refusal.pinned is not None
     edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
-    assert edit_.pinned is None
+    assert edit_.pinned == {"command": "view", "path": "/workspace/src/parse.py"}
+    assert edit_.call_schema is not None
+    held = edit_.call_schema["properties"]["arguments"]["properties"]
+    assert held["command"] == {"enum": ["view"]} and held["path"] == {"enum": ["/workspace/src/parse.py"]}
 
 
 def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> None:
-    """Edited after the view: what the view showed is not the file any more; the instead names
-    the argument to change, and quotes nothing."""
+    """Edited after the view: what the view showed is not the file any more; the instead asks
+    for a look at it, and quotes nothing."""
     failed = ("str_replace_editor", MISREMEMBERED, NOT_FOUND)
     instead = _instead([view(content=PARSE), edit(), failed], MISREMEMBERED)
-    assert "old_str" in instead and "split" not in instead
+    assert "Look at /workspace/src/parse.py as it is now first" in instead and "split" not in instead
 
 
 def test_an_empty_reply_while_the_rerun_would_be_refused_is_asked_for_the_next_step_not_the_rerun() -> None:

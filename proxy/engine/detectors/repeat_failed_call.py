@@ -152,10 +152,24 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
         return None
     times = "last time" if state.count == 1 else f"the last {state.count} times"
     reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
-    meant = _meant(proposal, context)
-    if meant is None:
+    instead = _meant(proposal, context) or _look(proposal, context)
+    if instead is None:
         return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context))
-    return Refusal(NAME, reason, meant[0], pinned=meant[1])
+    return Refusal(NAME, reason, instead[0], pinned=instead[1])
+
+
+def _look(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
+    """For an edit of a file not read since it last changed: the read of it, whole (pinned: the
+    re-ask can only be that read). Its lines are what the next edit needs, and only a look shows
+    them; asked in words, the model sent the same not-found text again (recovery bench, calc)."""
+    path = next((w.path for w in proposal.writes), None)
+    vocabulary = context.vocabulary
+    if proposal.replaced() is None or path is None or context.repair.shown(path) is not None or vocabulary is None:
+        return None
+    call = vocabulary.read(path)
+    if call is None:
+        return None
+    return f"Look at {path} as it is now first: {call.render()}. Reply with that tool call only.", call
 
 
 def _meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
