@@ -32,6 +32,19 @@ FILE = (
             "    return '_'.join(words).lower()",
             id="one character misremembered",
         ),
+        pytest.param(
+            "def slug(title):\n    words = re.findall(r'\\w+', title)\n    joined = '_'.join(words)\n"
+            "    return joined.lower()",
+            "def slug(title):\n    words = re.findall(r'\\w+', title)\n    return '_'.join(words).lower()",
+            id="one line of the file remembered as two: the span one line shorter",
+        ),
+        pytest.param(
+            "import re\n\ndef slug(title):\n    words = re.findall(r'\\w+', title)\n    words = [w for w in words]\n"
+            "    return '_'.join(words).lower()\n\ndef other():\n    return 1",
+            "import re\n\ndef slug(title):\n    words = re.findall(r'\\w+', title)\n    return '_'.join(words).lower()\n"
+            "\ndef other():\n    return 1",
+            id="longer than the whole file by a line: the whole file (recovery bench, stack)",
+        ),
         pytest.param("import os\nimport sys", None, id="lines the file does not have"),
         pytest.param("", None, id="nothing attempted"),
         pytest.param("x\n" * (MAX_EXCERPT_LINES + 1), None, id="longer than we quote"),

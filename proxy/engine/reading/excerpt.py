@@ -25,6 +25,8 @@ MAX_EXCERPT_LINES = 30
 ALIKE = 0.6
 """How alike (difflib's ratio, indentation aside) a run of a file's lines must be to an edit's
 unmatched `old_str` to be taken for the lines it meant."""
+SPREAD = 2
+"""How many lines more or fewer than an unmatched `old_str` the span it was meant to match may have."""
 
 _NUMBERED = re.compile(r"^\s*(\d+)(?:\t|:|→)(.*)$")
 _DEFINITION = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(?P<name>\w+)")
@@ -83,18 +85,33 @@ def excerpt(shown: str, names: Iterable[str], line: int | None = None) -> str | 
 
 def closest_span(shown: str, attempted: str) -> str | None:
     """The run of lines of `shown` that an edit's `old_str`, not found in the file, was meant to
-    match: as many lines as it has, the most alike (indentation aside), exactly as the read showed
-    them; None when no run is alike enough (`ALIKE`) or it is longer than we quote."""
+    match: about as many lines as it has (up to `SPREAD` more or fewer: a misremembered line may
+    be two in the file, or two one), the most alike (indentation aside; at equal likeness, the
+    closest in length), exactly as the read showed them; None when no run is alike enough
+    (`ALIKE`) or it is longer than we quote."""
     lines = [text for _n, text in sorted(code_lines(shown).items())]
     wanted = [line.strip() for line in attempted.strip("\n").splitlines()]
     size = len(wanted)
-    if not size or size > MAX_EXCERPT_LINES or len(lines) < size:
+    if not size or size > MAX_EXCERPT_LINES:
         return None
     matcher = SequenceMatcher(None, autojunk=False)
     matcher.set_seq2("\n".join(wanted))
-    best, at = ALIKE, None
-    for start in range(len(lines) - size + 1):
-        matcher.set_seq1("\n".join(line.strip() for line in lines[start : start + size]))
-        if matcher.real_quick_ratio() >= best and matcher.quick_ratio() >= best and (ratio := matcher.ratio()) >= best:
-            best, at = ratio, start
-    return None if at is None else "\n".join(lines[at : at + size])
+    best, found = ALIKE, None
+    for width in sorted(range(max(1, size - SPREAD), min(len(lines), size + SPREAD) + 1), key=lambda w: abs(w - size)):
+        at = None
+        for start in range(len(lines) - width + 1):
+            matcher.set_seq1("\n".join(line.strip() for line in lines[start : start + width]))
+            ratio = _alike(matcher, best)
+            # within a width the later run wins a tie (as ever); a farther width must do better
+            if ratio is not None and (found is None or at is not None or ratio > best):
+                best, at = ratio, start
+        if at is not None:
+            found = lines[at : at + width]
+    return None if found is None else "\n".join(found)
+
+
+def _alike(matcher: SequenceMatcher[str], floor: float) -> float | None:
+    """The matcher's ratio when it is at least `floor` (the cheap bounds tried first)."""
+    if matcher.real_quick_ratio() >= floor and matcher.quick_ratio() >= floor and (ratio := matcher.ratio()) >= floor:
+        return ratio
+    return None
