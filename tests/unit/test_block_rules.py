@@ -200,6 +200,29 @@ def test_a_refused_edit_of_a_file_not_read_since_it_changed_is_asked_for_a_look_
     assert held["command"] == {"enum": ["view"]} and held["path"] == {"enum": ["/workspace/src/parse.py"]}
 
 
+def test_a_no_op_edit_of_text_the_file_lacks_is_asked_again_with_the_lines_it_meant_held() -> None:
+    """`pointless_call` refuses an edit whose new text is its old text; where that text is not in
+    the file either, its re-ask carries the lines it meant, as `repeat_failed_call`'s does
+    (recovery bench, stack: a no-op edit of a misremembered class came back three times)."""
+    no_op = {**MISREMEMBERED, "new_str": MISREMEMBERED["old_str"]}
+    rules = _rules([view(content=PARSE), ("str_replace_editor", {**no_op, "old_str": "y", "new_str": "y"}, NOT_FOUND)])
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(no_op).decode(),)), rules)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "pointless_call"
+    edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+    assert (
+        edit_.pinned is not None
+        and edit_.pinned["old_str"] == "    a, b = s.split('+')\n    return int(a) + int(b) + 1"
+    )
+
+
+def test_a_no_op_edit_of_text_the_file_has_is_asked_in_words_only() -> None:
+    no_op = {**BAD_EDIT[1], "old_str": "    return int(a) + int(b) + 1", "new_str": "    return int(a) + int(b) + 1"}
+    rules = _rules([view(content=PARSE), ("str_replace_editor", {**no_op, "old_str": "y", "new_str": "y"}, NOT_FOUND)])
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(no_op).decode(),)), rules)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "pointless_call"
+    assert judgement.refusal.pinned is None and "Write the real text" in judgement.refusal.instead
+
+
 def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> None:
     """Edited after the view: what the view showed is not the file any more; the instead asks
     for a look at it, and quotes nothing."""

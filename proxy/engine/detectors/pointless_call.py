@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.meant import meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS, Proposal
 from proxy.engine.state.failure import RepairState
@@ -101,15 +102,21 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
     return bool(options.block) and state.count >= options.block
 
 
-def futile(_state: State, proposal: Proposal, _context: RemedyContext, _options: Options) -> Refusal | None:
+def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
+    """A no-op edit or a placeholder; where its text to replace is not in the file either, the
+    re-ask carries the lines it meant (or a look at the file), held by the schema (`meant`)."""
     why = pointless(proposal.kind, proposal.arguments)
     if why is None:
         return None
-    return Refusal(
-        NAME,
-        f"{proposal.describe()} cannot do anything: {why}.",
-        "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
-    )
+    reason = f"{proposal.describe()} cannot do anything: {why}."
+    instead = meant(proposal, context)
+    if instead is None:
+        return Refusal(
+            NAME,
+            reason,
+            "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
+        )
+    return Refusal(NAME, reason, instead[0], pinned=instead[1])
 
 
 DETECTOR = Detector(

@@ -33,12 +33,11 @@ from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
+from proxy.engine.detectors.meant import meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.evidence import evidence
-from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.vocabulary import Call
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
@@ -152,52 +151,10 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
         return None
     times = "last time" if state.count == 1 else f"the last {state.count} times"
     reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
-    instead = _meant(proposal, context) or _look(proposal, context)
+    instead = meant(proposal, context)
     if instead is None:
         return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context))
     return Refusal(NAME, reason, instead[0], pinned=instead[1])
-
-
-def _look(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
-    """For an edit of a file not read since it last changed: the read of it, whole (pinned: the
-    re-ask can only be that read). Its lines are what the next edit needs, and only a look shows
-    them; asked in words, the model sent the same not-found text again (recovery bench, calc)."""
-    path = next((w.path for w in proposal.writes), None)
-    vocabulary = context.vocabulary
-    if proposal.replaced() is None or path is None or context.repair.shown(path) is not None or vocabulary is None:
-        return None
-    call = vocabulary.read(path)
-    if call is None:
-        return None
-    return f"Look at {path} as it is now first: {call.render()}. Reply with that tool call only.", call
-
-
-def _meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
-    """For an edit whose text to replace is not in the file: the lines of the file it was meant
-    to match, whole, as the agent's last read showed them, with the call that uses them (pinned:
-    the re-ask holds its path and text to replace to these); None when the file was not read
-    since it last changed or no lines are alike enough."""
-    replaced = proposal.replaced()
-    path = next((w.path for w in proposal.writes), None)
-    shown = context.repair.shown(path) if path else None
-    if replaced is None or path is None or shown is None:
-        return None
-    argument, attempted = replaced
-    span = closest_span(shown, attempted)
-    if span is None or span == attempted:
-        return None
-    vocabulary = context.vocabulary
-    call = vocabulary.edit(path, span) if vocabulary is not None else None
-    if call is not None and vocabulary is not None and call.name == proposal.name:
-        text = (
-            f"The lines it was meant to match, exactly as the file has them: {call.render()}, "
-            f"with {vocabulary.new_arg} those lines as they should be."
-        )
-        return text, call
-    return (
-        f"The lines of {path} it was meant to match, exactly as the file has them, to use as `{argument}`:\n{span}",
-        None,
-    )
 
 
 DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, blocks=blocks, futile=futile)
