@@ -98,8 +98,14 @@ def _footer(where: str) -> str:
 TEXT_BUFFER = "/fasterxml__jackson-core/src/main/java/TextBuffer.java"
 
 
-def _editor_edit(line: int) -> str:
-    return f"edit {line}:{line}\n    if (curr.length >= minSize > MAX_KEY_LENGTH) {{ throw new X(); }}\nend_of_edit"
+def _editor_edit(line: int, total: int) -> Call:
+    """SWE-agent's `edit` of one line of the open file, `>` in its code, and what the editor printed."""
+    command = f"edit {line}:{line}\n    if (curr.length >= minSize > MAX_KEY_LENGTH) {{ throw new X(); }}\nend_of_edit"
+    return bash(command, f"[File: {TEXT_BUFFER} ({total} lines total)]\n{line}:    if (n > MAX) {{", None)
+
+
+def _repro(error: str = "key too long") -> Call:
+    return bash("python reproduce_bug.py", TRACE + f"ValueError: {error}", None)
 
 
 CASES = [
@@ -522,9 +528,9 @@ CASES = [
         "editor edits with `>` in their code, on a live failure, owe a re-run of the check",
         "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
         [
-            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long", None)],
-            [bash(_editor_edit(604), f"[File: {TEXT_BUFFER} (721 lines total)]\n604:    if (n > MAX) {{", None)],
-            [bash(_editor_edit(611), f"[File: {TEXT_BUFFER} (722 lines total)]\n611:    if (n > MAX) {{", None)],
+            [_repro()],
+            [_editor_edit(604, 721)],
+            [_editor_edit(611, 722)],
             [bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)],
         ],
         "reverify_owed",
@@ -533,13 +539,7 @@ CASES = [
     Case(
         "editor edits each followed by the check owe nothing",
         "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
-        [
-            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long", None)],
-            [bash(_editor_edit(604), f"[File: {TEXT_BUFFER} (721 lines total)]\n604:    if (n > MAX) {{", None)],
-            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long", None)],
-            [bash(_editor_edit(611), f"[File: {TEXT_BUFFER} (722 lines total)]\n611:    if (n > MAX) {{", None)],
-            [bash("python reproduce_bug.py", TRACE + "ValueError: key too long (2)", None)],
-        ],
+        [[_repro()], [_editor_edit(604, 721)], [_repro()], [_editor_edit(611, 722)], [_repro("key too long (2)")]],
         "reverify_owed",
         False,
     ),

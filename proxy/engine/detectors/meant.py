@@ -22,40 +22,40 @@ __all__ = ["meant"]
 def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
     """What to ask for instead of an edit whose text to replace is not in the file: (the words,
     the call pinned); None when it is no such edit, or the lines are in the file as sent."""
-    return _meant(proposal, context) or _look(proposal, context)
+    replaced = proposal.replaced()
+    path = next((w.path for w in proposal.writes), None)
+    if replaced is None or path is None:
+        return None
+    shown = context.repair.shown(path)
+    if shown is None:
+        return _look(path, context)
+    return _meant(proposal.name, path, shown, replaced, context)
 
 
-def _look(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
+def _look(path: str, context: RemedyContext) -> tuple[str, Call | None] | None:
     """For an edit of a file not read since it last changed: the read of it, whole (pinned: the
     re-ask can only be that read). Its lines are what the next edit needs, and only a look shows
     them; asked in words, the model sent the same not-found text again (recovery bench, calc)."""
-    path = next((w.path for w in proposal.writes), None)
-    vocabulary = context.vocabulary
-    if proposal.replaced() is None or path is None or context.repair.shown(path) is not None or vocabulary is None:
-        return None
-    call = vocabulary.read(path)
+    call = context.vocabulary.read(path) if context.vocabulary is not None else None
     if call is None:
         return None
     return f"Look at {path} as it is now first: {call.render()}. Reply with that tool call only.", call
 
 
-def _meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
-    """For an edit whose text to replace is not in the file: the lines of the file it was meant
-    to match, whole, as the agent's last read showed them, with the call that uses them (pinned:
-    the re-ask holds its path and text to replace to these); None when the file was not read
-    since it last changed or no lines are alike enough."""
-    replaced = proposal.replaced()
-    path = next((w.path for w in proposal.writes), None)
-    shown = context.repair.shown(path) if path else None
-    if replaced is None or path is None or shown is None:
-        return None
+def _meant(
+    tool: str, path: str, shown: str, replaced: tuple[str, str], context: RemedyContext
+) -> tuple[str, Call | None] | None:
+    """The lines of the file the edit's text to replace (`replaced`: its argument and text) was
+    meant to match, whole, as the agent's last read showed them, with the call that uses them
+    (pinned: the re-ask holds its path and text to replace to these); None when no lines are
+    alike enough, or they are the text as sent."""
     argument, attempted = replaced
     span = closest_span(shown, attempted)
     if span is None or span == attempted:
         return None
     vocabulary = context.vocabulary
     call = vocabulary.edit(path, span) if vocabulary is not None else None
-    if call is not None and vocabulary is not None and call.name == proposal.name:
+    if call is not None and vocabulary is not None and call.name == tool:
         text = (
             f"The lines it was meant to match, exactly as the file has them: {call.render()}, "
             f"with {vocabulary.new_arg} those lines as they should be."

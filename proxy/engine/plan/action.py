@@ -11,12 +11,11 @@ names, or a look at the working directory; for an agent that writes its calls as
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from proxy.engine.detectors import Forced, Levers, Refusal
 from proxy.engine.detectors.wording import PREFIX, failing_call
-from proxy.engine.plan.reply import GatePlan
+from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, retry
 from proxy.engine.reading.vocabulary import learn_vocabulary
@@ -96,9 +95,6 @@ def _task_check(rules: Rules, messages: list[Any]) -> str | None:
         if rules.classifier.classify_command(command).kind is CallKind.VERIFY:
             return str(command).strip()
     return None
-
-
-Refuser = Callable[[Sequence[tuple[str, str]]], Refusal | None]
 
 
 def _rerun_refused(turn: Turn, refuse: Refuser | None) -> Refusal | None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from proxy.engine.detectors import Refusal, RemedyContext
 from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.plan.reply import GatePlan
+from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, retry
 from proxy.engine.reading.proposal import propose
@@ -29,7 +29,7 @@ __all__ = ["block_gate", "refuser"]
 
 def refuser(
     rules: Rules, state: ConversationState, translation: Translation, fit: Callable[[str, str, str], str]
-) -> Callable[[Sequence[tuple[str, str]]], Refusal | None] | None:
+) -> Refuser | None:
     """The judge of a reply's proposed calls, (tool, arguments JSON) each; None when no pattern
     may refuse anything in this state (nothing to hold the reply for)."""
     judges = [

@@ -30,12 +30,17 @@ __all__ = [
     "Gate",
     "GatePlan",
     "Judgement",
+    "Refuser",
     "ReplyRules",
     "ReplyView",
     "holding",
     "judge",
     "settled",
 ]
+
+
+Refuser = Callable[[Sequence[tuple[str, str]]], Refusal | None]
+"""The block rung's judge of a reply's proposed calls, (tool, arguments JSON) each (`futility`)."""
 
 
 class Gate(StrEnum):
@@ -93,7 +98,7 @@ class ReplyRules:
     text: a reply that writes a call in it is a call, not a stop."""
     classifier: Classifier | None = None
     """Reads a call written as text (a finish command, say); set with `protocol`."""
-    refuse: Callable[[Sequence[tuple[str, str]]], Refusal | None] | None = None
+    refuse: Refuser | None = None
     """The block rung armed: judges each (tool, arguments JSON) the reply proposes (`futility`)."""
 
     @property
