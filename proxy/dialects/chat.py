@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects import continued
 from proxy.dialects.changes import REMOVED, Array, Change, Kept, Removed, Value, kept_or_fresh, materialise
 from proxy.dialects.chat_reply import ChatReplyWatcher, arguments_of, calls_of, first_choice
 from proxy.dialects.lines import LineScanner, sse_payloads
@@ -231,6 +232,12 @@ class Chat:
 
     def salvaged_stream(self, held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         return _salvaged_stream(held, calls, ids)
+
+    def ahead(self, data: bytes) -> int:
+        return continued.chat_ahead(data)
+
+    def continued(self, sent: bytes, later: bytes) -> bytes:
+        return continued.chat(sent, later)
 
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
         if stream:

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects import continued
 from proxy.dialects.chat import read_messages, write_messages
 from proxy.dialects.lines import LineScanner, TextSoFar, ndjson_payloads
 from proxy.dialects.protocol import ReplyWatcher
@@ -129,6 +130,12 @@ class Ollama:
             "message": {**(message if isinstance(message, dict) else {"role": "assistant"}), "content": ""},
         }
         return orjson.dumps(call_line) + b"\n" + orjson.dumps(final) + b"\n"
+
+    def ahead(self, data: bytes) -> int:
+        return continued.ollama_ahead(data)
+
+    def continued(self, sent: bytes, later: bytes) -> bytes:
+        return continued.ollama(sent, later)
 
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

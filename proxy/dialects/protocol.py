@@ -71,6 +71,17 @@ class Dialect(Protocol):
         """The streamed reply held in `held`, written again as a stream of `calls`."""
         ...
 
+    def ahead(self, data: bytes) -> int:
+        """How much of a streamed reply's `data` (from its start, or from where the last part that
+        went ahead ended) is whole events of its text, that may go to the agent before the reply
+        is judged: never half an event, a call, or what ends the reply."""
+        ...
+
+    def continued(self, sent: bytes, later: bytes) -> bytes:
+        """The stream of a `later` reply written as the rest of the one whose start went out
+        (`sent`: whole events, text and no call; `continued.py`)."""
+        ...
+
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
         """The incomplete hand-back as this dialect's reply: (body, content type)."""
         ...

@@ -111,6 +111,7 @@ async def relay(
     timeouts: Timeouts,
     extra_headers: Mapping[str, str] | None = None,
     held: Sequence[bytes] = (),
+    opened: web.StreamResponse | None = None,
 ) -> tuple[web.StreamResponse, RelayEnd]:
     """Relay status, headers and body to the agent as the upstream produces them.
 
@@ -118,20 +119,22 @@ async def relay(
     client connection closed (the status line is already sent), so the agent sees a cut
     stream, never a silently truncated "complete" one. An agent that goes away closes the
     upstream response, which stops the generation and frees the connection. `held` chunks,
-    already read from `upstream` by the caller, go out first.
+    already read from `upstream` by the caller, go out first; `opened`: the agent's response,
+    already prepared, that the rest goes on.
     """
-    response = web.StreamResponse(
+    response = opened or web.StreamResponse(
         status=upstream.status, reason=upstream.reason, headers=downstream_headers(upstream.headers)
     )
-    if extra_headers:
-        response.headers.update(extra_headers)
-    if is_streaming(upstream.headers):
-        response.headers["X-Accel-Buffering"] = "no"
-    try:
-        await response.prepare(request)
-    except ConnectionResetError:
-        upstream.close()
-        return response, RelayEnd.CLIENT_GONE
+    if opened is None:
+        if extra_headers:
+            response.headers.update(extra_headers)
+        if is_streaming(upstream.headers):
+            response.headers["X-Accel-Buffering"] = "no"
+        try:
+            await response.prepare(request)
+        except ConnectionResetError:
+            upstream.close()
+            return response, RelayEnd.CLIENT_GONE
     try:
         for chunk in held:
             await response.write(chunk)

@@ -1,7 +1,7 @@
 """The reply stage's decisions, as a table: what to do with what an attempt got back.
 
     the attempt (which gate asked for it, what it carried, what was spent)
-      + the upstream's status, or the judgement of its reply
+      + the upstream's status, its failure, or the judgement of its reply
       -> Relay     pass the upstream's response through as it came
          Deliver   give the agent this reply, or the first one, ending the request as `End` says
          Retry     ask the upstream again: through a gate (one extra generation), or the same
@@ -19,7 +19,18 @@ from dataclasses import dataclass, field, replace
 
 from proxy.engine.plan.reply import Gate, Judgement, ReplyRules
 
-__all__ = ["GIVEN_UP", "Attempt", "Deliver", "End", "Relay", "Retry", "Step", "after_reply", "after_status"]
+__all__ = [
+    "GIVEN_UP",
+    "Attempt",
+    "Deliver",
+    "End",
+    "Relay",
+    "Retry",
+    "Step",
+    "after_failure",
+    "after_reply",
+    "after_status",
+]
 
 
 class End(enum.Enum):
@@ -114,9 +125,16 @@ def after_status(attempt: Attempt, status: int, encoded: bool) -> Step | None:
         if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
             return Deliver(GIVEN_UP[attempt.gate], first=True, gate=attempt.gate)
         return Relay(End.UPSTREAM_ERROR)
-    if encoded:
-        return Relay(End.COMPLETE)  # a compressed body is relayed as it is, never read
+    if encoded:  # a compressed body is never read: relayed as it is, or a retry's left unused
+        return Relay(End.COMPLETE) if attempt.gate is None else Deliver(GIVEN_UP[attempt.gate], True, attempt.gate)
     return None
+
+
+def after_failure(attempt: Attempt) -> Deliver | None:
+    """The upstream could not be reached, went silent or broke off: our retry's failure ends its
+    gate with the first reply, as a refusal does; None: the agent's own request failed (its error
+    is the agent's)."""
+    return Deliver(GIVEN_UP[attempt.gate], first=True, gate=attempt.gate) if attempt.gate is not None else None
 
 
 def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budget: int) -> Step:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
-from proxy.engine.plan.reply import Gate, ReplyRules, ReplyView, holding, judge
+from proxy.engine.plan.reply import Gate, Hold, ReplyRules, ReplyView, holding, judge
 from proxy.engine.text.nudges import asks_for_a_call
 from proxy.engine.text.salvage import OfferedTool
 
@@ -102,22 +103,63 @@ def test_judge(view: ReplyView, gate: Gate | None, salvaged: bool) -> None:
 @pytest.mark.parametrize(
     ("view", "held"),
     [
-        (ReplyView(""), True),
-        (ReplyView('{"name": "execute_'), True),
-        (ReplyView("", (None,)), True),
-        (ReplyView("", ("finish",)), True),
-        (ReplyView("", ("execute_bash",)), False),
+        (ReplyView(""), Hold.REPLY),
+        (ReplyView('{"name": "execute_'), Hold.REPLY),
+        (ReplyView("", (None,)), Hold.REPLY),
+        (ReplyView("", ("finish",)), Hold.REPLY),
+        (ReplyView("", ("execute_bash",)), Hold.NONE),
     ],
     ids=["nothing_yet", "may_be_a_call", "call_name_unknown", "finish_call", "a_real_call"],
 )
-def test_holding_a_stream(view: ReplyView, held: bool) -> None:
+def test_holding_a_stream(view: ReplyView, held: Hold) -> None:
     assert holding(view, RULES) is held
 
 
 def test_prose_is_released_at_once_when_nothing_holds_it() -> None:
     rules = ReplyRules(offered=RULES.offered)
-    assert not holding(ReplyView("Let me"), rules)
+    assert holding(ReplyView("Let me"), rules) is Hold.NONE
     assert not ReplyRules().active
+
+
+BLOCKING = ReplyRules(
+    offered=RULES.offered,
+    gates={Gate.ACTION: None, Gate.BLOCK: None},  # type: ignore[dict-item]
+    empty_gate=Gate.ACTION,
+    refuse=lambda calls: None,
+)
+
+
+@pytest.mark.parametrize(
+    ("rules", "view", "held"),
+    [
+        (BLOCKING, ReplyView(""), Hold.REPLY),
+        (BLOCKING, ReplyView("{"), Hold.REPLY),
+        (BLOCKING, ReplyView("Let me re-run the tests."), Hold.TEXT_AHEAD),
+        (BLOCKING, ReplyView("Let me re-run the tests.", ("execute_bash",)), Hold.REPLY),
+        (BLOCKING, ReplyView("", (None,)), Hold.REPLY),
+        (replace(BLOCKING, prose_gate=Gate.FINISH), ReplyView("The fix is in."), Hold.TEXT_AHEAD),
+        (replace(BLOCKING, prose_gate=Gate.DONE), ReplyView("The fix is in."), Hold.REPLY),
+        (replace(BLOCKING, refuse=None, prose_gate=Gate.ACTION), ReplyView("I will look."), Hold.TEXT_AHEAD),
+        (replace(BLOCKING, protocol="fenced"), ReplyView("THOUGHT: run it again"), Hold.REPLY),
+        (replace(BLOCKING, refuse=None), ReplyView("Let me re-run the tests."), Hold.NONE),
+    ],
+    ids=[
+        "empty_may_yet_be_held_by_the_action_gate",
+        "may_become_a_call_written_as_text",
+        "text_before_a_call_flows",
+        "a_call_is_held_whole",
+        "a_call_not_named_yet",
+        "prose_a_gate_may_hold_goes_ahead_its_end_held",
+        "a_stop_while_a_rerun_is_owed_is_held_whole",
+        "prose_the_action_gate_may_hold_goes_ahead",
+        "a_call_in_the_agents_text_protocol_is_the_text",
+        "block_armed_without_a_judge",
+    ],
+)
+def test_text_goes_ahead_while_only_a_call_or_the_replys_end_can_be_gated(
+    rules: ReplyRules, view: ReplyView, held: Hold
+) -> None:
+    assert holding(view, rules) is held
 
 
 NAG = "Your last reply had no tool call. Continue with the task: call one of the tools."

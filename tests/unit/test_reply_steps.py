@@ -7,7 +7,7 @@ import pytest
 
 from proxy.engine.plan.reply import Gate, GatePlan, Judgement, ReplyRules
 from proxy.engine.text.exchange import Edit
-from proxy.http.steps import Attempt, Deliver, End, Relay, Retry, Step, after_reply, after_status
+from proxy.http.steps import Attempt, Deliver, End, Relay, Retry, Step, after_failure, after_reply, after_status
 
 RULES = ReplyRules(gates={gate: GatePlan(Edit, 2) for gate in Gate})
 OWN = Attempt()
@@ -30,6 +30,7 @@ PLAIN_RETRY = Attempt(Gate.ACTION, schema=False, plain=True, retries={Gate.ACTIO
         (RETRY, 400, False, Retry(Gate.ACTION, spends=False)),
         (PLAIN_RETRY, 400, False, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
         (PLAIN_RETRY, 200, False, None),
+        (RETRY, 200, True, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
     ],
     ids=[
         "ok: read it",
@@ -40,10 +41,30 @@ PLAIN_RETRY = Attempt(Gate.ACTION, schema=False, plain=True, retries={Gate.ACTIO
         "a retry's schema refused: the same retry without it, free",
         "our plain retry refused: the first reply, as without the gate",
         "a plain retry answered: read it",
+        "a retry answered compressed: left unread, the first reply",
     ],
 )
 def test_after_status(attempt: Attempt, status: int, encoded: bool, step: Step | None) -> None:
     assert after_status(attempt, status, encoded) == step
+
+
+@pytest.mark.parametrize(
+    ("attempt", "step"),
+    [
+        (OWN, None),
+        (OWN_WITH_SCHEMA, None),
+        (RETRY, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (OWN.retried(Gate.BLOCK, schema=False), Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
+    ],
+    ids=[
+        "the agent's request failed: its failure is the agent's",
+        "with our schema, the same",
+        "our retry failed: the first reply, as when refused",
+        "the block gate's retry failed: the model's own call",
+    ],
+)
+def test_after_failure(attempt: Attempt, step: Step | None) -> None:
+    assert after_failure(attempt) == step
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects import continued
 from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.responses import reply, request
 from proxy.dialects.spans import SpanMemory
@@ -51,6 +52,12 @@ class Responses:
 
     def salvaged_stream(self, held: Sequence[bytes], calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         return reply.salvaged_stream(held, calls, ids)
+
+    def ahead(self, data: bytes) -> int:
+        return continued.responses_ahead(data)
+
+    def continued(self, sent: bytes, later: bytes) -> bytes:
+        return continued.responses(sent, later)
 
     def handback(self, hand: Handback, model: str, stream: bool) -> tuple[bytes, str]:
         return reply.handback(hand, model, stream)

@@ -10,7 +10,7 @@ Three things may act on a reply, each bounded and each counted:
                 at any point, it meant to call a tool and did not (`salvage.miscall`)
 
 The plan arms the gates for each request (`ReplyRules`); `judge` reads one whole reply and
-`holding` says whether a streamed reply must still be held. Pure, like the rest of the engine.
+`holding` says how much of a streamed reply must still be held. Pure, like the rest of the engine.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from proxy.settings.kinds import CallKind
 __all__ = [
     "Gate",
     "GatePlan",
+    "Hold",
     "Judgement",
     "Refuser",
     "ReplyRules",
@@ -49,6 +50,18 @@ class Gate(StrEnum):
     ACTION = "action"
     BLOCK = "block"
     """The reply's call cannot help, the state says (`futility`): not passed on, asked again."""
+
+
+class Hold(StrEnum):
+    """How much of a streamed reply seen so far must be held (`holding`)."""
+
+    REPLY = "reply"
+    """All of it: the reply may yet be salvaged, or gated as a whole."""
+    TEXT_AHEAD = "text_ahead"
+    """Its text may go to the agent at once; a call, or the reply's end, is held until the reply
+    is whole and judged (a gate that then asks again continues the agent's stream)."""
+    NONE = "none"
+    """Nothing can act on it any more: relay the rest as it comes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,15 +186,21 @@ def settled(view: ReplyView, rules: ReplyRules) -> Judgement | None:
     return judgement if judgement.salvaged else None
 
 
-def holding(view: ReplyView, rules: ReplyRules) -> bool:
-    """A streamed reply seen so far must still be held: it may yet be gated or salvaged."""
+def holding(view: ReplyView, rules: ReplyRules) -> Hold:
+    """How much of a streamed reply seen so far must be held: all of it while it may yet be
+    salvaged or gated whole (a call written as text, an empty start, a stop while a re-run is
+    owed); its text alone may go ahead while a gate or the block rung waits for its end."""
     if rules.protocol and rules.gates and not view.calls:
-        return True  # a call written as text is whole only at the end: held while a gate is armed
-    if rules.refuse is not None and Gate.BLOCK in rules.gates:
-        return True  # a call is judged whole: held while the block rung is armed
+        return Hold.REPLY  # a call written as text is whole only at the end: held while a gate is armed
+    blocking = rules.refuse is not None and Gate.BLOCK in rules.gates
     if view.calls:
-        return Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
+        unknown_or_finishing = Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
+        return Hold.REPLY if blocking or unknown_or_finishing else Hold.NONE  # a call is judged whole
     if not view.text.strip():
-        return rules.empty_gate is not None or bool(rules.offered)
+        return (
+            Hold.REPLY if rules.empty_gate is not None or rules.offered else Hold.TEXT_AHEAD if blocking else Hold.NONE
+        )
     could_call = bool(rules.offered) or rules.miscall_gate is not None
-    return rules.prose_gate is not None or (could_call and may_become_call(view.text))
+    if rules.prose_gate is Gate.DONE or (could_call and may_become_call(view.text)):
+        return Hold.REPLY
+    return Hold.TEXT_AHEAD if blocking or rules.prose_gate is not None else Hold.NONE
