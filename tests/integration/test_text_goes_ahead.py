@@ -384,3 +384,42 @@ async def test_when_the_gate_gives_up_after_text_went_ahead_the_agent_has_the_fi
     assert not wait.waited_out
     assert message.content == CLAIM and not message.tool_calls
     assert len(upstream.seen) == 2
+
+
+async def test_an_agent_that_leaves_while_text_goes_ahead_stops_the_generation(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """The agent goes away after the first words: the upstream's response is torn down at the
+    next piece of text the proxy cannot deliver, long before the reply's end."""
+    stopped = asyncio.Event()
+    written: list[int] = []
+    base = {"id": "chatcmpl-long", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    async def talks_on(request: web.Request, _body: bytes) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            for i in range(200):  # bounded: 200 * 50 ms at most
+                delta = {"role": "assistant", "content": ""} if i == 0 else {"content": f"word{i} "}
+                choice = {"index": 0, "delta": delta, "finish_reason": None}
+                await response.write(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
+                written.append(i)
+                await asyncio.sleep(0.05)
+        except (asyncio.CancelledError, ConnectionResetError):
+            stopped.set()
+            raise
+        return response
+
+    upstream.reply_with(talks_on)
+    url = str(proxy.make_url("/v1/chat/completions"))
+    async with aiohttp.ClientSession() as session:
+        resp = await session.post(url, data=body_for("chat", STUCK, stream=True))
+        got = b""
+        while b"word2" not in got:
+            got += await asyncio.wait_for(resp.content.readany(), WAIT)
+        resp.close()
+    await asyncio.wait_for(stopped.wait(), WAIT)
+    at_stop = len(written)
+    assert at_stop < 50, "the upstream kept generating after the agent left"
+    await asyncio.sleep(0.3)
+    assert len(written) == at_stop
