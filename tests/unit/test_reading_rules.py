@@ -544,6 +544,32 @@ CASES = [
         False,
     ),
     Case(
+        "the editor's usage line, answered to edits it could not take, is no output to use",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-databind-4249",
+        [
+            [
+                bash(
+                    f"edit /fasterxml__jackson-databind/reproduce_bug.py {span}\ntry:\n    x()\nend_of_edit",
+                    "Usage: edit <start_line>:<end_line>\n" + _footer("/fasterxml__jackson-databind"),
+                    None,
+                )
+            ]
+            for span in ("6:6", "5:6", "4:6")
+        ],
+        "repeat_output",
+        False,
+    ),
+    Case(
+        "a read that prints the same usage text of a script each time repeats an output",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-databind-4249",
+        [
+            [bash(f"{reader} scripts/run.sh | head -3", "Usage: run.sh <module>\nRuns one module's tests.")]
+            for reader in ("cat", "more", "less")
+        ],
+        "repeat_output",
+        True,
+    ),
+    Case(
         "different searches that print the same findings repeat an output",
         "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
         [[bash(f"grep -rn {name} astroid/", "astroid/modutils.py:643:def _has_init(directory):")] for name in "abc"],

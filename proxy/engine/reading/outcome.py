@@ -201,6 +201,20 @@ _EDITOR_REFUSED = re.compile(
 )
 """SWE-agent's editor turning an edit down, after the code it would have changed: the call was
 not carried out (whatever kind it was read as: an edit whose body runs code is read as a check)."""
+_USAGE = re.compile(r"\A\s*usage:\s+\S", re.IGNORECASE)
+_SHOWS_FILES = frozenset({CallKind.READ, CallKind.SEARCH})
+_USAGE_LINES = 6
+"""At most this many lines, the first a usage line: a synopsis, not a program's output."""
+
+
+def _usage_only(text: str) -> bool:
+    """The program or tool answered with its usage alone: the call was not taken as written
+    (SWE-agent's `Usage: edit <start_line>:<end_line>` to `edit <path> 6:6`; a synopsis on bad
+    arguments). A read may show a file that opens with one: not asked of reads and searches."""
+    body = payload(text).strip()
+    return _USAGE.match(body) is not None and body.count("\n") < _USAGE_LINES
+
+
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
@@ -242,7 +256,7 @@ def rejected(text: str) -> bool:
 
 def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     """How one call's result came out, judged by what kind of call made it."""
-    if is_error or _json_error(text) or rejected(text):
+    if is_error or _json_error(text) or rejected(text) or (kind not in _SHOWS_FILES and _usage_only(text)):
         return Outcome.FAIL
     text = text if text.endswith("\n") else text + "\n"
     code = exit_code(text)
