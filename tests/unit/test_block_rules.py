@@ -126,18 +126,44 @@ def test_a_one_shell_agent_is_not_refused_the_check_at_once_only_from_the_third_
         assert (judgement.refusal is not None) is refused, failures
 
 
-def test_a_refused_check_in_a_one_shell_agent_is_asked_again_for_any_call() -> None:
-    """With one shell for everything the next step's tool is the refused call's: no narrowing."""
+def _one_shell_refusal(*turns: tuple[str, dict[str, Any], str]) -> tuple[Any, Any]:
+    """The failing check three times in a one-shell agent, then `turns`, then the check proposed
+    again: (the refusal, the re-ask's request)."""
     chat = Chat(tools=OPENHANDS_TOOLS[:1])
-    for _ in range(3):
-        chat.turn(test_run())
+    for turn in [test_run()] * 3 + list(turns):
+        chat.turn(turn)
     planned = analyse(engine(), chat.bytes())
     assert planned is not None
     rules = planned.decision.reply
     judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), rules)
-    assert judgement.refusal is not None and judgement.refusal.tool is None
-    edit_ = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
-    assert edit_.require_call and edit_.tool_choice is None
+    assert judgement.refusal is not None and judgement.refusal.tool is None  # no other tool to narrow to
+    return judgement.refusal, rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+
+
+def test_a_refused_check_in_a_one_shell_agent_is_asked_again_for_the_next_read_held_to_that_command() -> None:
+    """With one shell for everything the re-ask cannot be narrowed to another tool; asked in words,
+    Qwen2.5-Coder-1.5B proposed the refused run again every time (recovery bench, leap): where the
+    next step is a read with a known call, the schema holds the shell's command to it."""
+    read = {"command": "sed -n '1,27p' /workspace/tests/test_parse.py"}
+    refusal, edit_ = _one_shell_refusal()
+    assert refusal.pinned is not None and dict(refusal.pinned.arguments) == read
+    assert edit_.tool_choice == "execute_bash" and edit_.pinned == read
+    assert edit_.call_schema["properties"]["arguments"]["properties"]["command"] == {"enum": [read["command"]]}
+    _refusal, then = _one_shell_refusal(("execute_bash", read, "def test_addition(): ..."), test_run())
+    assert then.pinned == {"command": "cat /workspace/parse.py"}  # the code under test, by pytest's naming
+
+
+def test_a_refused_check_in_a_one_shell_agent_is_asked_for_any_call_once_everything_is_read() -> None:
+    """The next step is a change: a shell command the proxy cannot write, so nothing is held."""
+    test_read = (
+        "execute_bash",
+        {"command": "sed -n '1,27p' /workspace/tests/test_parse.py"},
+        "def test_addition(): ...",
+    )
+    code_read = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
+    refusal, edit_ = _one_shell_refusal(test_read, test_run(), code_read, test_run())
+    assert refusal.pinned is None and "Make a change" in refusal.instead
+    assert edit_.require_call and edit_.tool_choice is None and edit_.pinned is None
 
 
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:

@@ -8,7 +8,7 @@ import pytest
 from chat import Chat, edit, test_run, tool_schemas, view
 from scenario_loader import analyse, engine
 
-from proxy.engine.detectors.stuck_same_diagnostic import code_under_test
+from proxy.engine.reading.under_test import code_under_test
 
 FAILING = (
     "    def test_add():\n>       assert add(2, 3) == 5\nE       assert -1 == 5\n\n"

@@ -24,7 +24,6 @@ streak to 1); a streak held at the threshold by an edit-only turn (it did not ad
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from pydantic import Field
@@ -33,7 +32,8 @@ from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, Remed
 from proxy.engine.detectors.wording import PREFIX, failing_call, resolve_path, working_dir
 from proxy.engine.reading.excerpt import excerpt
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.vocabulary import Vocabulary
+from proxy.engine.reading.under_test import code_under_test
+from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
@@ -94,27 +94,6 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     return state, [facts.trip(NAME, action, detail, after)]
 
 
-_UNDER_TEST = (
-    (re.compile(r"^test_(.+\.py)$"), r"\1"),
-    (re.compile(r"^(.+)_test\.py$"), r"\1.py"),
-    (re.compile(r"^(.+)_test\.go$"), r"\1.go"),
-    (re.compile(r"^(.+)\.(?:test|spec)\.([jt]sx?|mjs|cjs)$"), r"\1.\2"),
-)
-_TEST_DIRS = frozenset({"tests", "test", "__tests__", "spec", "specs"})
-
-
-def code_under_test(test_file: str) -> str | None:
-    """The file a test file tests, by its runner's naming convention (pytest's `test_X.py` or
-    `X_test.py`, Go's `X_test.go`, jest's `X.test.ts`), beside it or above a tests folder."""
-    folder, _, name = test_file.rpartition("/")
-    for pattern, target in _UNDER_TEST:
-        if match := pattern.match(name):
-            parent, _, last = folder.rpartition("/")
-            base = parent if last in _TEST_DIRS else folder
-            return f"{base}/{match.expand(target)}" if base else match.expand(target)
-    return None
-
-
 def _evidence(state: RepairState) -> list[tuple[str, int | None, str]]:
     """What there is to read about the live failure, in order: the failing test, the line where it
     fails, the code the test exercises."""
@@ -138,7 +117,7 @@ def _resolved(state: RepairState, path: str) -> str:
     return resolve_path(path, known, working_dir(state.failing_command))
 
 
-def _next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, str | None] | None:
+def _next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, Call | None] | None:
     """(what to read and why, the exact call) for the first piece of evidence not read since the
     failure appeared; None when all of it has been read."""
     options = _evidence(state)
@@ -149,8 +128,7 @@ def _next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, 
         return None
     path, line, why = unread[0]
     full = _resolved(state, path)
-    call = vocabulary.read(full, line) if vocabulary is not None else None
-    return f"{why} in {full}", call.render() if call is not None else None
+    return f"{why} in {full}", vocabulary.read(full, line) if vocabulary is not None else None
 
 
 def remedy(_trip: Trip, context: RemedyContext) -> str:
@@ -225,7 +203,7 @@ def _next_step(context: RemedyContext) -> str:
     hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
     # changed the next action far more often than advice or a bare JSON object did.
-    step = f"Next, read {what}: {call}. Reply with that tool call only." if call else f"Next, read {what}."
+    step = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
     return f"{hold} {step}"
 
 
@@ -256,7 +234,18 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, _next_step(context), tool)
+    return Refusal(NAME, reason, _next_step(context), tool, _pinned_read(context, proposal.name, tool))
+
+
+def _pinned_read(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
+    """With one shell for everything, the re-ask cannot be narrowed to another tool: where the next
+    step is a read whose exact call is known, the re-ask is held to that call (asked in words, the
+    model proposed the refused run again every time: recovery bench, `bash` style)."""
+    if tool is not None:
+        return None
+    read = _next_read(context.repair, context.vocabulary)
+    call = read[1] if read is not None else None
+    return call if call is not None and call.name == refused else None
 
 
 def _next_kind(state: RepairState) -> CallKind:
