@@ -99,18 +99,18 @@ async def deliver(
     body = b"".join(reply.chunks)
     if reply.judgement.salvaged:
         try:
-            body = _salvaged(planned, reply)
+            body, later = _salvaged(planned, reply), later or ahead.opened  # written whole: after text, its rest
         except Exception:
             log.exception("reply_unreadable", dialect=planned.incoming.dialect.name)
             metrics.analysis_failed.labels(team).inc()
-            body, later = b"".join(reply.chunks), later and reply.streamed
-            return await ahead.finish(body, later) if ahead.opened else await _respond(request, reply, body, marks)
-        marks[SALVAGED_HEADER] = str(len(reply.judgement.salvaged))
-        metrics.salvaged.labels(planned.incoming.dialect.name, team).inc()
-        log.info(
-            "repair_salvage", conversation=planned.decision.request.conversation, calls=len(reply.judgement.salvaged)
-        )
-        later = later or ahead.opened  # a salvaged stream is written whole: after text, as its rest
+        else:
+            marks[SALVAGED_HEADER] = str(len(reply.judgement.salvaged))
+            metrics.salvaged.labels(planned.incoming.dialect.name, team).inc()
+            log.info(
+                "repair_salvage",
+                conversation=planned.decision.request.conversation,
+                calls=len(reply.judgement.salvaged),
+            )
     if ahead.opened:
         return await ahead.finish(body, later)
     return await _respond(request, reply, body, marks)
