@@ -113,16 +113,33 @@ def test_a_refused_reply_is_asked_again_with_why_and_what_instead_a_call_require
     assert edit_.call_schema["properties"]["name"]["enum"] == ["str_replace_editor"]
 
 
-def test_a_one_shell_agent_is_not_refused_the_check_at_once_only_from_the_third_failure() -> None:
-    """With one shell for everything the re-ask cannot be narrowed to another tool: the quiet rule
-    (refused from the first failure) stands aside, the streak rule (three) does not."""
+def _one_shell_judgement(*turns: tuple[str, dict[str, Any], str]) -> Any:
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in turns:
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    return judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), planned.decision.reply)
+
+
+TEST_READ = ("execute_bash", {"command": "sed -n '1,27p' /workspace/tests/test_parse.py"}, "def test_addition(): ...")
+CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
+
+
+def test_a_one_shell_agent_is_refused_the_check_at_once_where_the_next_read_can_be_held_to_its_command() -> None:
+    """With one shell for everything the re-ask cannot be narrowed to another tool, but it can be
+    held to the next read's exact command: the quiet rule (refused from the first failure, only
+    reads since) holds there too."""
+    judgement = _one_shell_judgement(test_run())
+    assert judgement.refusal is not None and judgement.refusal.pinned is not None
+
+
+def test_a_one_shell_agent_that_read_everything_is_refused_the_check_only_from_the_third_failure() -> None:
+    """The next step is a change the proxy cannot write in a shell command: asked in words only,
+    so only the streak rule (three) refuses; the quiet rule stands aside."""
     for failures, refused in ((1, False), (2, False), (3, True)):
-        chat = Chat(tools=OPENHANDS_TOOLS[:1])
-        for _ in range(failures):
-            chat.turn(test_run())
-        planned = analyse(engine(), chat.bytes())
-        assert planned is not None
-        judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), planned.decision.reply)
+        turns = [test_run(), TEST_READ, CODE_READ] + [test_run()] * (failures - 1)
+        judgement = _one_shell_judgement(*turns)
         assert (judgement.refusal is not None) is refused, failures
 
 

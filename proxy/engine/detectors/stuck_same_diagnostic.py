@@ -16,7 +16,9 @@ Block: from a streak of `block` (default `BLOCK`), while nothing has been edited
 failure, a reply that proposes the failing check again, unchanged, is refused: run again it
 fails again. From a streak of `block_quiet` (default `BLOCK_QUIET`: the first failure) when only
 reads and searches ran since it failed (no edit, no install, no script rewritten, no other
-command): the check run again at once, it sees what it saw. Its instead is the remedy's next step.
+command): the check run again at once, it sees what it saw; only where the re-ask can be narrowed
+to the next step's tool, or held to the next read's exact call (one shell for everything). Its
+instead is the remedy's next step.
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
@@ -219,13 +221,15 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
     """The failing check again, unchanged: it fails the same way. Before the streak reaches `block`,
-    only where the re-ask can be narrowed to another tool (asked in words, Qwen2.5-Coder-1.5B
-    proposed the same run again every time: recovery bench, `bash` style)."""
+    only where the re-ask can be narrowed to another tool, or held to the next read's exact call
+    (asked in words, Qwen2.5-Coder-1.5B proposed the same run again every time: recovery bench,
+    `bash` style)."""
     repair = context.repair
     if proposal.key != repair.failing_key:
         return None
     tool = _step_tool(context, proposal.name)
-    if tool is None and not (options.block and repair.same_diagnostic_streak >= options.block):
+    pinned = _pinned_read(context, proposal.name, tool)
+    if tool is None and pinned is None and not (options.block and repair.same_diagnostic_streak >= options.block):
         return None
     streak = repair.same_diagnostic_streak
     reason = (
@@ -234,7 +238,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, _next_step(context), tool, _pinned_read(context, proposal.name, tool))
+    return Refusal(NAME, reason, _next_step(context), tool, pinned)
 
 
 def _pinned_read(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
