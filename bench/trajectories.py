@@ -344,8 +344,10 @@ def whole_run(replayed: Replayed, chars: int = 500) -> str:
     return "\n".join(lines)
 
 
-def judged(replays: list[Replayed], path: Path = JUDGMENTS) -> str:
-    """Judged precision: the judgments of trips that still fire, by pattern."""
+def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> str:
+    """Judged precision: the judgments of trips that still fire, by pattern. `within`: a trip the
+    same pattern makes up to this many requests later in the same run counts as the judged one
+    (a threshold moved by a turn or two fires in the same episode, later)."""
     if not path.exists():
         return "no judgments yet (bench/corpus/judgments.jsonl)"
     verdicts: dict[tuple[str, int, str], str] = {}
@@ -354,12 +356,14 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS) -> str:
             entry = orjson.loads(line)
             verdicts[(entry["run"], int(entry["request"]), entry["pattern"])] = entry["verdict"]
     firing = {(f.run, f.request, f.pattern) for r in replays for f in r.fired}
+    near = {(run, request - back, pattern) for run, request, pattern in firing for back in range(within + 1)}
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for key, verdict in verdicts.items():
-        if key in firing:
+        if key in near:
             counts[key[2]][verdict] += 1
             counts["all"][verdict] += 1
-    lines = ["judged trips that still fire (right / wrong / unclear):"]
+    where = f" (at the judged request or up to {within} later)" if within else ""
+    lines = [f"judged trips that still fire{where} (right / wrong / unclear):"]
     for pattern, c in sorted(counts.items()):
         total = sum(c.values())
         lines.append(
@@ -425,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--views", action="store_true", help="compare tool-call runs replayed as sent and as text")
     parser.add_argument("--run", help="print these runs whole (comma-separated source/run keys), trips marked")
     parser.add_argument("--quiet", type=int, default=0, help="print this many unresolved runs with no trip, at random")
+    parser.add_argument(
+        "--within", type=int, default=0, help="judged precision: count a trip up to this many requests later too"
+    )
     args = parser.parse_args(argv)
     sources = set(args.sources.split(",")) if args.sources else None
     cache: dict[str, Policy] = {}
@@ -461,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(format_loops(replays))
     print()
-    print(judged(replays))
+    print(judged(replays, within=args.within))
     return 0
 
 

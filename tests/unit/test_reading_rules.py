@@ -68,7 +68,10 @@ class Case:
 
 READS = [
     [bash(f"cat src/{name}.py", f"def {name}(): pass")] for name in ("fields", "schema", "utils", "fields", "schema")
-] + [[bash(f"grep -rn {word} src/", f"src/fields.py:1:{word}")] for word in ("Mapping", "dump", "load", "Mapping")]
+] + [
+    [bash(f"grep -rn {word} src/", f"src/fields.py:1:{word}")]
+    for word in ("Mapping", "dump", "load", "Mapping", "dump")
+]
 LOCATOR = (
     "You are a helpful assistant tasked to gather project contextual information related to the issue. "
     "DO NOT EDIT THE CODE IN THE REPOSITORY except `reproduce.py`!!!"
@@ -138,11 +141,36 @@ CASES = [
     ),
     # A role told by its own prompt not to edit reads for a living.
     Case(
-        "an editing role that reads and re-reads for nine turns is told to change something",
+        "an editing role that reads and re-reads for ten turns is told to change something",
         "coder-sweagent0-gpt4-lite/sympy__sympy-19487",
         READS,
         "read_stagnation",
         True,
+        system=PROGRAMMER,
+    ),
+    Case(
+        "a call chain followed across files for nine turns, back to the file it means to edit, is not stagnation",
+        "coder-sweagent0-gpt4-lite/matplotlib__matplotlib-23299",
+        [
+            [bash(command, shown, None)]
+            for command, shown in (
+                ("open lib/matplotlib/pyplot.py", "[File: lib/matplotlib/pyplot.py (3236 lines total)]\n1:import sys"),
+                ("goto 209", "209:def switch_backend(newbackend):"),
+                ('search_file "rc_context"', 'Found 3 matches for "rc_context" in lib/matplotlib/pyplot.py'),
+                ("goto 590", "590:def rc_context(rc=None, fname=None):"),
+                (
+                    "open lib/matplotlib/__init__.py",
+                    "[File: lib/matplotlib/__init__.py (1459 lines total)]\n1:import atexit",
+                ),
+                ('search_file "def rc_context"', 'Found 1 matches for "def rc_context" in lib/matplotlib/__init__.py'),
+                ("goto 1058", "1058:def rc_context(rc=None, fname=None):"),
+                ("open lib/matplotlib/pyplot.py", "[File: lib/matplotlib/pyplot.py (3236 lines total)]\n1:import sys"),
+                ("goto 209", "209:def switch_backend(newbackend):"),
+            )
+        ]
+        + [[_editor_edit(211, 3237)]],
+        "read_stagnation",
+        False,
         system=PROGRAMMER,
     ),
     Case(
