@@ -285,6 +285,22 @@ def test_an_empty_reply_while_the_rerun_would_be_refused_is_asked_for_the_next_s
     assert edit_.tool_choice == "str_replace_editor" and not edit_.require_call
 
 
+def test_an_empty_reply_in_a_one_shell_agent_is_asked_for_the_next_read_held_to_its_command() -> None:
+    """One shell: the action gate's retry is held to the block rung's next read, not to the read
+    our earlier instruction named and the agent already made (recovery bench, bank in `bash`
+    style: asked in words, the model copied the old instruction's call and read the test four times)."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in [test_run()] * 3 + [TEST_READ]:
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    edit_ = planned.decision.reply.gates[Gate.ACTION].build()
+    assert edit_.tool_choice == "execute_bash" and edit_.pinned == {"command": "cat /workspace/parse.py"}
+    assert edit_.call_schema is not None
+    held = edit_.call_schema["properties"]["arguments"]["properties"]["command"]
+    assert held == {"enum": ["cat /workspace/parse.py"]}
+
+
 def test_an_empty_reply_to_our_own_instruction_is_narrowed_to_its_step_when_the_rerun_would_be_refused() -> None:
     rules = _rules([test_run()] * 3)  # the third failure: our instruction is in the request
     edit_ = rules.gates[Gate.ACTION].build()

@@ -107,6 +107,20 @@ def _rerun_refused(turn: Turn, refuse: Refuser | None) -> Refusal | None:
     return refuse([(failure.failing_tool, failure.failing_arguments)])
 
 
+def _pinned(turn: Turn, role: str, refused: Refusal | None, messages: list[Any] | None) -> Edit | None:
+    """The retry held to the block rung's next step as its exact call, where it has one (a read in
+    the one shell): the instructions above may name a step already taken, and the model copied
+    those (recovery bench, bank in `bash` style: the failing test read four times)."""
+    pinned = refused.pinned if refused is not None else None
+    if refused is None or pinned is None or pinned.name not in turn.levers.offered:
+        return None
+    text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {refused.reason}\n{refused.instead}"
+    leaves_out = messages is not None
+    return retry(
+        turn, role, text, messages=messages, leaves_out=leaves_out, tool_choice=pinned.name, pinned=pinned.arguments
+    )
+
+
 def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None) -> str:
     """The exact next call an action-gate retry asks for, grounded in what is known: the
     failing check (or, where the block rung would refuse that, the step it suggests instead),
@@ -137,6 +151,9 @@ def action_gate(
 
     def build() -> Edit:
         refused = _rerun_refused(turn, refuse)
+        messages = _without_idle_replies(turn.messages) if turn.nagged else None
+        if (pinned := _pinned(turn, role, refused, messages)) is not None:
+            return pinned
         if turn.unanswered:
             step = turn.unanswered[-1].text.strip().splitlines()[-1]
             text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
@@ -146,7 +163,6 @@ def action_gate(
             text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
         if (forced is None or not forced.tool) and refused is not None:
             forced = Forced.of(refused.tool)  # any call but the one the block rung would refuse
-        messages = _without_idle_replies(turn.messages) if turn.nagged else None
         return retry(
             turn,
             role,
