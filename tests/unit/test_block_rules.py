@@ -13,6 +13,7 @@ from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, ReplyView, judge
+from proxy.engine.reading.vocabulary import Shaped
 
 RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
 NOT_FOUND = (
@@ -134,11 +135,21 @@ def test_a_one_shell_agent_is_refused_the_check_at_once_where_the_next_read_can_
     assert judgement.refusal is not None and judgement.refusal.pinned is not None
 
 
-def test_a_one_shell_agent_that_read_everything_is_refused_the_check_only_from_the_third_failure() -> None:
-    """The next step is a change the proxy cannot write in a shell command: asked in words only,
-    so only the streak rule (three) refuses; the quiet rule stands aside."""
+def test_a_one_shell_agent_that_read_everything_is_refused_the_check_at_once_and_held_to_an_edit() -> None:
+    """Everything the failure points at is read and the proxy saw the code as it is: the next step
+    is a change, and the shell's command is held to an in-place edit of that file (its text is
+    the model's to write)."""
+    judgement = _one_shell_judgement(test_run(), TEST_READ, CODE_READ)
+    assert judgement.refusal is not None and judgement.refusal.pinned is not None
+    assert dict(judgement.refusal.pinned.arguments) == {"command": Shaped(r"^sed -i .*parse\.py$")}
+
+
+def test_a_one_shell_agent_whose_code_file_could_not_be_read_is_refused_only_from_the_third_failure() -> None:
+    """The file to change was never shown (its read failed): no edit of it is asked for, the re-ask
+    is in words, and only the streak rule (three) refuses; the quiet rule stands aside."""
+    missing = ("execute_bash", CODE_READ[1], "cat: /workspace/parse.py: No such file or directory")
     for failures, refused in ((1, False), (2, False), (3, True)):
-        turns = [test_run(), TEST_READ, CODE_READ] + [test_run()] * (failures - 1)
+        turns = [test_run(), TEST_READ, missing] + [test_run()] * (failures - 1)
         judgement = _one_shell_judgement(*turns)
         assert (judgement.refusal is not None) is refused, failures
 
@@ -170,17 +181,14 @@ def test_a_refused_check_in_a_one_shell_agent_is_asked_again_for_the_next_read_h
     assert then.pinned == {"command": "cat /workspace/parse.py"}  # the code under test, by pytest's naming
 
 
-def test_a_refused_check_in_a_one_shell_agent_is_asked_for_any_call_once_everything_is_read() -> None:
-    """The next step is a change: a shell command the proxy cannot write, so nothing is held."""
-    test_read = (
-        "execute_bash",
-        {"command": "sed -n '1,27p' /workspace/tests/test_parse.py"},
-        "def test_addition(): ...",
-    )
-    code_read = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
-    refusal, edit_ = _one_shell_refusal(test_read, test_run(), code_read, test_run())
-    assert refusal.pinned is None and "Make a change" in refusal.instead
-    assert edit_.require_call and edit_.tool_choice is None and edit_.pinned is None
+def test_a_refused_check_in_a_one_shell_agent_is_asked_for_an_edit_of_the_file_once_everything_is_read() -> None:
+    """The next step is a change: the call schema holds the shell's command to an in-place edit of
+    the file the failure points at, by pattern; what it changes is the model's to write."""
+    refusal, edit_ = _one_shell_refusal(TEST_READ, test_run(), CODE_READ, test_run())
+    assert refusal.pinned is not None and "Make a change" in refusal.instead
+    assert edit_.tool_choice == "execute_bash"
+    held = edit_.call_schema["properties"]["arguments"]["properties"]["command"]
+    assert held == {"type": "string", "pattern": r"^sed -i .*parse\.py$"}
 
 
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.engine.plan.callschema import call_schema
+from proxy.engine.reading.vocabulary import Shaped
 
 
 def tool(name: str, parameters: Any) -> dict[str, Any]:
@@ -58,3 +59,12 @@ def test_pinned_arguments_are_required_and_held_to_their_one_value_the_rest_as_d
     }
     assert arguments["required"] == ["path", "old_str"]
     assert call_schema([tool("bash", BASH)], {"bash"}, pinned={"editor": {"path": "p"}}) == call_schema(TOOLS, {"bash"})
+
+
+def test_a_shaped_argument_is_required_and_held_to_its_pattern() -> None:
+    """A one-shell edit: the command is the model's to write, in the shape of an in-place edit of one file."""
+    schema = call_schema([tool("bash", BASH)], {"bash"}, pinned={"bash": {"command": Shaped(r"^sed -i .*calc\.py$")}})
+    assert schema is not None
+    arguments = schema["properties"]["arguments"]
+    assert arguments["properties"]["command"] == {"type": "string", "pattern": r"^sed -i .*calc\.py$"}
+    assert "command" in arguments["required"]

@@ -242,13 +242,16 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
 
 
 def _pinned_read(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
-    """With one shell for everything, the re-ask cannot be narrowed to another tool: where the next
-    step is a read whose exact call is known, the re-ask is held to that call (asked in words, the
-    model proposed the refused run again every time: recovery bench, `bash` style)."""
-    if tool is not None:
+    """With one shell for everything, the re-ask cannot be narrowed to another tool: it is held to
+    the next read's exact call, or once all is read, to an in-place edit of the file to change
+    (asked in words, the model proposed the refused run again every time: recovery bench, `bash`)."""
+    vocabulary = context.vocabulary
+    if tool is not None or vocabulary is None:
         return None
-    read = _next_read(context.repair, context.vocabulary)
-    call = read[1] if read is not None else None
+    read = _next_read(context.repair, vocabulary)
+    target = _edit_target(context.repair)
+    seen = target is not None and context.repair.shown(target) is not None  # a file the proxy saw, as it is
+    call = read[1] if read is not None else vocabulary.shell_edit(target) if target is not None and seen else None
     return call if call is not None and call.name == refused else None
 
 

@@ -16,7 +16,8 @@ Rules:
   3. A tool narrowed to some values of one argument (`force` wants an edit from an editor whose
      `command` also views) has that argument required and limited to those values.
   4. A tool with arguments pinned (a re-asked edit whose text to replace the proxy has seen in
-     the file) has each of them required and held to its one value; the rest stay as declared.
+     the file) has each of them required and held to its one value, or to its shape (`Shaped`:
+     a string `pattern`, the one-shell edit's `sed -i ... file`); the rest stay as declared.
   5. No tools: no schema.
 
 A dialect writes the schema only when the request has no format of its own, and the engine
@@ -29,6 +30,8 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import orjson
+
+from proxy.engine.reading.vocabulary import Shaped
 
 __all__ = ["SCHEMA_NAME", "Narrow", "call_schema"]
 
@@ -68,13 +71,20 @@ def _arguments(parameters: Any, narrow: Narrow | None) -> dict[str, Any]:
     }
 
 
+def _held(value: Any) -> dict[str, Any]:
+    """One pinned argument's schema: its one value, or a string of its shape."""
+    if isinstance(value, Shaped):
+        return {"type": "string", "pattern": value.pattern}
+    return {"enum": [value]}
+
+
 def _pinned(arguments: dict[str, Any], pinned: Mapping[str, Any] | None) -> dict[str, Any]:
     properties = arguments.get("properties")
     if not pinned or not isinstance(properties, dict):
         return arguments
     required = arguments.get("required")
     required = list(required) if isinstance(required, list) else []
-    held = {name: {"enum": [value]} for name, value in pinned.items()}
+    held = {name: _held(value) for name, value in pinned.items()}
     return {
         **arguments,
         "properties": {**properties, **held},

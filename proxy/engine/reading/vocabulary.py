@@ -5,6 +5,7 @@ name an exact call the agent can copy (an edit with the code left for the model 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ import orjson
 from proxy.engine.reading.classify import Classifier
 from proxy.settings.kinds import CallKind
 
-__all__ = ["Call", "Vocabulary", "learn_vocabulary"]
+__all__ = ["Call", "Shaped", "Vocabulary", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
@@ -32,6 +33,13 @@ class Call:
 
     def render(self) -> str:
         return f"call {self.name} with {orjson.dumps(self.arguments).decode()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Shaped:
+    """An argument the model writes, held to a regular expression (a call schema's `pattern`)."""
+
+    pattern: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +131,15 @@ class Vocabulary:
         if start is not None:
             return self.run(f"sed -n '{start},{end}p' {path}")
         return self.run(f"cat {path}")
+
+    def shell_edit(self, path: str) -> Call | None:
+        """A change to `path` through the one shell, its command shaped as an in-place `sed` of
+        that file and left for the model to write (the shell takes any command: an edit is all
+        the proxy can ask of its form)."""
+        if self.shell is None or self.shell.array:
+            return None
+        name = re.escape(path.rsplit("/", 1)[-1])
+        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i .*{name}$")})
 
     def run(self, command: str) -> Call | None:
         """The call that runs a shell command, in the shell tool's own argument shape."""
