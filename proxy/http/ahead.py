@@ -17,10 +17,9 @@ from collections.abc import Mapping
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict
 
 from proxy.dialects import Dialect
-from proxy.http.forward import downstream_headers
+from proxy.http.forward import cut_agent, downstream_headers, rewritten_headers
 
 __all__ = ["Ahead", "ClientGone"]
 
@@ -53,10 +52,7 @@ class Ahead:
             return held
         try:
             if self.response is None:
-                headers = CIMultiDict(downstream_headers(upstream.headers))
-                headers.popall("Content-Length", None)
-                headers.update(self.marks)
-                headers["X-Accel-Buffering"] = "no"
+                headers = rewritten_headers(downstream_headers(upstream.headers), self.marks, streamed=True)
                 self.response = web.StreamResponse(status=upstream.status, headers=headers)
                 await self.response.prepare(self._request)
             await self.response.write(joined[:whole])
@@ -79,6 +75,5 @@ class Ahead:
     def cut(self) -> web.StreamResponse:
         """The upstream broke off after text went out: the agent sees a cut stream."""
         assert self.response is not None
-        if self._request.transport is not None:
-            self._request.transport.close()
+        cut_agent(self._request)
         return self.response

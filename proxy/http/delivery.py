@@ -20,7 +20,7 @@ from proxy.dialects import Planned
 from proxy.engine.plan.reply import Gate, Judgement
 from proxy.http.ahead import Ahead
 from proxy.http.appkeys import METRICS, REQUEST_LOG
-from proxy.http.forward import RelayEnd
+from proxy.http.forward import RelayEnd, rewritten_headers
 from proxy.http.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER
 from proxy.http.steps import Attempt, Deliver, End
 
@@ -41,13 +41,10 @@ class Reply:
 
 
 async def _respond(request: web.Request, reply: Reply, body: bytes, marks: Mapping[str, str]) -> web.StreamResponse:
-    headers = CIMultiDict(reply.headers)
-    headers.popall("Content-Length", None)
-    headers.update(marks)
+    headers = rewritten_headers(reply.headers, marks, reply.streamed)
     if not reply.streamed:
         return web.Response(status=reply.status, body=body, headers=headers)
     response = web.StreamResponse(status=reply.status, headers=headers)
-    response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     await response.write(body)
     await response.write_eof()

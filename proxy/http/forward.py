@@ -145,8 +145,9 @@ async def relay(
         try:
             chunk = await next_chunk(upstream, timeouts)
         except UpstreamFailure as failure:
-            end = RelayEnd.UPSTREAM_IDLE if failure.code == RelayEnd.UPSTREAM_IDLE.value else RelayEnd.UPSTREAM_BROKE
-            return response, _cut(request, upstream, end)
+            upstream.close()
+            cut_agent(request)
+            return response, broken_end(failure)
         if not chunk:
             break
         try:
@@ -158,11 +159,27 @@ async def relay(
     return response, RelayEnd.COMPLETE
 
 
-def _cut(request: web.BaseRequest, upstream: aiohttp.ClientResponse, end: RelayEnd) -> RelayEnd:
-    upstream.close()
+def broken_end(failure: UpstreamFailure) -> RelayEnd:
+    """How a stream ends that the upstream broke off or let go silent after the agent had some of it."""
+    return RelayEnd.UPSTREAM_IDLE if failure.code == RelayEnd.UPSTREAM_IDLE.value else RelayEnd.UPSTREAM_BROKE
+
+
+def cut_agent(request: web.BaseRequest) -> None:
+    """Close the agent's connection: its status line already went, so a cut stream, never a
+    silently truncated "complete" one."""
     if request.transport is not None:
         request.transport.close()
-    return end
+
+
+def rewritten_headers(headers: Mapping[str, str], marks: Mapping[str, str], streamed: bool) -> CIMultiDict[str]:
+    """The upstream's response headers for a body the proxy wrote again: no Content-Length (the
+    length is the new body's), our marks, and for a stream no buffering by a proxy in between."""
+    out = CIMultiDict(headers)
+    out.popall("Content-Length", None)
+    out.update(marks)
+    if streamed:
+        out["X-Accel-Buffering"] = "no"
+    return out
 
 
 async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:

@@ -34,7 +34,7 @@ from proxy.engine.plan.reply import Hold, Judgement, ReplyRules, holding, judge,
 from proxy.http.ahead import Ahead, ClientGone
 from proxy.http.appkeys import CONTEXT, METRICS
 from proxy.http.delivery import Reply, deliver, ended, retries
-from proxy.http.forward import RelayEnd, downstream_headers, is_streaming, relay, send
+from proxy.http.forward import RelayEnd, broken_end, downstream_headers, is_streaming, relay, send
 from proxy.http.steps import Attempt, Deliver, Relay, Step, after_failure, after_reply, after_status
 from proxy.http.tracing import gate_retry
 from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk
@@ -42,8 +42,6 @@ from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk
 __all__ = ["reply_stage"]
 
 log = structlog.get_logger("repair_proxy")
-
-_CUT = frozenset({RelayEnd.UPSTREAM_IDLE.value, RelayEnd.UPSTREAM_BROKE.value})
 
 
 async def _read_all(upstream: aiohttp.ClientResponse, timeouts: Timeouts) -> list[bytes]:
@@ -154,7 +152,7 @@ async def _attempted(
             return failed
         if not ahead.opened:
             raise  # nothing went out yet: the agent gets the failure as an error
-        ended(request, planned, RelayEnd(failure.code) if failure.code in _CUT else RelayEnd.UPSTREAM_BROKE)
+        ended(request, planned, broken_end(failure))
         return ahead.cut()
 
 
