@@ -30,9 +30,10 @@ _UNREADABLE = "unreadable"
 """An event whose data is not JSON: it never goes ahead."""
 
 
-def _sse_spans(data: bytes) -> Iterator[tuple[int, Any]]:
-    """Each whole server-sent event in `data`: where it ends, and its payload (None: no data, a
-    comment; the string "[DONE]"; `_UNREADABLE`: data that is not JSON)."""
+def _sse_events(data: bytes) -> Iterator[tuple[int, list[bytes], Any]]:
+    """Each whole server-sent event in `data` (blank lines between events skipped): where it ends,
+    its lines, and its payload (None: no data, a comment; the string "[DONE]"; `_UNREADABLE`:
+    data that is not JSON)."""
     start = 0
     while True:
         lf, crlf = data.find(b"\n\n", start), data.find(b"\r\n\r\n", start)
@@ -40,13 +41,18 @@ def _sse_spans(data: bytes) -> Iterator[tuple[int, Any]]:
         if not ends:
             return
         end = min(ends)
-        lines = data[start:end].replace(b"\r\n", b"\n").split(b"\n")
+        lines = [line for line in data[start:end].replace(b"\r\n", b"\n").split(b"\n") if line]
         payload = b"\n".join(line[5:].strip() for line in lines if line.startswith(b"data:"))
         try:
-            yield end, "[DONE]" if payload == b"[DONE]" else orjson.loads(payload) if payload else None
+            parsed = "[DONE]" if payload == b"[DONE]" else orjson.loads(payload) if payload else None
         except orjson.JSONDecodeError:
-            yield end, _UNREADABLE
+            parsed = _UNREADABLE
+        yield end, lines, parsed
         start = end
+
+
+def _sse_spans(data: bytes) -> Iterator[tuple[int, Any]]:
+    return ((end, payload) for end, _lines, payload in _sse_events(data))
 
 
 def _text_prefix(spans: Iterator[tuple[int, Any]], is_text: Callable[[Any], bool]) -> int:
@@ -127,35 +133,20 @@ def ollama_ahead(data: bytes) -> int:
     return _text_prefix(_ollama_lines(data), _ollama_text)
 
 
-def _blocks(stream: bytes) -> Iterator[list[bytes]]:
-    """Each server-sent event's lines (line endings dropped)."""
-    lines: list[bytes] = []
-    for line in stream.replace(b"\r\n", b"\n").split(b"\n"):
-        if line:
-            lines.append(line)
-        elif lines:
-            yield lines
-            lines = []
-    if lines:
-        yield lines
-
-
 def _rewrite_sse(stream: bytes, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bytes:
     """`stream` with each JSON event's payload changed (None: the event dropped); every other
     event and line as it was."""
     out: list[bytes] = []
-    for block in _blocks(stream):
-        data = b"\n".join(line[5:].strip() for line in block if line.startswith(b"data:"))
-        try:
-            payload = orjson.loads(data) if data and data != b"[DONE]" else None
-        except orjson.JSONDecodeError:
-            payload = None
-        kept = block
+    ended = stream if stream.endswith((b"\n\n", b"\r\n\r\n")) else stream + b"\n\n"  # its last event too
+    for _end, lines, payload in _sse_events(ended):
+        if not lines:
+            continue
+        kept = lines
         if isinstance(payload, dict):
             changed = change(payload)
             if changed is None:
                 continue
-            kept = [*(line for line in block if not line.startswith(b"data:")), b"data: " + orjson.dumps(changed)]
+            kept = [*(line for line in lines if not line.startswith(b"data:")), b"data: " + orjson.dumps(changed)]
         out.append(b"\n".join(kept) + b"\n\n")
     return b"".join(out)
 
