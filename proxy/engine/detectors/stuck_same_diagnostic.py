@@ -228,7 +228,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
     if proposal.key != repair.failing_key:
         return None
     tool = _step_tool(context, proposal.name)
-    pinned = _pinned_read(context, proposal.name, tool)
+    pinned = _pinned_step(context, proposal.name, tool)
     if tool is None and pinned is None and not (options.block and repair.same_diagnostic_streak >= options.block):
         return None
     streak = repair.same_diagnostic_streak
@@ -241,7 +241,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
     return Refusal(NAME, reason, _next_step(context), tool, pinned)
 
 
-def _pinned_read(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
+def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
     """With one shell for everything, the re-ask cannot be narrowed to another tool: it is held to
     the next read's exact call, or once all is read, to an in-place edit of the file to change
     (asked in words, the model proposed the refused run again every time: recovery bench, `bash`)."""
@@ -250,8 +250,12 @@ def _pinned_read(context: RemedyContext, refused: str, tool: str | None) -> Call
         return None
     read = _next_read(context.repair, vocabulary)
     target = _edit_target(context.repair)
-    seen = target is not None and context.repair.shown(target) is not None  # a file the proxy saw, as it is
-    call = read[1] if read is not None else vocabulary.shell_edit(target) if target is not None and seen else None
+    if read is not None:
+        call = read[1]
+    elif target is not None and context.repair.shown(target) is not None:  # a file the proxy saw, as it is
+        call = vocabulary.shell_edit(target)
+    else:
+        call = None
     return call if call is not None and call.name == refused else None
 
 

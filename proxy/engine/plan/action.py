@@ -17,7 +17,7 @@ from proxy.engine.detectors import Forced, Levers, Refusal
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
-from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, retry
+from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, held_retry, retry
 from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import content_text
@@ -111,14 +111,10 @@ def _pinned(turn: Turn, role: str, refused: Refusal | None, messages: list[Any] 
     """The retry held to the block rung's next step as its exact call, where it has one (a read in
     the one shell): the instructions above may name a step already taken, and the model copied
     those (recovery bench, bank in `bash` style: the failing test read four times)."""
-    pinned = refused.pinned if refused is not None else None
-    if refused is None or pinned is None or pinned.name not in turn.levers.offered:
+    if refused is None:
         return None
     text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {refused.reason}\n{refused.instead}"
-    leaves_out = messages is not None
-    return retry(
-        turn, role, text, messages=messages, leaves_out=leaves_out, tool_choice=pinned.name, pinned=pinned.arguments
-    )
+    return held_retry(turn, role, text, refused.pinned, messages=messages, leaves_out=messages is not None)
 
 
 def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None) -> str:

@@ -17,7 +17,7 @@ from proxy.engine.detectors import Refusal, RemedyContext
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
-from proxy.engine.plan.turn import Turn, retry
+from proxy.engine.plan.turn import Turn, held_retry, retry
 from proxy.engine.reading.proposal import propose
 from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.state.conversation import ConversationState
@@ -62,9 +62,8 @@ def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
 
     def refused(refusal: Refusal) -> Edit:
         text = f"{PREFIX} Your call was not run. {refusal.reason}\n{refusal.instead}"
-        pinned = refusal.pinned
-        if pinned is not None and pinned.name in turn.levers.offered:  # the call, its known part held
-            return retry(turn, role, text, tool_choice=pinned.name, pinned=pinned.arguments)
+        if (held := held_retry(turn, role, text, refusal.pinned)) is not None:  # the call, its known part held
+            return held
         if refusal.tool is not None and refusal.tool in turn.levers.offered:
             return retry(turn, role, text, tool_choice=refusal.tool)  # the next step's tool, only
         return retry(turn, role, text, require_call=True)

@@ -9,12 +9,13 @@ from typing import Any
 from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.rules import Rules
+from proxy.engine.reading.vocabulary import Call
 from proxy.engine.state.conversation import ConversationState, Injection
 from proxy.engine.text.exchange import Edit
 from proxy.engine.text.salvage import offered_tools
 from proxy.settings.kinds import Action
 
-__all__ = ["Turn", "forced_schema", "forced_tool", "retry"]
+__all__ = ["Turn", "forced_schema", "forced_tool", "held_retry", "retry"]
 
 
 def forced_tool(tail_trips: list[Trip], levers: Levers) -> Forced | None:
@@ -58,3 +59,11 @@ def retry(turn: Turn, role: str, text: str, *, messages: list[Any] | None = None
     return Edit(
         messages=[*(turn.messages if messages is None else messages), {"role": role, "content": text}], **choice
     )
+
+
+def held_retry(turn: Turn, role: str, text: str, call: Call | None, **more: Any) -> Edit | None:
+    """The retry held to `call` (its tool, its arguments pinned in the call schema), when the
+    request offers that tool; None otherwise."""
+    if call is None or call.name not in turn.levers.offered:
+        return None
+    return retry(turn, role, text, tool_choice=call.name, pinned=call.arguments, **more)
