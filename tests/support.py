@@ -85,16 +85,19 @@ def completion(content: str = "ok", tool_calls: list[dict[str, Any]] | None = No
     )
 
 
+def chunk_event(base: dict[str, Any], delta: dict[str, Any], finish: str | None = None) -> bytes:
+    """One streamed chat chunk as a server-sent event: `base` (id, object, created, model), one choice."""
+    return (
+        b"data: " + orjson.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + b"\n\n"
+    )
+
+
 def sse_chunks(content: str = "hello", tool_call: dict[str, Any] | None = None) -> list[bytes]:
     """A realistic stream: role chunk, content pieces (or a tool call), finish, usage-only chunk, [DONE]."""
     base = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return (
-            b"data: "
-            + orjson.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-            + b"\n\n"
-        )
+        return chunk_event(base, delta, finish)
 
     out = [b": keep-alive comment\n\n", chunk({"role": "assistant", "content": ""})]
     if tool_call is not None:
@@ -146,6 +149,29 @@ def sse_reply(
         return response
 
     return handler
+
+
+class Endless:
+    """An upstream that streams `piece(i)` every 50 ms, 200 at most (a bounded loop), and records
+    what it wrote and when it was torn down (`stopped`): for agents that leave mid-stream."""
+
+    def __init__(self, piece: Callable[[int], bytes]) -> None:
+        self.piece = piece
+        self.written: list[int] = []
+        self.stopped = asyncio.Event()
+
+    async def __call__(self, request: web.Request, _body: bytes) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            for i in range(200):
+                await response.write(self.piece(i))
+                self.written.append(i)
+                await asyncio.sleep(0.05)
+        except (asyncio.CancelledError, ConnectionResetError):
+            self.stopped.set()
+            raise
+        return response
 
 
 @dataclass

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support import Upstream, completion, gzip_reply, json_reply, post, sse_chunks, sse_reply
+from support import Endless, Upstream, completion, gzip_reply, json_reply, post, sse_chunks, sse_reply
 
 from proxy.http.appkeys import RUNTIME
 
@@ -229,33 +229,18 @@ async def test_huge_body_within_the_limit_goes_through_intact(proxy: TestServer,
 async def test_client_disconnect_mid_stream_cancels_the_upstream(plain_proxy: TestServer, upstream: Upstream) -> None:
     """When the agent goes away mid-stream, the upstream's response is torn down: it stops
     generating long before its end, and writes nothing more after that."""
-    stopped = asyncio.Event()
-    written: list[int] = []
-
-    async def endless(request: web.Request, _body: bytes) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        try:
-            for i in range(200):  # bounded: 200 * 50 ms at most
-                await response.write(b'data: {"n": %d}\n\n' % i)
-                written.append(i)
-                await asyncio.sleep(0.05)
-        except (asyncio.CancelledError, ConnectionResetError):
-            stopped.set()
-            raise
-        return response
-
+    endless = Endless(lambda i: b'data: {"n": %d}\n\n' % i)
     upstream.reply_with(endless)
     async with aiohttp.ClientSession() as client:
         resp = await client.post(url(plain_proxy, "/v1/chat/completions"), data=b"{}")
         first = await resp.content.readany()
         resp.close()
     assert first.startswith(b'data: {"n": 0}')
-    await asyncio.wait_for(stopped.wait(), 5)
-    at_stop = len(written)
+    await asyncio.wait_for(endless.stopped.wait(), 5)
+    at_stop = len(endless.written)
     assert at_stop < 50, "the upstream kept generating after the agent left"
     await asyncio.sleep(0.3)
-    assert len(written) == at_stop, "the upstream wrote again after it was torn down"
+    assert len(endless.written) == at_stop, "the upstream wrote again after it was torn down"
 
 
 async def test_malformed_json_chat_is_forwarded_untouched(proxy: TestServer, upstream: Upstream) -> None:

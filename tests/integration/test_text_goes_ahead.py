@@ -19,7 +19,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import OPENHANDS_TOOLS, Chat, test_run
 from dialects import body_for, responses_body
-from support import Upstream, completion, json_reply, sdk, sse_reply
+from support import Endless, Upstream, chunk_event, completion, json_reply, sdk, sse_reply
 
 RERUN = {"command": "cd /workspace && python -m pytest tests/test_parse.py"}
 LOOK = {"command": "view", "path": "/workspace/tests/test_parse.py"}
@@ -52,8 +52,7 @@ def chat_stream(text: str, name: str, arguments: dict[str, Any], call_id: str) -
     base = {"id": f"chatcmpl-{call_id}", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n"
+        return chunk_event(base, delta, finish)
 
     raw = orjson.dumps(arguments).decode()
     call = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": raw[:10]}}
@@ -78,12 +77,12 @@ async def client(proxy: TestServer) -> AsyncIterator[openai.AsyncOpenAI]:
         yield opened
 
 
-async def _stream(client: openai.AsyncOpenAI, wait: TextFirst, expected: str) -> Any:
-    """The agent reads the stream through the SDK's helper; it tells the upstream once `expected`
-    has arrived. The helper's final message."""
+async def _stream(client: openai.AsyncOpenAI, wait: TextFirst, expected: str, chat: Chat = STUCK) -> Any:
+    """The agent sends `chat` and reads the stream through the SDK's helper; it tells the upstream
+    once `expected` has arrived. The helper's final message."""
     async with client.chat.completions.stream(
         model="m",
-        messages=STUCK.messages,  # type: ignore[arg-type]
+        messages=chat.messages,  # type: ignore[arg-type]
         tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
     ) as stream:
         text = ""
@@ -323,35 +322,13 @@ async def test_a_stream_that_breaks_after_its_text_went_ahead_is_cut_for_the_age
 def prose_stream(text: str) -> list[bytes]:
     """A streamed chat reply of text alone: role, the words, finish, [DONE]."""
     base = {"id": "chatcmpl-prose", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return (
-            b"data: "
-            + orjson.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-            + b"\n\n"
-        )
-
-    words = [chunk({"content": w}) for w in text.replace(" ", " \0").split("\0")]
-    return [chunk({"role": "assistant", "content": ""}), *words, chunk({}, "stop"), b"data: [DONE]\n\n"]
+    words = [chunk_event(base, {"content": w}) for w in text.replace(" ", " \0").split("\0")]
+    opening = chunk_event(base, {"role": "assistant", "content": ""})
+    return [opening, *words, chunk_event(base, {}, "stop"), b"data: [DONE]\n\n"]
 
 
 FAILING = Chat().turn(test_run())
 CLAIM = "The parser is fixed now."
-
-
-async def _stream_of(client: openai.AsyncOpenAI, chat: Chat, wait: TextFirst, expected: str) -> Any:
-    async with client.chat.completions.stream(
-        model="m",
-        messages=chat.messages,  # type: ignore[arg-type]
-        tools=OPENHANDS_TOOLS,  # type: ignore[arg-type]
-    ) as stream:
-        text = ""
-        async for event in stream:
-            if event.type == "content.delta":
-                text += event.delta
-                if text == expected:
-                    wait.arrived.set()
-        return (await stream.get_final_completion()).choices[0].message
 
 
 async def test_a_final_answer_on_a_live_failure_goes_ahead_and_the_call_asked_for_follows_it(
@@ -365,7 +342,7 @@ async def test_a_final_answer_on_a_live_failure_goes_ahead_and_the_call_asked_fo
     upstream.reply_with(
         sse_reply(first, before_each=wait), sse_reply(chat_stream(THEN, "execute_bash", RERUN, "call_rerun"))
     )
-    message = await _stream_of(client, FAILING, wait, CLAIM)
+    message = await _stream(client, wait, CLAIM, FAILING)
     assert not wait.waited_out
     assert message.content == f"{CLAIM}\n\n{THEN}"
     assert [c.id for c in message.tool_calls or []] == ["call_rerun"]
@@ -380,7 +357,7 @@ async def test_when_the_gate_gives_up_after_text_went_ahead_the_agent_has_the_fi
     first = prose_stream(CLAIM)
     wait = TextFirst(len(first) - 2)
     upstream.reply_with(sse_reply(first, before_each=wait), sse_reply(prose_stream("Really, it is done.")))
-    message = await _stream_of(client, FAILING, wait, CLAIM)
+    message = await _stream(client, wait, CLAIM, FAILING)
     assert not wait.waited_out
     assert message.content == CLAIM and not message.tool_calls
     assert len(upstream.seen) == 2
@@ -391,25 +368,10 @@ async def test_an_agent_that_leaves_while_text_goes_ahead_stops_the_generation(
 ) -> None:
     """The agent goes away after the first words: the upstream's response is torn down at the
     next piece of text the proxy cannot deliver, long before the reply's end."""
-    stopped = asyncio.Event()
-    written: list[int] = []
     base = {"id": "chatcmpl-long", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-
-    async def talks_on(request: web.Request, _body: bytes) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        try:
-            for i in range(200):  # bounded: 200 * 50 ms at most
-                delta = {"role": "assistant", "content": ""} if i == 0 else {"content": f"word{i} "}
-                choice = {"index": 0, "delta": delta, "finish_reason": None}
-                await response.write(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
-                written.append(i)
-                await asyncio.sleep(0.05)
-        except (asyncio.CancelledError, ConnectionResetError):
-            stopped.set()
-            raise
-        return response
-
+    talks_on = Endless(
+        lambda i: chunk_event(base, {"role": "assistant", "content": ""} if i == 0 else {"content": f"word{i} "})
+    )
     upstream.reply_with(talks_on)
     url = str(proxy.make_url("/v1/chat/completions"))
     async with aiohttp.ClientSession() as session:
@@ -418,8 +380,8 @@ async def test_an_agent_that_leaves_while_text_goes_ahead_stops_the_generation(
         while b"word2" not in got:
             got += await asyncio.wait_for(resp.content.readany(), WAIT)
         resp.close()
-    await asyncio.wait_for(stopped.wait(), WAIT)
-    at_stop = len(written)
+    await asyncio.wait_for(talks_on.stopped.wait(), WAIT)
+    at_stop = len(talks_on.written)
     assert at_stop < 50, "the upstream kept generating after the agent left"
     await asyncio.sleep(0.3)
-    assert len(written) == at_stop
+    assert len(talks_on.written) == at_stop
