@@ -47,6 +47,18 @@ def _touch() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "cd /workspace && rm -rf .pytest_cache"}, "")
 
 
+EDIT = edit()[:2]
+LINE_EDIT = ("execute_bash", {"command": "edit 3:3\n    return int(a) + int(b)\nend_of_edit"})
+
+
+def _shown() -> tuple[str, dict[str, Any], str]:
+    return view(content="def parse(s):\n    return a + b + 1\n")
+
+
+def _line_edit() -> tuple[str, dict[str, Any], str]:
+    return (*LINE_EDIT, "File updated.")
+
+
 def _grep() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
 
@@ -75,6 +87,13 @@ CASES = [
         [("str_replace_editor", {**BAD_EDIT[1], "new_str": "return a - b"}, NOT_FOUND)],
         ("str_replace_editor", {**BAD_EDIT[1], "old_str": "x = 1", "new_str": "x = 1"}),
         "pointless_call",
+    ),
+    Case("an edit made before, again, only a test and a read since", [edit(), test_run(), view()], EDIT, "redone_edit"),
+    Case("an edit made before, again, its text shown in the file again", [edit(), test_run(), _shown()], EDIT, None),
+    Case("an edit made before, again, after a command that is no read", [edit(), _touch()], EDIT, None),
+    Case("an edit made before, again, after another edit of its file", [edit(), edit(old="x", new="y")], EDIT, None),
+    Case(
+        "an edit made before, again, its file unknown (SWE-agent's edit)", [_line_edit(), test_run()], LINE_EDIT, None
     ),
     Case(
         "an edit that changes nothing, the first one",
@@ -322,3 +341,23 @@ def test_an_empty_reply_after_an_edit_is_still_asked_to_rerun_the_failing_check(
     edit_ = rules.gates[Gate.ACTION].build()
     directive = edit_.messages[-1]["content"] if edit_.messages else ""
     assert "Next, re-run the failing check" in directive and edit_.tool_choice is None and edit_.require_call
+
+
+SED = ("execute_bash", {"command": "sed -i 's/int(a) + int(b) + 1/int(a) + int(b) + 0/' /workspace/parse.py"}, "")
+CODE_AFTER = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s):\n    return int(a) + int(b) + 0\n")
+
+
+def test_a_one_shell_agent_repeating_its_sed_is_refused_with_the_failure_it_left_and_held_to_an_edit() -> None:
+    """The recovery bench's cycle (bank, vowels): the same `sed -i`, the failing test, `cat`, the
+    same `sed -i`. The file is as the first left it: the repeat is refused, the re-ask quotes the
+    failure and is held to an in-place edit of the file (a different one is the model's to write)."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in (test_run(), CODE_READ, SED, test_run(), CODE_AFTER):
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    judgement = judge(ReplyView("", (SED[0],), (orjson.dumps(SED[1]).decode(),)), planned.decision.reply)
+    refusal = judgement.refusal
+    assert refusal is not None and refusal.pattern == "redone_edit"
+    assert "as that edit left it" in refusal.reason and "assert 4 == 3" in refusal.instead
+    assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(r"^sed -i .*parse\.py$")

@@ -1,11 +1,11 @@
 """`pointless_call`: a call that cannot do anything, whatever the state of the work.
 
 Two shapes, both seen from a small model asked for an edit: an edit whose replacement is the
-text it replaces (`new_str` equal to `old_str`), and an argument that is still a template's
-placeholder (`<the wrong code, exactly as in the file>`, `git checkout <commit-hash>`: a
-bracketed phrase of words joined by spaces or hyphens, standing alone). Counts such calls in
-the conversation; fires when the count reaches a rung of the ladder (first `after`, default
-`AFTER`).
+text it replaces (`new_str` equal to `old_str`, or `sed -i 's/x == 0/x == 0/' f.py`), and an
+argument that is still a template's placeholder (`<the wrong code, exactly as in the file>`,
+`git checkout <commit-hash>`: a bracketed phrase of words joined by spaces or hyphens, standing
+alone). Counts such calls in the conversation; fires when the count reaches a rung of the
+ladder (first `after`, default `AFTER`).
 
 Block: once the model has made `block` such calls (default `BLOCK`), a reply proposing another
 is refused: it is asked again, told which argument is empty of meaning.
@@ -27,6 +27,7 @@ from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, 
 from proxy.engine.detectors.meant import meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS, Proposal
+from proxy.engine.reading.sed import substitution
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
@@ -63,6 +64,9 @@ def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None
         new = next((given[k] for k in NEW_ARGS if k in given), None)
         if old is not None and new is not None and old == new:
             return "its replacement is the very text it replaces: it changes nothing"
+        for value in given.values():
+            if (sub := substitution(value)) is not None and sub[0] == sub[1]:
+                return f"its substitution writes `{sub[0]}` in place of the very same text: it changes nothing"
     for name, value in given.items():
         if found := _PLACEHOLDER.search(value[:20_000]):
             return f"its `{name}` still holds a placeholder, <{found.group(1)}>, not the real text"

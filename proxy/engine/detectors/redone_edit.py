@@ -1,0 +1,224 @@
+"""`redone_edit`: an edit made again while its file is as the same edit left it.
+
+An edit ran (its tool did not turn it down), then only reads, searches and checks ran, and the
+same edit (the same canonical call) comes again: the file is as the first one left it, so the
+second changes nothing (its `old_str` or its substitution's pattern is gone, or it writes the
+text that is there) or makes the change twice. On the recovery bench a small model did this in
+a cycle (the same `sed -i`, the test, `cat`, the same `sed -i` ...) until its turns ran out.
+Counts such repeats in the episode; fires when the count reaches a rung of the ladder (first
+`after`, default `AFTER`).
+
+Block: the same edit proposed again while only reads, searches and checks ran since it was
+made (`block` times made, default `BLOCK`: its first repeat), and a check failed after it, is
+refused: asked again, told that the file is as that edit left it and what failure it left, for
+a different change.
+
+Must never fire on: the same edit where the file, read since, still shows the text it replaces;
+the same edit after anything else wrote its file (another edit of it, a `git checkout`) or after
+a call whose writes cannot be told (`python apply_fix.py`, inline code, `git stash`); an edit
+whose file cannot be told (an editor's `edit 12:14` where the transcript does not say which file
+is open); an edit the tool turned down or that failed (`repeat_failed_call`'s); a different edit
+of the file; any edit while no check has failed since it was made (for the block rung).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import xxhash
+from pydantic import Field
+
+from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.commands import read_command
+from proxy.engine.reading.observe import ObservedCall
+from proxy.engine.reading.outcome import Outcome
+from proxy.engine.reading.proposal import OLD_ARGS, Proposal
+from proxy.engine.reading.sed import substitution
+from proxy.engine.reading.workspace import same_file
+from proxy.engine.state.failure import RepairState, is_check
+from proxy.settings.kinds import Action, CallKind
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["AFTER", "BLOCK", "DETECTOR", "NAME"]
+
+NAME = "redone_edit"
+AFTER = 2
+"""Edits made again on a file as they left it, in the episode, that trip the pattern."""
+BLOCK = 1
+"""Times an edit was made, from which proposing it again, its file as it left it, is refused."""
+_MAX_MADE = 8
+"""Edits remembered at once (the most recent)."""
+_REPLACED_CHARS = 200
+_QUIET = frozenset({CallKind.READ, CallKind.SEARCH, CallKind.VERIFY, CallKind.POLL})
+"""Calls that leave the files as they are (unless they write, see `_quiet`)."""
+_ALONE = frozenset({CallKind.EDIT, CallKind.READ, CallKind.SEARCH, CallKind.VERIFY})
+"""What a shell command that is such an edit may do besides (`sed -i ... && cat f`)."""
+
+
+class Options(Ladder):
+    """`[patterns.redone_edit]`: the ladder, and the block rung."""
+
+    block: int = Field(default=BLOCK, ge=0)
+    """Times an edit was made from which proposing it again, its file as it left it, is refused (0: never)."""
+
+
+OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """An edit made, its files not written since."""
+
+    key: str
+    """A digest of the edit's canonical call (`ObservedCall.key`)."""
+    paths: tuple[str, ...]
+    replaced: str
+    """The first line of the text it replaces (empty: it writes whole)."""
+    times: int
+    """How often it was made, with nothing but reads, searches and checks between."""
+    failed_after: bool = False
+    """A check failed after it was last made: it did not fix what it was for."""
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    made: tuple[Made, ...] = ()
+    """The edits whose files are as they left them."""
+    count: int = 0
+    """Edits made again, in the episode."""
+
+    def find(self, key: str) -> Made | None:
+        digest = _digest(key)
+        return next((m for m in self.made if m.key == digest), None)
+
+
+def _digest(key: str) -> str:
+    """Kept instead of the call, which can be a whole file's text (`cat > f.py <<EOF ...`)."""
+    return xxhash.xxh3_64_hexdigest(key.encode("utf-8", "replace"))
+
+
+def _replaced(arguments: Mapping[str, Any] | None, command: str | None) -> str:
+    """The first line of the text an edit replaces (`old_str`, a literal `sed` pattern); empty
+    when it names none."""
+    given = arguments or {}
+    text = next((v for k in OLD_ARGS if isinstance(v := given.get(k), str)), None)
+    if text is None and command and (sub := substitution(command)) is not None:
+        text = sub[0]
+    return next((line.strip()[:_REPLACED_CHARS] for line in (text or "").splitlines() if line.strip()), "")
+
+
+def _shows_again(made: Made, call: ObservedCall) -> bool:
+    """A read of the edit's file shows the text it replaces: it may apply again (something the
+    proxy cannot see put the text back)."""
+    target = call.target
+    return (
+        call.kind is CallKind.READ
+        and target is not None
+        and bool(made.replaced)
+        and any(same_file(target, p) for p in made.paths)
+        and made.replaced in call.output
+    )
+
+
+def _edit(call: ObservedCall) -> tuple[str, ...] | None:
+    """The files of an edit that ran, when they can be told and it does nothing else that writes."""
+    if call.kind is not CallKind.EDIT or call.rejected or call.outcome is Outcome.FAIL or not call.writes:
+        return None
+    if call.segments and not call.segments <= _ALONE:
+        return None
+    return tuple(w.path for w in call.writes)
+
+
+def _quiet(call: ObservedCall) -> bool:
+    """Leaves the files as they are, as far as can be told: a read, a search, a check that runs no
+    program file and no code given inline (`python fix.py` may write anything)."""
+    if call.kind not in _QUIET or call.mutates or call.probe:
+        return False
+    command = read_command(call.command) if call.command else None
+    return command is None or not (command.scripts or command.inline)
+
+
+def _overlaps(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    return any(same_file(x, y) for x in a for y in b)
+
+
+def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        paths = _edit(call)
+        if paths is None:
+            made = tuple(m for m in state.made if not _shows_again(m, call)) if _quiet(call) else ()
+            if made and is_check(call) and call.outcome is Outcome.FAIL:
+                made = tuple(replace(m, failed_after=True) for m in made)
+            state = State(made, state.count)
+            continue
+        before = state.find(call.key)
+        key = _digest(call.key)
+        kept = tuple(m for m in state.made if m.key != key and not _overlaps(m.paths, paths))[-_MAX_MADE + 1 :]
+        this = Made(key, paths, _replaced(call.call.arguments, call.command), before.times + 1 if before else 1)
+        state = State((*kept, this), state.count)
+        if before is None:
+            continue
+        state = State(state.made, state.count + 1)
+        action = ladder.action_at(state.count)
+        if action is not None:
+            detail = f"{state.count} edit(s) made again on a file as the same edit had left it"
+            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=paths[0]))
+    return state, trips
+
+
+def remedy(trip: Trip, context: RemedyContext) -> str:
+    return context.fit(
+        f"{PREFIX} {trip.subject} was made again, and nothing had changed {trip.excerpt} since it was first made: "
+        "made again, an edit changes nothing, or makes its change twice.",
+        "",
+        "Look at the file as it is now, and make a different change.",
+    )
+
+
+def _refusable(made: Made, options: Options) -> bool:
+    return made.failed_after and made.times >= options.block
+
+
+def blocks(state: State, repair: RepairState, options: Options) -> bool:
+    """Armed while a failure is live and came back after such an edit (a working agent's edits,
+    and an edit not yet checked, never hold its replies)."""
+    return bool(options.block) and repair.live and any(_refusable(m, options) for m in state.made)
+
+
+def futile(state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
+    """The edit made before, proposed again as it was, its file as that edit left it."""
+    made = state.find(proposal.key)
+    if proposal.kind is not CallKind.EDIT or made is None or not _refusable(made, options):
+        return None
+    path = made.paths[0]
+    reason = (
+        f"{proposal.describe()} was made before, and only reads and checks have run since: {path} is as "
+        "that edit left it, so made again it changes nothing, or makes its change twice."
+    )
+    repair = context.repair
+    # One shell for everything: the re-ask is held to an in-place edit of the file the proxy saw.
+    seen = context.vocabulary is not None and repair.shown(path) is not None
+    pinned = context.vocabulary.shell_edit(path) if seen and context.vocabulary is not None else None
+    if pinned is not None and pinned.name != proposal.name:
+        pinned = None
+    if repair.live and repair.snippet:
+        step = f"Make a different change to {path}, one that addresses that failure."
+        instead = context.fit("The failure it left:", repair.snippet, step)
+    else:
+        instead = f"Make a different change to {path}, or another step."
+    return Refusal(NAME, reason, instead, pinned=pinned)
+
+
+DETECTOR = Detector(
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    options=OPTIONS,
+    remedy=remedy,
+    blocks=blocks,
+    futile=futile,
+)

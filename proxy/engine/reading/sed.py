@@ -1,0 +1,67 @@
+"""An in-place `sed` substitution read as plain text: `sed -i 's/old/new/g' file` as the text it
+looks for and the text it writes, when both are literal (no character the pattern or the
+replacement would read as more than itself). What the block rung needs to tell, before the
+command runs, that it cannot change anything: its two sides equal, or its pattern absent from
+the file as the agent last saw it.
+
+    sed -i 's/return a - b/return a + b/' calc.py     -> ("return a - b", "return a + b")
+    sed -i.bak -e 's|x = 1|x = 2|g' f.py               -> ("x = 1", "x = 2")
+    sed -i 's/a.b/c/' f.py, sed -i 's/a/\\1/' f.py     -> None (a pattern or replacement that is not literal)
+    sed -i 's/a/b/; s/c/d/' f.py, sed -n 1,5p f.py     -> None (not one substitution in place)
+"""
+
+from __future__ import annotations
+
+import re
+
+from proxy.engine.reading.shell import split_segments, words
+
+__all__ = ["substitution"]
+
+_BASIC = frozenset(".[]*^$\\")
+"""What a basic regular expression reads as more than itself."""
+_EXTENDED = _BASIC | frozenset("()+?{}|")
+"""... and an extended one (`-E`, `-r`)."""
+_FLAGS = re.compile(r"^g?$")
+
+
+def substitution(command: str) -> tuple[str, str] | None:
+    """The literal (pattern, replacement) of the one in-place `sed` substitution `command` runs;
+    None when it runs none, several, or one that is not literal."""
+    if "sed" not in command:
+        return None
+    seds = [argv for argv in (words(part) for part, _line in split_segments(command)) if _is_sed(argv)]
+    return _one(seds[0]) if len(seds) == 1 else None
+
+
+def _is_sed(argv: list[str]) -> bool:
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] == "sed"
+
+
+def _one(argv: list[str]) -> tuple[str, str] | None:
+    """The substitution of one `sed` command, when it is one literal substitution in place."""
+    options = [w for w in argv[1:] if w.startswith("-")]
+    operands = [w for w in argv[1:] if not w.startswith("-")]
+    if not any(o.startswith(("-i", "--in-place")) for o in options) or len(operands) < 2:
+        return None
+    if any(o not in ("-e", "-E", "-r") and not o.startswith(("-i", "--in-place")) for o in options):
+        return None
+    if options.count("-e") > 1:
+        return None
+    special = _EXTENDED if ("-E" in options or "-r" in options) else _BASIC
+    return _literal(operands[0], special)
+
+
+def _literal(script: str, special: frozenset[str]) -> tuple[str, str] | None:
+    if len(script) < 4 or script[0] != "s":
+        return None
+    delimiter = script[1]
+    if delimiter.isalnum() or delimiter in "\\\n":
+        return None
+    parts = script[2:].split(delimiter)
+    if len(parts) != 3 or not _FLAGS.match(parts[2]):
+        return None
+    pattern, replacement = parts[0], parts[1]
+    if not pattern or special & set(pattern) or "\\" in replacement or "&" in replacement or "\n" in script:
+        return None
+    return pattern, replacement

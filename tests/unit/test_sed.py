@@ -1,0 +1,45 @@
+"""`reading.sed.substitution`: an in-place sed read as plain text only where it is plain text."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.engine.detectors.pointless_call import pointless
+from proxy.engine.reading.sed import substitution
+from proxy.settings.kinds import CallKind
+
+CASES = [
+    ("sed -i 's/return a - b/return a + b/' calc.py", ("return a - b", "return a + b")),
+    ("cd /repo && sed -i.bak -e 's|x = 1|x = 2|g' f.py", ("x = 1", "x = 2")),
+    (
+        'sed -i \'s/raise ValueError("no")/raise KeyError("no")/\' bank.py',
+        ('raise ValueError("no")', 'raise KeyError("no")'),
+    ),
+    ("sed -i -E 's/(a)/b/' f.py", None),  # a group, in an extended expression
+    ("sed -i 's/a.b/c/' f.py", None),  # `.` matches any character
+    ("sed -i 's/a/\\1/' f.py", None),  # a back-reference
+    ("sed -i 's/a/[&]/' f.py", None),  # `&` writes the match
+    ("sed -i 's/a/b/; s/c/d/' f.py", None),  # two substitutions
+    ("sed -i -e 's/a/b/' -e 's/c/d/' f.py", None),
+    ("sed -i 's/a/b/' f.py && sed -i 's/c/d/' g.py", None),  # two seds
+    ("sed -i '3d' f.py", None),  # no substitution
+    ("sed 's/a/b/' f.py", None),  # not in place
+    ("sed -n '1,5p' f.py", None),
+    ("grep -n 's/a/b/' f.py", None),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), CASES, ids=[c for c, _ in CASES])
+def test_an_in_place_substitution_is_read_only_where_it_is_literal(
+    command: str, expected: tuple[str, str] | None
+) -> None:
+    assert substitution(command) == expected
+
+
+def test_a_sed_writing_the_text_it_replaces_is_pointless_and_one_changing_it_is_not() -> None:
+    same = {"command": "sed -i 's/return year % 4 == 0/return year % 4 == 0/' leap.py"}
+    other = {"command": "sed -i 's/return year % 4 == 0/return year % 400 == 0/' leap.py"}
+    regex = {"command": "sed -i 's/a.b/a.b/' leap.py"}  # `.` matches `axb`, which it rewrites
+    assert "changes nothing" in (pointless(CallKind.EDIT, same) or "")
+    assert pointless(CallKind.EDIT, other) is None
+    assert pointless(CallKind.EDIT, regex) is None
