@@ -361,3 +361,38 @@ def test_a_one_shell_agent_repeating_its_sed_is_refused_with_the_failure_it_left
     assert refusal is not None and refusal.pattern == "redone_edit"
     assert "as that edit left it" in refusal.reason and "assert 4 == 3" in refusal.instead
     assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(r"^sed -i .*parse\.py$")
+
+
+TEST_FILE = "/workspace/tests/test_parse.py"
+WRONG_FILE = {
+    "command": "str_replace",
+    "path": TEST_FILE,
+    "old_str": "return int(a) + int(b) + 1",
+    "new_str": "return 3",
+}
+TEST_VIEW = view(TEST_FILE, "from parse import parse\n\n\ndef test_addition():\n    assert parse('1 + 2') == 3\n")
+
+
+def _wrong_file_instead(code_known: bool) -> Any:
+    not_found = f"ERROR:\nNo replacement was performed, old_str `return int(a) + int(b) + 1` did not appear verbatim in {TEST_FILE}."
+    turns = [test_run(), TEST_VIEW, ("str_replace_editor", WRONG_FILE, not_found)]
+    rules = _rules(([view("/workspace/parse.py", PARSE)] if code_known else []) + turns)
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(WRONG_FILE).decode(),)), rules)
+    assert judgement.refusal is not None
+    return judgement.refusal
+
+
+def test_code_sent_as_an_edit_of_its_test_is_asked_again_with_the_lines_of_the_code_file_it_meant() -> None:
+    """The code's lines sent as an edit of the test that runs them (a small model, recovery bench
+    calc and temps): where the proxy saw the code file the test tests, the re-ask says so and holds
+    the edit to that file's lines."""
+    refusal = _wrong_file_instead(code_known=True)
+    assert f"That text is not in {TEST_FILE}, a test: the code it tests is /workspace/parse.py." in refusal.instead
+    assert refusal.pinned is not None and refusal.pinned.arguments["path"] == "/workspace/parse.py"
+    assert refusal.pinned.arguments["old_str"] == "    return int(a) + int(b) + 1"
+
+
+def test_code_sent_as_an_edit_of_its_test_is_not_redirected_to_a_file_the_proxy_never_saw() -> None:
+    """`parse.py` is only a guess from the test's name until the proxy has seen it exist."""
+    refusal = _wrong_file_instead(code_known=False)
+    assert "the code it tests" not in refusal.instead and refusal.pinned is None

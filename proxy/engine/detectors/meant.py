@@ -7,6 +7,9 @@ edits: `repeat_failed_call`, `pointless_call`).
                                             holds path and text to replace to them)
     not read since it changed            -> the read of that file (pinned: the re-ask can only be
                                             that read): only a look shows the lines
+    a test file, read, with nothing like -> the same, in the code it tests (`tests/test_calc.py`:
+    the text in it                          `calc.py`): a small model sent the code's lines as an
+                                            edit of the test (recovery bench, calc and temps)
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ from __future__ import annotations
 from proxy.engine.detectors.base import RemedyContext
 from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call
+from proxy.engine.reading.workspace import same_file
+from proxy.engine.state.failure import RepairState
 
 __all__ = ["meant"]
 
@@ -29,7 +35,26 @@ def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None]
     shown = context.repair.shown(path)
     if shown is None:
         return _look(path, context)
-    return _meant(proposal.name, path, shown, replaced, context)
+    found = _meant(proposal.name, path, shown, replaced, context)
+    code = _tested(path, context.repair)
+    if found is not None or code is None or closest_span(shown, replaced[1]) is not None:
+        return found
+    in_code = context.repair.shown(code)
+    lines = _meant(proposal.name, code, in_code, replaced, context) if in_code is not None else _look(code, context)
+    if lines is None:
+        return None
+    return f"That text is not in {path}, a test: the code it tests is {code}. {lines[0]}", lines[1]
+
+
+def _tested(path: str, repair: RepairState) -> str | None:
+    """The code a test file tests, when the proxy saw that file exists (read, edited or named by
+    the live failure, as the agent wrote its path)."""
+    guess = code_under_test(path)
+    if guess is None:
+        return None
+    seen = (k for k, _ in repair.seen)
+    known = (*repair.edited_since_failure, *repair.read_since_failure, *seen, repair.pointers.source_file or "")
+    return next((k for k in known if k and same_file(k, guess)), None)
 
 
 def _look(path: str, context: RemedyContext) -> tuple[str, Call | None] | None:
