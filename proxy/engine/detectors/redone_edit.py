@@ -5,8 +5,9 @@ same edit (the same canonical call) comes again: the file is as the first one le
 second changes nothing (its `old_str` or its substitution's pattern is gone, or it writes the
 text that is there) or makes the change twice. On the recovery bench a small model did this in
 a cycle (the same `sed -i`, the test, `cat`, the same `sed -i` ...) until its turns ran out.
-Counts such repeats in the episode; fires when the count reaches a rung of the ladder (first
-`after`, default `AFTER`).
+Counts such repeats in the episode, other calls between (the same call at once, again and again,
+is `repeat_call`'s); fires when the count reaches a rung of the ladder (first `after`, default
+`AFTER`).
 
 Block: the same edit proposed again while only reads, searches and checks ran since it was
 made (`block` times made, default `BLOCK`: its first repeat), and a check failed after it, is
@@ -89,6 +90,8 @@ class State:
     """The edits whose files are as they left them."""
     count: int = 0
     """Edits made again, in the episode."""
+    last: str = ""
+    """A digest of the last call made (an edit made again at once is `repeat_call`'s to count)."""
 
     def find(self, key: str) -> Made | None:
         digest = _digest(key)
@@ -148,21 +151,22 @@ def _overlaps(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
+        key = _digest(call.key)
         paths = _edit(call)
         if paths is None:
             made = tuple(m for m in state.made if not _shows_again(m, call)) if _quiet(call) else ()
             if made and is_check(call) and call.outcome is Outcome.FAIL:
                 made = tuple(replace(m, failed_after=True) for m in made)
-            state = State(made, state.count)
+            state = State(made, state.count, key)
             continue
         before = state.find(call.key)
-        key = _digest(call.key)
         kept = tuple(m for m in state.made if m.key != key and not _overlaps(m.paths, paths))[-_MAX_MADE + 1 :]
         this = Made(key, paths, _replaced(call.call.arguments, call.command), before.times + 1 if before else 1)
-        state = State((*kept, this), state.count)
-        if before is None:
+        at_once = state.last == key
+        state = State((*kept, this), state.count, key)
+        if before is None or at_once:
             continue
-        state = State(state.made, state.count + 1)
+        state = State(state.made, state.count + 1, key)
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"{state.count} edit(s) made again on a file as the same edit had left it"

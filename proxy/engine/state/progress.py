@@ -16,6 +16,9 @@ _MAX_FILES = 12
 class Progress:
     tool_turns: int = 0
     edits: int = 0
+    """Edits of the code (see `ObservedCall.changed_sources`)."""
+    own_edits: int = 0
+    """Edits of files the agent made or keeps for itself (a reproduction script, a scratch test)."""
     checks: int = 0
     reads: int = 0
     edited: tuple[str, ...] = ()
@@ -25,9 +28,10 @@ class Progress:
     def describe(self) -> str:
         """One sentence a person can read."""
         files = f" to {', '.join(self.edited)}" if self.edited else ""
+        own = f" and {self.own_edits} of the agent's own files" if self.own_edits else ""
         check = f" (last: {self.last_check})" if self.last_check else ""
         return (
-            f"{self.tool_turns} tool turn(s): {self.edits} edit(s){files}, "
+            f"{self.tool_turns} tool turn(s): {self.edits} edit(s) of the code{files}{own}, "
             f"{self.checks} check run(s){check}, {self.reads} read(s) and search(es)."
         )
 
@@ -46,6 +50,8 @@ def fold_progress(progress: Progress, turn: ObservedTurn) -> Progress:
         progress,
         tool_turns=progress.tool_turns + 1,
         edits=progress.edits + sum(1 for c in turn.calls if c.changed_sources),
+        own_edits=progress.own_edits
+        + sum(1 for c in turn.calls if c.kind is CallKind.EDIT and c.succeeded_mutation and not c.changed_sources),
         checks=progress.checks + len(checks),
         reads=progress.reads + sum(1 for c in turn.calls if c.kind in (CallKind.READ, CallKind.SEARCH)),
         edited=tuple(edited),
