@@ -160,12 +160,12 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
             out.fired.append(Fired(run.key, index, trip.turn, trip.pattern, trip.action.value, trip.detail, text))
         reply = run.reply(index)
         if reply is not None and decision.halt is None and decision.reply.gates:
-            gate = judge(_reply_view(reply), decision.reply).gate
-            if gate is not None:
+            judgement = judge(_reply_view(reply), decision.reply)
+            if judgement.gate is not None:
                 turn = decision.state.turns
-                out.fired.append(
-                    Fired(run.key, index, turn, f"gate:{gate.value}", "retry", "the recorded reply is held")
-                )
+                refusal = judgement.refusal
+                why = f"refused by {refusal.pattern}: {refusal.reason}" if refusal else "the recorded reply is held"
+                out.fired.append(Fired(run.key, index, turn, f"gate:{judgement.gate.value}", "retry", why))
     return out
 
 

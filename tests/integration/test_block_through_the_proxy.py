@@ -13,7 +13,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from dialects import body_for
-from support import Upstream, completion, json_reply, post, sdk, sse_chunks, sse_reply
+from support import Upstream, chunk_event, completion, json_reply, post, sdk, sse_chunks, sse_reply
 
 RERUN = {"command": "cd /workspace && python -m pytest tests/test_parse.py"}
 LOOK = {"command": "view", "path": "/workspace/tests/test_parse.py"}
@@ -220,3 +220,60 @@ async def test_a_reask_answered_with_nothing_gives_the_agent_the_models_own_call
     assert raw.headers["X-Repair-Outcome"] == "futile"
     assert [c.id for c in raw.parse().choices[0].message.tool_calls or []] == ["call_1"]
     assert len(upstream.seen) == 2
+
+
+FAILED_RUN = (
+    "<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n"
+    '  File "/testbed/reproduce.py", line 4, in <module>\n    assert add(1, 1) == 2\nAssertionError\n</output>'
+)
+
+
+def _text_chunks(text: str) -> list[bytes]:
+    """A streamed text reply in pieces of a few characters, spaces kept, then its end."""
+    base = {"id": "chatcmpl-text", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
+    pieces = [chunk_event(base, {"role": "assistant", "content": ""})]
+    pieces += [chunk_event(base, {"content": text[at : at + 7]}) for at in range(0, len(text), 7)]
+    return [*pieces, chunk_event(base, {}, "stop"), b"data: [DONE]\n\n"]
+
+
+def _text_agent_messages() -> list[dict[str, Any]]:
+    """A mini-swe-agent 1.x conversation (calls written as one ```bash block, results as user
+    messages): its reproduction script failed the same way three times, nothing changed."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent. Reply with one ```bash block."},
+        {"role": "user", "content": "Fix the bug in src/calc.py described in the issue."},
+    ]
+    for _ in range(3):
+        messages += [
+            {"role": "assistant", "content": "THOUGHT: run it.\n\n```bash\npython reproduce.py\n```"},
+            {"role": "user", "content": FAILED_RUN},
+        ]
+    return messages
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_an_agent_that_writes_its_calls_as_text_never_gets_the_fourth_identical_run(
+    client: openai.AsyncOpenAI, upstream: Upstream, stream: bool
+) -> None:
+    """The same rung for an agent with no tools that writes its commands in its replies: the
+    fourth identical run, written as a fenced block, is refused; the model is asked again for one
+    command in the agent's format and the agent gets that reply's text."""
+    again, other = (
+        "THOUGHT: again.\n\n```bash\npython reproduce.py\n```",
+        "THOUGHT: look.\n\n```bash\ncat src/calc.py\n```",
+    )
+    if stream:
+        upstream.reply_with(sse_reply(_text_chunks(again)), sse_reply(_text_chunks(other)))
+    else:
+        upstream.reply_with(json_reply(completion(again)), json_reply(completion(other)))
+    kwargs: dict[str, Any] = {"model": "m", "messages": _text_agent_messages()}
+    if stream:
+        text = ""
+        async for chunk in await client.chat.completions.create(stream=True, **kwargs):
+            text += "".join(choice.delta.content or "" for choice in chunk.choices)
+    else:
+        text = (await client.chat.completions.create(**kwargs)).choices[0].message.content or ""
+    assert text == other
+    assert len(upstream.seen) == 2
+    directive = upstream.seen[1].json()["messages"][-1]["content"]
+    assert "Your call was not run" in directive and "Reply with exactly one fenced block" in directive

@@ -14,6 +14,8 @@ import pytest
 from scenario_loader import analyse
 
 from proxy.engine.core import Engine
+from proxy.engine.plan.reply import Gate, ReplyView, judge
+from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.transcript import read_turns
 from proxy.settings.policy import load_policy
 
@@ -170,3 +172,62 @@ def test_a_format_error_answered_by_the_agents_complaint_is_no_call() -> None:
     ]
     turns, _users = read_turns(messages)
     assert [t.calls for t in turns] == [()]
+
+
+def _reply_rules(steps: list[Step], protocol: str) -> Any:
+    engine = Engine.of(load_policy("mini_swe_agent"))
+    planned = None
+    for body in requests(steps, PROTOCOLS[protocol], tools=False):
+        planned = analyse(engine, body)
+    assert planned is not None
+    return planned.decision.reply
+
+
+RERUN = {
+    "mini-swe-agent 1.x": f"THOUGHT: run it again.\n\n```bash\n{FAIL[0]}\n```",
+    "SWE-agent 0.x thought-action": f"DISCUSSION\nRun it again.\n\n```\n{FAIL[0]}\n```",
+    "SWE-agent 1.x thought-action": f"Run it again.\n\n```\n{FAIL[0]}\n```",
+    "XML function calls": f"Again.\n<function=bash>\n<parameter=command>{FAIL[0]}</parameter>\n</function>",
+}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_failing_check_written_as_text_again_with_nothing_changed_is_refused_and_asked_again_in_the_agents_format(
+    protocol: str,
+) -> None:
+    """The block rung reads a call written in the agent's protocol as it reads a tool call: the
+    failing check a fourth time, nothing changed since its three identical failures, is refused,
+    and the re-ask asks for one call in the agent's own format (no tools to require or to hold in
+    a schema: the agent reads text)."""
+    rules = _reply_rules([FAIL] * 3, protocol)
+    judgement = judge(ReplyView(RERUN[protocol], (), ()), rules)
+    assert judgement.gate is Gate.BLOCK and judgement.refusal is not None
+    assert judgement.refusal.pattern == "stuck_same_diagnostic"
+    edit = rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+    directive = edit.messages[-1]["content"] if edit.messages else ""
+    assert "Your call was not run" in directive and f"Reply with {FORMS[rules.protocol]}." in directive
+    assert edit.tool_choice is None and edit.call_schema is None
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_failing_check_written_as_text_after_an_edit_passes(protocol: str) -> None:
+    rules = _reply_rules([FAIL] * 3 + [EDIT], protocol)
+    assert judge(ReplyView(RERUN[protocol], (), ()), rules).gate is None
+
+
+LINTED = (
+    "edit 3:3\n    return a + b\nend_of_edit",
+    "Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit "
+    "commmand.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n\nDO NOT re-run the same failed edit "
+    "command. Running it again will lead to the same error.",
+    1,
+)
+
+
+def test_an_edit_written_as_text_that_the_agents_own_editor_turned_down_is_not_refused_again() -> None:
+    """SWE-agent's editor keeps state the proxy does not see (the open file, its window) and its
+    linter already turns a bad edit down and says so: sent again, the same edit is the agent's to
+    refuse, not the block rung's (on the public runs, CodeR's resolved runs resent such edits)."""
+    rules = _reply_rules([FAIL, LINTED, LINTED], "SWE-agent 0.x thought-action")
+    reply = f"DISCUSSION\nTry again.\n\n```\n{LINTED[0]}\n```"
+    assert judge(ReplyView(reply, (), ()), rules).gate is None

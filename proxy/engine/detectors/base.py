@@ -149,6 +149,10 @@ class Detector(Generic[S, Opts]):
     reply is held only while some pattern may); None: the pattern never blocks."""
     futile: Callable[[S, Proposal, RemedyContext, Opts], Refusal | None] | None = None
     """The block rung's judgement of one proposed call, given `blocks` said it may refuse."""
+    judges_text: bool = False
+    """The block rung also judges calls an agent writes in its text protocol. Off where the
+    agent's own tool keeps state the proxy does not see (SWE-agent's open file and window, its
+    editor's linter that already turns a bad edit down and says so)."""
 
     @property
     def ladder(self) -> Ladder:
@@ -174,12 +178,14 @@ class Detector(Generic[S, Opts]):
         return states.put(self, state), trips
 
     def refuser(
-        self, states: DetectorStates, repair: RepairState, options: Ladder
+        self, states: DetectorStates, repair: RepairState, options: Ladder, *, text: bool = False
     ) -> Callable[[Proposal, RemedyContext], Refusal | None] | None:
-        """What the block rung asks of this pattern in this state: a judge of proposed calls, or
-        None when it refuses nothing now."""
+        """What the block rung asks of this pattern in this state: a judge of proposed calls (of
+        calls written as text, with `text`), or None when it refuses nothing now."""
         blocks, futile = self.blocks, self.futile
         if blocks is None or futile is None or not isinstance(options, type(self.options)):
+            return None
+        if text and not self.judges_text:
             return None
         state = states.get(self)
         if not blocks(state, repair, options):
@@ -223,7 +229,7 @@ class Pattern(Protocol):
     def configure(self, table: Mapping[str, Any], source: str) -> tuple[Ladder | None, list[ConfigProblem]]: ...
 
     def refuser(
-        self, states: DetectorStates, repair: RepairState, options: Ladder
+        self, states: DetectorStates, repair: RepairState, options: Ladder, *, text: bool = False
     ) -> Callable[[Proposal, RemedyContext], Refusal | None] | None: ...
 
     def step(

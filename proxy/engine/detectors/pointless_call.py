@@ -132,4 +132,5 @@ DETECTOR = Detector(
     blocks=blocks,
     futile=futile,
     episodic=False,
+    judges_text=True,
 )

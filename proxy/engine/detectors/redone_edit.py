@@ -225,4 +225,5 @@ DETECTOR = Detector(
     remedy=remedy,
     blocks=blocks,
     futile=futile,
+    judges_text=True,
 )

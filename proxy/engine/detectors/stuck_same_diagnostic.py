@@ -12,13 +12,12 @@ appeared; once all of it has been read, make a different change than the one tha
 edit tools away for one request. Watched (what follows is recorded per arm) and remembered (a
 verdict is stored for the next run).
 
-Block: from a streak of `block` (default `BLOCK`), while nothing has been edited since the last
-failure, a reply that proposes the failing check again, unchanged, is refused: run again it
-fails again. From a streak of `block_quiet` (default `BLOCK_QUIET`: the first failure) when only
-reads and searches ran since it failed (no edit, no install, no script rewritten, no other
-command): the check run again at once, it sees what it saw; only where the re-ask can be narrowed
-to the next step's tool, or held to the next read's exact call (one shell for everything). Its
-instead is the remedy's next step.
+Block: from a streak of `block` (default `BLOCK`), nothing edited since the last failure, the
+failing check proposed again unchanged (a tool call or one written in the agent's text) is
+refused: run again it fails again. From a streak of `block_quiet` (default `BLOCK_QUIET`: the
+first failure) when only reads and searches ran since (no edit, install, script rewritten or
+other command): the check run again at once sees what it saw; only where the re-ask can be
+narrowed to the next step's tool, or held to the next read's exact call (one shell for all).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
@@ -297,4 +296,5 @@ DETECTOR = Detector(
     remembered=True,
     blocks=blocks,
     futile=futile,
+    judges_text=True,
 )

@@ -22,6 +22,7 @@ from proxy.engine.reading.proposal import propose
 from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.state.conversation import ConversationState
 from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.salvage import offered_tools
 
 __all__ = ["block_gate", "refuser"]
@@ -32,10 +33,11 @@ def refuser(
 ) -> Refuser | None:
     """The judge of a reply's proposed calls, (tool, arguments JSON) each; None when no pattern
     may refuse anything in this state (nothing to hold the reply for)."""
+    text = bool(state.protocol) and not translation.tools  # the agent writes its calls in its replies
     judges = [
         judge
         for pattern in rules.patterns
-        if (judge := pattern.refuser(state.detectors, state.repair, rules.options[pattern.name])) is not None
+        if (judge := pattern.refuser(state.detectors, state.repair, rules.options[pattern.name], text=text)) is not None
     ]
     if not judges:
         return None
@@ -55,13 +57,17 @@ def refuser(
 
 
 def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
-    """The block gate: a refused reply asked again, a call required."""
+    """The block gate: a refused reply asked again, a call required (for an agent that writes its
+    calls as text, one call in its own format)."""
     reply = rules.policy.reply
-    if not (reply.block and turn.levers.offered):
+    form = FORMS.get(turn.state.protocol) if not turn.levers.offered else None
+    if not (reply.block and (turn.levers.offered or form)):
         return None
 
     def refused(refusal: Refusal) -> Edit:
         text = f"{PREFIX} Your call was not run. {refusal.reason}\n{refusal.instead}"
+        if form is not None:
+            return retry(turn, role, f"{text}\nReply with {form}.")
         if (held := held_retry(turn, role, text, refusal.pinned)) is not None:  # the call, its known part held
             return held
         if refusal.tool is not None and refusal.tool in turn.levers.offered:

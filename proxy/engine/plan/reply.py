@@ -19,11 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import orjson
+
 from proxy.engine.detectors import Refusal
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.text.exchange import Edit
 from proxy.engine.text.protocols import written
 from proxy.engine.text.salvage import OfferedTool, SalvagedCall, call_shaped, may_become_call, ran_on, salvage
+from proxy.engine.text.textcalls import TextCall
 from proxy.settings.kinds import CallKind
 
 __all__ = [
@@ -136,15 +139,12 @@ def _finishing(calls: Sequence[str | None], rules: ReplyRules) -> bool:
     return Gate.FINISH in rules.gates and any(name in rules.finish_tools for name in calls)
 
 
-def _written(view: ReplyView, rules: ReplyRules) -> tuple[str, bool] | None:
-    """(the tool, it finishes the run) of a call the reply writes in the agent's text protocol."""
+def _written(view: ReplyView, rules: ReplyRules) -> TextCall | None:
+    """The call the reply writes in the agent's text protocol, if it writes one."""
     if view.calls or not rules.protocol or rules.classifier is None:
         return None
     found = written(view.text)
-    if found is None:
-        return None
-    kind = rules.classifier.classify(found.call.name, found.call.arguments).kind
-    return found.call.name, kind is CallKind.FINISH and Gate.FINISH in rules.gates
+    return found.call if found is not None else None
 
 
 def _refusal(view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules: ReplyRules) -> Refusal | None:
@@ -154,6 +154,8 @@ def _refusal(view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules: 
     if salvaged:
         return rules.refuse([(c.name, c.arguments_json) for c in salvaged])
     proposed = [(name, raw) for name, raw in zip(view.calls, view.arguments, strict=False) if name is not None]
+    if not proposed and (as_text := _written(view, rules)) is not None:
+        proposed = [(as_text.name, orjson.dumps(as_text.arguments).decode())]
     return rules.refuse(proposed) if proposed else None
 
 
@@ -165,8 +167,11 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
         if (refusal := _refusal(view, salvaged, rules)) is not None:
             return Judgement(Gate.BLOCK, salvaged, refusal, acts=True)
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged, acts=True)
-    if (as_text := _written(view, rules)) is not None:
-        return Judgement(Gate.FINISH if as_text[1] else None, None, acts=True)
+    if (as_text := _written(view, rules)) is not None and rules.classifier is not None:
+        if (refusal := _refusal(view, None, rules)) is not None:
+            return Judgement(Gate.BLOCK, None, refusal, acts=True)
+        finishes = rules.classifier.classify(as_text.name, as_text.arguments).kind is CallKind.FINISH
+        return Judgement(Gate.FINISH if finishes and Gate.FINISH in rules.gates else None, None, acts=True)
     if not view.text.strip():
         return Judgement(rules.empty_gate, None)
     # salvage found no call above (or is off, with nothing offered to salvage): what is still
