@@ -377,8 +377,9 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
 
 def complaint_runs(run: Run) -> int | None:
     """The request at which the run's agent has complained, for the third time in a row, that
-    the model's reply made no valid call (no call of the model's between the complaints), or
-    None when it never does."""
+    the model's reply made no valid call (no call of the model's between the complaints: no tool
+    result, and for an agent that writes its calls as text no user message that is not a
+    complaint, its results being user messages), or None when it never does."""
     for index in range(len(run.requests)):
         messages = run.messages(index)
         streak = 0
@@ -386,7 +387,7 @@ def complaint_runs(run: Run) -> int | None:
             role = message.get("role")
             if role == "user" and complains(content_text(message.get("content"))):
                 streak += 1
-            elif role == "tool" or (role == "assistant" and message.get("tool_calls")):
+            elif role in ("tool", "user") or (role == "assistant" and message.get("tool_calls")):
                 streak = 0
         if streak >= FORMAT_LOOP:
             return index

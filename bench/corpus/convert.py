@@ -421,6 +421,78 @@ def source_mswea2(mirror: Path) -> Iterator[RunBuilder]:
             yield b
 
 
+# --------------------------------------------------------------------------- source: mini-swe-agent 1.x
+
+
+MSWEA1_REPO = "wudi-alex/mini-swe-agent-CaM"
+MSWEA1_COMMIT = "fae95e425f7ab1e3cfbb3eea3f784515fdcc208f"
+MSWEA1_RUNS: list[tuple[str, str, str]] = [
+    # (source id, run folder under run_results/, swebench report in it); the fork's stock agent
+    # (minisweagent.run.extra.swebench) only, not its own prompt variants
+    ("mswea1-cam-gpt5-nano", "nano-output", "openai__gpt-5-nano.nano_eval.json"),
+    ("mswea1-cam-gpt5-mini", "mini-output", "openai__gpt-5-mini.mini_eval.json"),
+    ("mswea1-cam-gpt5-mini-high", "mini-reasoning-high-res-api", "openai__gpt-5-mini.mini_h_reasoning_eval.json"),
+    (
+        "mswea1-cam-gpt5-mini-minimal",
+        "mini-reasoning-minimal-res-api",
+        "openai__gpt-5-mini.mini_minimal_reasoning_eval.json",
+    ),
+]
+MSWEA1_FORMAT_ERROR = "Please always provide EXACTLY ONE action"
+"""How mini-swe-agent 1.x's format_error_template begins (config/extra/swebench.yaml)."""
+
+
+def mswea1_run(source: str, run: str, traj: Json, resolved: bool | None) -> RunBuilder:
+    """mini-swe-agent 1.x keeps every reply in its history, a format error's too (the agent's
+    complaint follows it as a user message): each request is the history before a reply."""
+    info = traj["info"]
+    b = RunBuilder(
+        source=source,
+        run=run,
+        scaffold="mini-swe-agent-1",
+        model=info["config"]["model"]["model_name"],
+        protocol="text",
+        resolved=resolved,
+    )
+    history: list[Json] = []
+    for raw in traj["messages"]:
+        msg = chat_message(raw)
+        if raw.get("role") == "assistant":
+            b.request(list(history), msg)
+        elif raw.get("role") == "user" and str(raw.get("content") or "").startswith(MSWEA1_FORMAT_ERROR):
+            b.format_errors += 1
+        history.append(msg)
+    b.notes.append(
+        f"mini-swe-agent {info.get('mini_version')}, text protocol (one ```bash block, <returncode> results); "
+        f"exit {info.get('exit_status')}"
+    )
+    return b
+
+
+def source_mswea1(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(MSWEA1_REPO, mirror)
+    rev = snap.require(MSWEA1_COMMIT)
+    for source, folder, report_path in MSWEA1_RUNS:
+        report = snap.read_json(rev, f"run_results/{folder}/{report_path}")
+        if report is None:
+            raise MissingSnapshot(f"{MSWEA1_REPO}@{rev}: run_results/{folder}/{report_path} absent")
+        labels = {i: False for key in ("unresolved_ids", "empty_patch_ids", "error_ids") for i in report.get(key, [])}
+        labels |= {i: True for i in report.get("resolved_ids", [])}
+        for path in snap.ls(rev, f"run_results/{folder}"):
+            if not path.endswith(".traj.json"):
+                continue
+            run = path.split("/")[-2]
+            traj = snap.read_json(rev, path)
+            if traj is None:
+                continue  # blob absent from the snapshot
+            b = mswea1_run(source, run, traj, labels.get(run))
+            if len(b.requests) < 2:
+                continue
+            if run not in labels:
+                b.notes.append("instance not in the run's swebench report (resolved null)")
+            yield b
+
+
 # --------------------------------------------------------------------------- source: CodeR
 
 
@@ -659,6 +731,22 @@ ORIGINS: dict[str, Json] = {
         "others null (the gpt-4o-mini report evaluated 1 instance)",
         "selection": "every trajectory in the snapshot with at least 2 requests",
     },
+    "mswea1": {
+        "repository": MSWEA1_REPO,
+        "data_commit": MSWEA1_COMMIT,
+        "data_commit_note": "repository HEAD (a fork of mini-swe-agent that committed its SWE-bench runs)",
+        "paths": [
+            "run_results/<run>/<instance>/<instance>.traj.json",
+            "run_results/<run>/openai__<model>.<name>_eval.json (swebench report)",
+        ],
+        "licence": "MIT",
+        "licence_file": "LICENSE.md (inherited from mini-swe-agent)",
+        "scaffold_version": "mini-swe-agent 1.17.3 (text protocol: one ```bash block per reply, <returncode> results)",
+        "benchmark": "SWE-bench Verified, the same 50 instances per run",
+        "label_source": "the run's swebench report: resolved_ids true; unresolved/empty-patch/error ids false",
+        "selection": "the four runs of the fork's stock agent (gpt-5-nano, gpt-5-mini at three reasoning settings); "
+        "every trajectory with at least 2 requests",
+    },
     "coder": {
         "repository": CODER_REPO,
         "data_commit": CODER_COMMIT,
@@ -706,6 +794,7 @@ def write_manifest(path: Path, mirror: Path, by_source: dict[str, list[RunBuilde
 SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "openhands": source_openhands,
     "mswea2": source_mswea2,
+    "mswea1": source_mswea1,
     "coder": source_coder,
     "msb": source_msb,
 }

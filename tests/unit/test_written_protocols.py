@@ -231,3 +231,22 @@ def test_an_edit_written_as_text_that_the_agents_own_editor_turned_down_is_not_r
     rules = _reply_rules([FAIL, LINTED, LINTED], "SWE-agent 0.x thought-action")
     reply = f"DISCUSSION\nTry again.\n\n```\n{LINTED[0]}\n```"
     assert judge(ReplyView(reply, (), ()), rules).gate is None
+
+
+def _actions(bodies: list[bytes]) -> list[str]:
+    engine = Engine.of(load_policy("mini_swe_agent"))
+    out = []
+    for body in bodies:
+        planned = analyse(engine, body)
+        assert planned is not None
+        out += [f"{t.pattern}:{t.action.value}" for t in planned.decision.new_trips]
+    return out
+
+
+def test_a_force_rung_for_an_agent_that_writes_its_calls_as_text_is_a_nudge() -> None:
+    """`force` pins a tool and `restrict` takes one away: an agent with no tools, writing its
+    calls as text, has neither, so those rungs are recorded and counted as what they do, nudges
+    (on the public runs: mini-swe-agent 1.x's format-error loops on resolved runs were 'forced')."""
+    five = [FAIL] * 5
+    assert _actions(requests(five, _tool_calls, tools=True))[-1] == "stuck_same_diagnostic:force"
+    assert _actions(requests(five, _mini_swe_agent_1, tools=False))[-1] == "stuck_same_diagnostic:nudge"

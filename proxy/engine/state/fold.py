@@ -42,6 +42,9 @@ from proxy.settings.kinds import Action
 
 __all__ = ["Caught", "fold_messages", "fold_turn", "fold_user"]
 
+_PINNING = frozenset({Action.FORCE, Action.RESTRICT})
+"""Rungs that act through the request's tools: for an agent that writes its calls as text, a nudge."""
+
 
 def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) -> tuple[ConversationState, list[Trip]]:
     """Fold one observed turn: the failure model first, then every detector on it."""
@@ -54,6 +57,8 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
     for detector in rules.patterns:
         detectors, found = detector.step(detectors, facts, rules.options[detector.name], policy)
         trips.extend(found)
+    protocol = turn.turn.protocol if turn.calls else state.protocol
+    trips = _as_written(trips, protocol)
     changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
     outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
     row: TimelineRow = (  # a TimelineEntry's fields, in order
@@ -81,10 +86,18 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
             progress=fold_progress(state.progress, turn),
             timeline=(*state.timeline, row)[-TIMELINE_TURNS:],
             last_action_turn=turn.ordinal if turn.calls else state.last_action_turn,
-            protocol=turn.turn.protocol if turn.calls else state.protocol,
+            protocol=protocol,
         ),
         trips,
     )
+
+
+def _as_written(trips: list[Trip], protocol: str) -> list[Trip]:
+    """For an agent that writes its calls as text (`protocol`) there is no tool to pin or take
+    away: its `force` and `restrict` rungs say what they say, as nudges."""
+    if not protocol or not any(t.action in _PINNING for t in trips):
+        return trips
+    return [replace(t, action=Action.NUDGE) if t.action in _PINNING else t for t in trips]
 
 
 def _timeline_outcome(turn: ObservedTurn, outcome: str) -> str:
@@ -138,6 +151,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     for pattern in rules.patterns:
         detectors, found = pattern.user_step(detectors, facts, rules.options[pattern.name], rules.policy)
         trips.extend(found)
+    trips = _as_written(trips, state.protocol)
     if repeated and not trips and detectors is state.detectors:
         return state, []
     return replace(
