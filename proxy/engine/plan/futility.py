@@ -20,7 +20,6 @@ from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
 from proxy.engine.reading.proposal import propose
 from proxy.engine.reading.vocabulary import learn_vocabulary
-from proxy.engine.state.conversation import ConversationState
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.salvage import offered_tools
@@ -28,12 +27,10 @@ from proxy.engine.text.salvage import offered_tools
 __all__ = ["block_gate", "refuser"]
 
 
-def refuser(
-    rules: Rules, state: ConversationState, translation: Translation, fit: Callable[[str, str, str], str]
-) -> Refuser | None:
+def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[str, str, str], str]) -> Refuser | None:
     """The judge of a reply's proposed calls, (tool, arguments JSON) each; None when no pattern
     may refuse anything in this state (nothing to hold the reply for)."""
-    text = bool(state.protocol) and not translation.tools  # the agent writes its calls in its replies
+    state, text = turn.state, turn.calls_as_text
     judges = [
         judge
         for pattern in rules.patterns
@@ -60,7 +57,7 @@ def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
     """The block gate: a refused reply asked again, a call required (for an agent that writes its
     calls as text, one call in its own format)."""
     reply = rules.policy.reply
-    form = FORMS.get(turn.state.protocol) if not turn.levers.offered else None
+    form = FORMS.get(turn.state.protocol) if turn.calls_as_text else None
     if not (reply.block and (turn.levers.offered or form)):
         return None
 

@@ -98,8 +98,8 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         offered = {name: tool for name, tool in offered.items() if name == choice}
     finish_tools = frozenset(name for name in offered if rules.classifier.classify(name, None).kind is CallKind.FINISH)
     role = "user" if rules.policy.repair.placement is Placement.USER else "system"
-    calls = bool(offered) or bool(turn.state.protocol)  # tool calls, or calls written in the agent's text
-    refuse = refuser(rules, turn.state, translation, fit) if calls and rules.policy.reply.block else None
+    calls = bool(offered) or turn.calls_as_text
+    refuse = refuser(rules, turn, translation, fit) if calls and rules.policy.reply.block else None
     action = action_gate(rules, translation, turn, role, refuse) if offered else written_action_gate(rules, turn, role)
     gates = {
         gate: plan

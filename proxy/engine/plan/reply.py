@@ -147,15 +147,17 @@ def _written(view: ReplyView, rules: ReplyRules) -> TextCall | None:
     return found.call if found is not None else None
 
 
-def _refusal(view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules: ReplyRules) -> Refusal | None:
-    """Why the block rung refuses a call the reply proposes, if it does."""
+def _refusal(
+    view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules: ReplyRules, as_text: TextCall | None = None
+) -> Refusal | None:
+    """Why the block rung refuses a call the reply proposes (made, salvaged or written as text), if it does."""
     if rules.refuse is None or Gate.BLOCK not in rules.gates:
         return None
     if salvaged:
         return rules.refuse([(c.name, c.arguments_json) for c in salvaged])
     proposed = [(name, raw) for name, raw in zip(view.calls, view.arguments, strict=False) if name is not None]
-    if not proposed and (as_text := _written(view, rules)) is not None:
-        proposed = [(as_text.name, orjson.dumps(as_text.arguments).decode())]
+    if as_text is not None:
+        proposed.append((as_text.name, orjson.dumps(as_text.arguments).decode()))
     return rules.refuse(proposed) if proposed else None
 
 
@@ -168,7 +170,7 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
             return Judgement(Gate.BLOCK, salvaged, refusal, acts=True)
         return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged, acts=True)
     if (as_text := _written(view, rules)) is not None and rules.classifier is not None:
-        if (refusal := _refusal(view, None, rules)) is not None:
+        if (refusal := _refusal(view, None, rules, as_text)) is not None:
             return Judgement(Gate.BLOCK, None, refusal, acts=True)
         finishes = rules.classifier.classify(as_text.name, as_text.arguments).kind is CallKind.FINISH
         return Judgement(Gate.FINISH if finishes and Gate.FINISH in rules.gates else None, None, acts=True)

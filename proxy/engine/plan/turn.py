@@ -54,6 +54,11 @@ class Turn:
     """The agent answered a reply without a call by repeating its own request for one."""
     tail_trips: list[Trip]
 
+    @property
+    def calls_as_text(self) -> bool:
+        """The agent writes its calls in its replies: a text protocol seen, no tools offered."""
+        return bool(self.state.protocol) and not self.levers.offered
+
 
 def retry(turn: Turn, role: str, text: str, *, messages: list[Any] | None = None, **choice: Any) -> Edit:
     return Edit(
