@@ -396,3 +396,31 @@ def test_code_sent_as_an_edit_of_its_test_is_not_redirected_to_a_file_the_proxy_
     """`parse.py` is only a guess from the test's name until the proxy has seen it exist."""
     refusal = _wrong_file_instead(code_known=False)
     assert "the code it tests" not in refusal.instead and refusal.pinned is None
+
+
+WHOLE = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s):\n    return int(a) + int(b) + 1\n")
+PART = ("execute_bash", {"command": "sed -n '1,1p' /workspace/parse.py"}, "def parse(s):\n")
+ABSENT = ("execute_bash", {"command": "sed -i 's/return a + b + 1/return a + b/' /workspace/parse.py"})
+
+
+@pytest.mark.parametrize(
+    ("read", "refused"), [(WHOLE, True), (PART, False)], ids=["the file read whole", "the file read in part"]
+)
+def test_a_substitution_of_text_the_file_does_not_have_is_refused_only_where_the_file_was_seen_whole(
+    read: tuple[str, dict[str, Any], str], refused: bool
+) -> None:
+    """`sed -i` of text the file lacks prints nothing and changes nothing: refused, with the line it
+    was meant to match, where the agent's last read showed the whole file; after a read of part of
+    it the text may be in the rest."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in (test_run(), read):
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    judgement = judge(ReplyView("", (ABSENT[0],), (orjson.dumps(ABSENT[1]).decode(),)), planned.decision.reply)
+    if not refused:
+        assert judgement.refusal is None
+        return
+    assert judgement.refusal is not None and judgement.refusal.pattern == "unmatched_edit"
+    assert "    return int(a) + int(b) + 1" in judgement.refusal.instead
+    assert judgement.refusal.pinned is not None

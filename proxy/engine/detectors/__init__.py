@@ -22,6 +22,7 @@ from proxy.engine.detectors import (
     repeated_error,
     reverify_owed,
     stuck_same_diagnostic,
+    unmatched_edit,
 )
 from proxy.engine.detectors.base import (
     Detector,
@@ -58,6 +59,7 @@ REGISTRY: tuple[Pattern, ...] = (
     repeat_output.DETECTOR,
     pointless_call.DETECTOR,
     redone_edit.DETECTOR,
+    unmatched_edit.DETECTOR,
     read_stagnation.DETECTOR,
     ping_pong.DETECTOR,
     format_error_loop.DETECTOR,

@@ -93,9 +93,11 @@ class State:
     last: str = ""
     """A digest of the last call made (an edit made again at once is `repeat_call`'s to count)."""
 
-    def find(self, key: str) -> Made | None:
+    def find(self, key: str, paths: tuple[str, ...]) -> Made | None:
+        """The same edit made before on the same file (an editor's `edit 1:1` of whatever file is
+        open is the same call on another file once another is open)."""
         digest = _digest(key)
-        return next((m for m in self.made if m.key == digest), None)
+        return next((m for m in self.made if m.key == digest and _overlaps(m.paths, paths)), None)
 
 
 def _digest(key: str) -> str:
@@ -159,7 +161,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
                 made = tuple(replace(m, failed_after=True) for m in made)
             state = State(made, state.count, key)
             continue
-        before = state.find(call.key)
+        before = state.find(call.key, paths)
         kept = tuple(m for m in state.made if m.key != key and not _overlaps(m.paths, paths))[-_MAX_MADE + 1 :]
         this = Made(key, paths, _replaced(call.call.arguments, call.command), before.times + 1 if before else 1)
         at_once = state.last == key
@@ -195,7 +197,7 @@ def blocks(state: State, repair: RepairState, options: Options) -> bool:
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
     """The edit made before, proposed again as it was, its file as that edit left it."""
-    made = state.find(proposal.key)
+    made = state.find(proposal.key, tuple(w.path for w in proposal.writes))
     if proposal.kind is not CallKind.EDIT or made is None or not _refusable(made, options):
         return None
     path = made.paths[0]

@@ -36,6 +36,7 @@ from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import same_file
+from proxy.engine.state.seen import Seen, seen_after
 from proxy.settings.kinds import CallKind
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
@@ -43,10 +44,8 @@ __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "
 _MAX_FILES = 12
 _MAX_READ = 64
 _MAX_PROBES = 16
-_MAX_SEEN = 3
 _MAX_CALLED = 24
 _CALLED_SCAN = 32_000
-_SEEN_CHARS = 6000
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
 
@@ -104,9 +103,11 @@ class RepairState:
     called: tuple[str, ...] = ()
     """Functions the live failure points at: its test's name less `test_`, then the names called
     in its output, in order (at most `_MAX_CALLED`)."""
-    seen: tuple[tuple[str, str], ...] = ()
-    """The files read whole or in part, each with what its last read showed (clipped; the most
-    recent `_MAX_SEEN`), dropped when the file changes: what an edit directive quotes."""
+    seen: Seen = ()
+    """The files read whole or in part, each with what its last read showed (`state.seen`),
+    dropped when the file changes: what an edit directive quotes."""
+    whole: frozenset[str] = frozenset()
+    """Of `seen`, the files whose last read showed them whole."""
     probes: tuple[tuple[str, str], ...] = ()
     """Probes run so far (the most recent `_MAX_PROBES`): each call's key and the signature its
     last run failed with (empty: it did not fail)."""
@@ -132,6 +133,12 @@ class RepairState:
             "snippet": self.snippet,
             "same_diagnostic_streak": self.same_diagnostic_streak,
         }
+
+    def shown_whole(self, path: str) -> str | None:
+        """What the agent's last read of `path` showed, when it showed the file whole and it has
+        not changed since."""
+        known = next((k for k, _ in reversed(self.seen) if same_file(k, path)), None)
+        return self.shown(path) if known is not None and known in self.whole else None
 
     def shown(self, path: str) -> str | None:
         """What the agent's last read of `path` showed, when it read it and has not changed it
@@ -174,21 +181,6 @@ def _called(pointers: Pointers, output: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*tested, *called_names(output[:_CALLED_SCAN]))))[:_MAX_CALLED]
 
 
-def _seen_after(seen: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
-    """What the files read so far showed, with this turn's reads added and its writes forgotten."""
-    if not any(c.kind is CallKind.READ or c.mutates for c in calls):
-        return seen
-    kept = dict(seen)
-    for c in calls:
-        if c.mutates and c.outcome is not Outcome.FAIL:
-            written = {w.path for w in c.writes} | ({c.target} if c.target else set())
-            kept = {} if not written else {p: t for p, t in kept.items() if p not in written}
-        elif c.kind is CallKind.READ and c.target and c.outcome is not Outcome.FAIL and c.output.strip():
-            kept.pop(c.target, None)
-            kept[c.target] = c.output[:_SEEN_CHARS]
-    return tuple(kept.items())[-_MAX_SEEN:]
-
-
 _QUIET = frozenset((CallKind.READ, CallKind.SEARCH))
 
 
@@ -216,7 +208,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
     if not calls:
         return state
     read, edited = _touched(state, calls)
-    seen = _seen_after(state.seen, calls)
+    seen, whole = seen_after(state.seen, state.whole, calls)
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
     failed_at = _first_failure(calls, state.probes)
@@ -260,17 +252,20 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             if failing.command
             else False,
             seen=seen,
+            whole=whole,
             probes=probes,
             quiet_since_failure=_quiet(calls[failed_at + 1 :]),
         )
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
-        return RepairState(last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, seen=seen, probes=probes)
+        return RepairState(
+            last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, seen=seen, whole=whole, probes=probes
+        )
     if not state.live:
-        return replace(state, write_epoch=epoch, seen=seen, probes=probes)
+        return replace(state, write_epoch=epoch, seen=seen, whole=whole, probes=probes)
     if any(is_check(c, state.probes) and c.outcome is Outcome.ENVIRONMENT for c in calls):
         # the check ran again and could not run here: the failure it showed is not seen any more,
         # and nothing more can be known of it on this machine
-        return RepairState(write_epoch=epoch, seen=seen, probes=probes)
+        return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes)
     if mutated:
         return replace(
             state,
@@ -282,6 +277,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             edited_since_failure=edited,
             check_rewritten=rewritten,
             seen=seen,
+            whole=whole,
             probes=probes,
         )
     return replace(
@@ -291,6 +287,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         edited_since_failure=edited,
         check_rewritten=rewritten,
         seen=seen,
+        whole=whole,
         probes=probes,
         quiet_since_failure=state.quiet_since_failure and _quiet(calls),
     )

@@ -1,0 +1,129 @@
+"""`unmatched_edit`: an in-place substitution whose text is not in the file it edits.
+
+`sed -i 's/old/new/' f.py` prints nothing and exits 0 whether or not `old` is in the file: the
+agent takes it for a change and runs its check again, which fails as before (recovery bench,
+`bash` style: a substitution of text an earlier edit had already changed, the test, another
+such substitution, the test, until the turns ran out). Where the agent's last read showed the
+file whole and it has not changed since, and the substitution is literal (`reading.sed`), the
+proxy can tell: the text is not there, nothing changed. Counts such substitutions in the
+conversation; fires when the count reaches a rung of the ladder (first `after`, default
+`AFTER`: at once, so the agent learns it before it runs the check).
+
+Block: such a substitution proposed while a failure is live is refused (`block`, default on):
+asked again with the lines of the file it was meant to match, as the read showed them, held to
+an in-place edit of that file where the agent has one shell.
+
+Must never fire on: a substitution whose text is in the file; a file read in part (`sed -n`,
+`head`, a view with a range) or cut short by the harness, or changed since it was read; a
+substitution that is not literal (a regular expression, a back-reference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.excerpt import closest_span
+from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.sed import substitution
+from proxy.engine.state.failure import RepairState
+from proxy.settings.kinds import Action, CallKind
+from proxy.settings.policy import Ladder, Policy
+
+__all__ = ["AFTER", "DETECTOR", "NAME"]
+
+NAME = "unmatched_edit"
+AFTER = 1
+"""Substitutions of text the file does not have, in the conversation, that trip the pattern."""
+
+
+class Options(Ladder):
+    """`[patterns.unmatched_edit]`: the ladder, and the block rung."""
+
+    block: bool = Field(default=True)
+    """Refuse such a substitution proposed while a failure is live."""
+
+
+OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    count: int = 0
+    """Substitutions made of text their file did not have."""
+
+
+def unmatched(command: str | None, writes: tuple[str, ...], repair: RepairState) -> tuple[str, str, str] | None:
+    """(the text, the file, the file as last shown whole) of a literal in-place substitution
+    whose text that file does not have; None otherwise."""
+    sub = substitution(command) if command and writes else None
+    if sub is None:
+        return None
+    shown = repair.shown_whole(writes[0])
+    return (sub[0], writes[0], shown) if shown is not None and sub[0] not in shown else None
+
+
+def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
+    trips: list[Trip] = []
+    for call in facts.turn.calls:
+        if call.kind is not CallKind.EDIT:
+            continue
+        found = unmatched(call.command, tuple(w.path for w in call.writes), facts.before)
+        if found is None:
+            continue
+        state = State(state.count + 1)
+        action = ladder.action_at(state.count)
+        if action is not None:
+            detail = f"{state.count} substitution(s) of text their file does not have"
+            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=found[0]))
+    return state, trips
+
+
+def _meant(text: str, path: str, shown: str) -> str:
+    span = closest_span(shown, text)
+    if span is None:
+        return f"Look at what {path} has and substitute text it has."
+    return f"The line it was meant to match, exactly as {path} has it:\n{span}"
+
+
+def remedy(trip: Trip, context: RemedyContext) -> str:
+    return context.fit(
+        f"{PREFIX} {trip.subject} changed nothing: `{trip.excerpt}` is not in the file as you last saw it.",
+        "",
+        "Copy the text to replace from the file exactly, then run your check.",
+    )
+
+
+def blocks(_state: State, repair: RepairState, options: Options) -> bool:
+    """Armed while a failure is live and some file was last seen whole."""
+    return options.block and repair.live and bool(repair.whole)
+
+
+def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
+    """A literal substitution of text its file, as last seen whole, does not have."""
+    if proposal.kind is not CallKind.EDIT:
+        return None
+    found = unmatched(proposal.command, tuple(w.path for w in proposal.writes), context.repair)
+    if found is None:
+        return None
+    text, path, shown = found
+    reason = f"{proposal.describe()} would change nothing: `{text}` is not in {path} as you last saw it whole."
+    pinned = context.vocabulary.shell_edit(path) if context.vocabulary is not None else None
+    return Refusal(
+        NAME, reason, _meant(text, path, shown), pinned=pinned if pinned and pinned.name == proposal.name else None
+    )
+
+
+DETECTOR = Detector(
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    options=OPTIONS,
+    remedy=remedy,
+    blocks=blocks,
+    futile=futile,
+    judges_text=True,
+)
