@@ -35,6 +35,7 @@ NAME = "repeat_output"
 AFTER = 3
 """Consecutive results of one tool with the same output hash that trip the pattern."""
 RING = 5
+_BREAKS = frozenset({Outcome.FAIL, Outcome.ENVIRONMENT})
 """How many recent successful results are remembered."""
 
 
@@ -56,12 +57,13 @@ class State:
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        if call.outcome is Outcome.ENVIRONMENT:
-            # It could not run: it breaks a run of outputs (a module missing, then installed,
+        if call.outcome in _BREAKS:
+            # It failed, or could not run: it breaks a run of outputs (a patch script's "PATCHED",
+            # the test failing, another script's "PATCHED"; a module missing, then installed,
             # between two different runs), and never makes one (prose run as a command).
             state = State((*state.ring, (call.call.name, "", call.key))[-ladder.ring :])
             continue
-        if call.outcome is Outcome.FAIL or call.digest is None or call.mutates or not _says_something(call.output):
+        if call.digest is None or call.mutates or not _says_something(call.output):
             continue
         entry = (call.call.name, call.digest, call.key)
         state = State((*state.ring, entry)[-ladder.ring :])
