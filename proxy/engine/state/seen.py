@@ -37,8 +37,8 @@ def reads_whole(call: ObservedCall) -> bool:
     segments = read_command(call.command).segments
     if len(segments) != 1 or segments[0].program != "cat":
         return False
-    operands = [w for w in segments[0].words[1:] if not w.startswith("-")]
-    return len(operands) == 1 and all(w in ("-n",) for w in segments[0].words[1:] if w.startswith("-"))
+    flags = {w for w in segments[0].words[1:] if w.startswith("-")}
+    return len(segments[0].words) - len(flags) == 2 and flags <= {"-n"}  # `cat [-n] f`
 
 
 def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...]) -> tuple[Seen, frozenset[str]]:
