@@ -101,7 +101,7 @@ def transcript(agent: str) -> list[bytes]:
     """read, test (fail), edit, test (same failure), edit, test (same failure): a request after each turn."""
     read, test, edit, wrap = AGENTS[agent]
     turns = [
-        (read, "def parse(s): ..."),
+        (read, "def parse(s):\n    return 'v1'\n"),
         (test, wrap(FAIL)),
         (edit(1), PASS_EDIT),
         (test, wrap(FAIL)),

@@ -23,7 +23,7 @@ MAX_SEEN = 3
 _SEEN_CHARS = 6000
 _PARTIAL_ARGS = frozenset({"view_range", "offset", "limit", "start_line", "end_line", "line", "lines", "range"})
 """An editor's arguments that show part of a file."""
-_CUT = ("<output_head>", "<output_tail>", "elided", "truncated", "[...")
+_CUT = ("<output_head>", "<output_tail>", "elided", "truncated", "clipped", "omitted", "[...")
 """What a harness writes where it shortened an output."""
 
 
