@@ -1,6 +1,6 @@
 """The lines an edit meant: for a refused edit whose text to replace is not in the file, what the
 re-ask should carry instead, made of what the proxy has seen (shared by the patterns that refuse
-edits: `repeat_failed_call`, `pointless_call`).
+edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `unmatched_edit`).
 
     the file read since it last changed  -> the lines of it the text was meant to match, whole,
                                             in the agent's edit call (pinned: the re-ask's schema
@@ -22,7 +22,7 @@ from proxy.engine.reading.vocabulary import Call
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 
-__all__ = ["meant"]
+__all__ = ["held_edit", "meant"]
 
 
 def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
@@ -44,6 +44,14 @@ def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None]
     if lines is None:
         return None
     return f"That text is not in {path}, a test: the code it tests is {code}. {lines[0]}", lines[1]
+
+
+def held_edit(path: str, refused: str, context: RemedyContext) -> Call | None:
+    """With one shell for everything, the re-ask of a refused edit held to an in-place edit of
+    `path` (what it changes is the model's to write); None where the agent has another editor,
+    or the refused call was not the shell's."""
+    call = context.vocabulary.shell_edit(path) if context.vocabulary is not None else None
+    return call if call is not None and call.name == refused else None
 
 
 def _tested(path: str, repair: RepairState) -> str | None:

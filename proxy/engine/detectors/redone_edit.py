@@ -32,6 +32,7 @@ import xxhash
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.meant import held_edit
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
@@ -93,10 +94,9 @@ class State:
     last: str = ""
     """A digest of the last call made (an edit made again at once is `repeat_call`'s to count)."""
 
-    def find(self, key: str, paths: tuple[str, ...]) -> Made | None:
-        """The same edit made before on the same file (an editor's `edit 1:1` of whatever file is
-        open is the same call on another file once another is open)."""
-        digest = _digest(key)
+    def find(self, digest: str, paths: tuple[str, ...]) -> Made | None:
+        """The same edit (`_digest` of its key) made before on the same file (an editor's
+        `edit 1:1` of whatever file is open is the same call on another file once another is open)."""
         return next((m for m in self.made if m.key == digest and _overlaps(m.paths, paths)), None)
 
 
@@ -161,7 +161,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
                 made = tuple(replace(m, failed_after=True) for m in made)
             state = State(made, state.count, key)
             continue
-        before = state.find(call.key, paths)
+        before = state.find(key, paths)
         kept = tuple(m for m in state.made if m.key != key and not _overlaps(m.paths, paths))[-_MAX_MADE + 1 :]
         this = Made(key, paths, _replaced(call.call.arguments, call.command), before.times + 1 if before else 1)
         at_once = state.last == key
@@ -197,7 +197,7 @@ def blocks(state: State, repair: RepairState, options: Options) -> bool:
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
     """The edit made before, proposed again as it was, its file as that edit left it."""
-    made = state.find(proposal.key, tuple(w.path for w in proposal.writes))
+    made = state.find(_digest(proposal.key), tuple(w.path for w in proposal.writes))
     if proposal.kind is not CallKind.EDIT or made is None or not _refusable(made, options):
         return None
     path = made.paths[0]
@@ -206,11 +206,7 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, options: Op
         "that edit left it, so made again it changes nothing, or makes its change twice."
     )
     repair = context.repair
-    # One shell for everything: the re-ask is held to an in-place edit of the file the proxy saw.
-    seen = context.vocabulary is not None and repair.shown(path) is not None
-    pinned = context.vocabulary.shell_edit(path) if seen and context.vocabulary is not None else None
-    if pinned is not None and pinned.name != proposal.name:
-        pinned = None
+    pinned = held_edit(path, proposal.name, context) if repair.shown(path) is not None else None  # a file seen
     if repair.live and repair.snippet:
         step = f"Make a different change to {path}, one that addresses that failure."
         instead = context.fit("The failure it left:", repair.snippet, step)

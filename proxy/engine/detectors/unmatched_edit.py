@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.meant import held_edit
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.proposal import Proposal
@@ -111,10 +112,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
         return None
     text, path, shown = found
     reason = f"{proposal.describe()} would change nothing: `{text}` is not in {path} as you last saw it whole."
-    pinned = context.vocabulary.shell_edit(path) if context.vocabulary is not None else None
-    return Refusal(
-        NAME, reason, _meant(text, path, shown), pinned=pinned if pinned and pinned.name == proposal.name else None
-    )
+    return Refusal(NAME, reason, _meant(text, path, shown), pinned=held_edit(path, proposal.name, context))
 
 
 DETECTOR = Detector(

@@ -137,8 +137,8 @@ class RepairState:
     def shown_whole(self, path: str) -> str | None:
         """What the agent's last read of `path` showed, when it showed the file whole and it has
         not changed since."""
-        known = next((k for k, _ in reversed(self.seen) if same_file(k, path)), None)
-        return self.shown(path) if known is not None and known in self.whole else None
+        known, text = next(((k, t) for k, t in reversed(self.seen) if same_file(k, path)), ("", None))
+        return text if known in self.whole else None
 
     def shown(self, path: str) -> str | None:
         """What the agent's last read of `path` showed, when it read it and has not changed it
