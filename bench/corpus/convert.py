@@ -306,6 +306,14 @@ def openhands_run(run: str, model: str, resolved: bool | None, calls: list[Json 
 # --------------------------------------------------------------------------- source: mini-swe-agent 2.x
 
 
+def trajectories(snap: Snapshot, rev: str, folder: str) -> Iterator[tuple[str, Json]]:
+    """mini-swe-agent's `<folder>/<instance>/<instance>.traj.json`, as (instance, trajectory),
+    those whose blob is in the snapshot."""
+    for path in snap.ls(rev, folder):
+        if path.endswith(".traj.json") and (traj := snap.read_json(rev, path)) is not None:
+            yield path.split("/")[-2], traj
+
+
 MSWEA_REPO = "SWE-agent/mini-swe-agent"
 MSWEA_REF = "e5e0fbca1c60561bde25fa473b78717aa4b3f9ec"  # refs/pull/816/head
 MSWEA_SUBSETS: list[tuple[str, str, str | None]] = [
@@ -406,13 +414,7 @@ def source_mswea2(mirror: Path) -> Iterator[RunBuilder]:
                 raise MissingSnapshot(f"{MSWEA_REPO}@{rev}: {report_path} absent")
             labels |= {i: True for i in report.get("resolved_ids", [])}
             labels |= {i: False for i in report.get("unresolved_ids", []) + report.get("empty_patch_ids", [])}
-        for path in snap.ls(rev, f"output/{folder}"):
-            if not path.endswith(".traj.json"):
-                continue
-            run = path.split("/")[-2]
-            traj = snap.read_json(rev, path)
-            if traj is None:
-                continue  # blob absent from the snapshot
+        for run, traj in trajectories(snap, rev, f"output/{folder}"):
             b = mswea2_run(source, run, traj, labels.get(run) if report_path else None, tools)
             if len(b.requests) < 2:
                 continue  # died before the model was asked twice: nothing to read
@@ -476,15 +478,8 @@ def source_mswea1(mirror: Path) -> Iterator[RunBuilder]:
         report = snap.read_json(rev, f"run_results/{folder}/{report_path}")
         if report is None:
             raise MissingSnapshot(f"{MSWEA1_REPO}@{rev}: run_results/{folder}/{report_path} absent")
-        labels = {i: False for key in ("unresolved_ids", "empty_patch_ids", "error_ids") for i in report.get(key, [])}
-        labels |= {i: True for i in report.get("resolved_ids", [])}
-        for path in snap.ls(rev, f"run_results/{folder}"):
-            if not path.endswith(".traj.json"):
-                continue
-            run = path.split("/")[-2]
-            traj = snap.read_json(rev, path)
-            if traj is None:
-                continue  # blob absent from the snapshot
+        labels = msb_labels(report)  # the same harness report's keys
+        for run, traj in trajectories(snap, rev, f"run_results/{folder}"):
             b = mswea1_run(source, run, traj, labels.get(run))
             if len(b.requests) < 2:
                 continue
