@@ -59,6 +59,19 @@ def _line_edit() -> tuple[str, dict[str, Any], str]:
     return (*LINE_EDIT, "File updated.")
 
 
+def _no_op_sed() -> tuple[str, dict[str, Any], str]:
+    return ("execute_bash", {"command": "sed -i 's/a + b + 1/a + b + 1/' /workspace/src/parse.py"}, "")
+
+
+def _half_sed() -> tuple[str, dict[str, Any], str]:
+    """A shell edit that failed on one of its files: it may have changed the other."""
+    return (
+        "execute_bash",
+        {"command": "sed -i 's/a + b + 1/a + b/' /workspace/src/parse.py /workspace/src/pars.py"},
+        "sed: can't read /workspace/src/pars.py: No such file or directory\n[Command finished with exit code 2]",
+    )
+
+
 def _grep() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
 
@@ -71,6 +84,19 @@ CASES = [
     Case("the failing check again after one failure and an edit", [test_run(), edit()], RUN, None),
     Case("the failing check again after a command that is no read", [test_run(), _touch()], RUN, None),
     Case("the check run first, nothing failed before", [view()], RUN, None),
+    Case(
+        "the failing check again, only an edit that changed nothing since",
+        [test_run(), _no_op_sed()],
+        RUN,
+        "stuck_same_diagnostic",
+    ),
+    Case(
+        "the failing check again, only an edit the editor turned down since",
+        [test_run(), _failed_edit()],
+        RUN,
+        "stuck_same_diagnostic",
+    ),
+    Case("the failing check again after a shell edit that failed on one file", [test_run(), _half_sed()], RUN, None),
     Case("the failing check again after an edit", [test_run()] * 3 + [edit()], RUN, None),
     Case("another call after three failures", [test_run()] * 3, VIEW, None),
     Case("an edit that just failed, sent again unchanged", [_failed_edit()], BAD_EDIT, "repeat_failed_call"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from proxy.engine.detectors.pointless_call import pointless
+from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.sed import substitution
 from proxy.settings.kinds import CallKind
 
@@ -43,3 +44,10 @@ def test_a_sed_writing_the_text_it_replaces_is_pointless_and_one_changing_it_is_
     assert "changes nothing" in (pointless(CallKind.EDIT, same) or "")
     assert pointless(CallKind.EDIT, other) is None
     assert pointless(CallKind.EDIT, regex) is None
+
+
+def test_an_edit_whose_replacement_is_its_text_is_read_as_changing_nothing_whatever_its_tool() -> None:
+    same = {"command": "str_replace", "path": "leap.py", "old_str": "x == 0", "new_str": "x == 0"}
+    assert "changes nothing" in (unchanging(CallKind.EDIT, same) or "")
+    assert unchanging(CallKind.EDIT, {**same, "new_str": "x == 1"}) is None
+    assert unchanging(CallKind.READ, {"command": "sed -i 's/a/a/' f.py"}) is None  # no edit, by its tool

@@ -8,7 +8,10 @@ alone). Counts such calls in the conversation; fires when the count reaches a ru
 ladder (first `after`, default `AFTER`).
 
 Block: once the model has made `block` such calls (default `BLOCK`), a reply proposing another
-is refused: it is asked again, told which argument is empty of meaning.
+is refused: it is asked again, told which argument is empty of meaning. (Not from the first:
+the rung would be armed, and a streamed call held, on every reply while a failure is live. The
+first one is no change to the failure model: the failing check run after it is refused as run
+again with nothing changed, `stuck_same_diagnostic`.)
 
 Must never fire on: edits that change something; angle brackets in code (`<div>`, `Vec<u8>`,
 `a <b`), in a shell's redirections (`< input.txt`) or in text that is no argument of a call.
@@ -26,8 +29,8 @@ from pydantic import Field
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.meant import meant
 from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS, Proposal
-from proxy.engine.reading.sed import substitution
+from proxy.engine.reading.noop import unchanging
+from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
@@ -58,15 +61,9 @@ OPTIONS = Options(after=AFTER, action=Action.NUDGE)
 def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None:
     """Why a call cannot do anything (an edit that changes nothing; a placeholder left in an
     argument), or None."""
+    if (why := unchanging(kind, arguments)) is not None:
+        return why
     given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
-    if kind is CallKind.EDIT:
-        old = next((given[k] for k in OLD_ARGS if k in given), None)
-        new = next((given[k] for k in NEW_ARGS if k in given), None)
-        if old is not None and new is not None and old == new:
-            return "its replacement is the very text it replaces: it changes nothing"
-        for value in given.values():
-            if (sub := substitution(value)) is not None and sub[0] == sub[1]:
-                return f"its substitution writes `{sub[0]}` in place of the very same text: it changes nothing"
     for name, value in given.items():
         if found := _PLACEHOLDER.search(value[:20_000]):
             return f"its `{name}` still holds a placeholder, <{found.group(1)}>, not the real text"

@@ -15,6 +15,7 @@ from proxy.engine.reading.canonical import call_identity, call_key, output_diges
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.commands import Write
 from proxy.engine.reading.envelope import unwrap
+from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.workspace import Workspace
 from proxy.engine.text.transcript import ToolCall, Turn
@@ -63,6 +64,9 @@ class ObservedCall:
     """Its writes change files that are not the agent's own (see `workspace`)."""
     segments: frozenset[CallKind] = frozenset()
     """A shell command's segments' kinds (see `CallClass.segments`)."""
+    no_op: bool = False
+    """An edit whose replacement is the text it replaces (`noop`): whatever it printed, it
+    changed nothing."""
 
     @property
     def result(self) -> str:
@@ -100,7 +104,7 @@ class ObservedCall:
     def succeeded_mutation(self) -> bool:
         """The call changed the workspace: an edit that did not fail, or a command that wrote
         before it ran its check (its failure is the check's, not the write's)."""
-        if not self.mutates:
+        if not self.mutates or self.no_op:
             return False
         return self.outcome is not Outcome.FAIL or self.kind is CallKind.VERIFY
 
@@ -185,6 +189,7 @@ def observe(
             probe=cls.probe and kind is not CallKind.VERIFY,
             edits_source=cls.mutates and space.edits_source(writes),
             segments=cls.segments,
+            no_op=len(writes) <= 1 and unchanging(cls.kind, call.arguments) is not None,
         )
         calls.append(observed)
         if observed.succeeded_mutation or kind in (CallKind.READ, CallKind.SEARCH):

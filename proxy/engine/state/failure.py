@@ -112,8 +112,8 @@ class RepairState:
     """Probes run so far (the most recent `_MAX_PROBES`): each call's key and the signature its
     last run failed with (empty: it did not fail)."""
     quiet_since_failure: bool = False
-    """Since the live failure was last seen, only reads and searches ran (none changed a file):
-    nothing that could change what the failing check sees."""
+    """Since the live failure was last seen, only reads, searches and edits that changed nothing
+    ran: nothing that could change what the failing check sees."""
 
     @property
     def live(self) -> bool:
@@ -198,8 +198,15 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
 
 
 def _quiet(calls: tuple[ObservedCall, ...]) -> bool:
-    """Only reads and searches: every segment of a command too (`pip install -e . | tail` installs)."""
-    return all(c.kind in _QUIET and c.segments <= _QUIET and not c.changed_sources for c in calls)
+    """Only reads and searches (every segment of a command too: `pip install -e . | tail`
+    installs), and edits that changed nothing: an editor tool's edit that failed (`old_str` not
+    found), one that writes the text it replaces. Not a shell edit that failed: it may have
+    written part of what it meant to."""
+    return all(
+        (c.kind in _QUIET and c.segments <= _QUIET and not c.changed_sources)
+        or (c.kind is CallKind.EDIT and (c.no_op or (c.command is None and not c.succeeded_mutation)))
+        for c in calls
+    )
 
 
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:

@@ -1,0 +1,39 @@
+"""An edit that changes nothing: its replacement is the very text it replaces.
+
+Read from the call's arguments alone, before it runs or after: a replace-style editor's
+`new_str` equal to its `old_str`, or a literal in-place `sed` substitution whose two sides are
+equal (`sed -i 's/x == 0/x == 0/' f.py`, see `sed`). Seen from a small model asked for an edit;
+whatever the tool answers, the file is as it was, so the failure model counts no change and the
+block rung refuses the call.
+
+    str_replace {"old_str": "a - b", "new_str": "a - b"}   -> the reason
+    bash {"command": "sed -i 's/a - b/a - b/' calc.py"}    -> the reason
+    bash {"command": "sed -i 's/a - b/a + b/' calc.py"}    -> None
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
+from proxy.engine.reading.sed import substitution
+from proxy.settings.kinds import CallKind
+
+__all__ = ["unchanging"]
+
+
+def unchanging(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None:
+    """Why an edit changes nothing (its replacement is the text it replaces), or None (it may
+    change something, or it is no edit)."""
+    if kind is not CallKind.EDIT:
+        return None
+    given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
+    old = next((given[k] for k in OLD_ARGS if k in given), None)
+    new = next((given[k] for k in NEW_ARGS if k in given), None)
+    if old is not None and new is not None and old == new:
+        return "its replacement is the very text it replaces: it changes nothing"
+    for value in given.values():
+        if (sub := substitution(value)) is not None and sub[0] == sub[1]:
+            return f"its substitution writes `{sub[0]}` in place of the very same text: it changes nothing"
+    return None
