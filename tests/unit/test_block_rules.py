@@ -72,6 +72,13 @@ def _half_sed() -> tuple[str, dict[str, Any], str]:
     )
 
 
+def _inline_write() -> tuple[str, dict[str, Any], str]:
+    """Inline Python that rewrites a source file (corpus: mswea1-cam-gpt5-nano/sphinx-doc__sphinx-8035,
+    request 20): the proxy cannot see what it wrote."""
+    script = "p = 'src/parse.py'\ns = open(p).read()\nopen(p, 'w').write(s.replace('+ 1', ''))\nprint('PATCHED')"
+    return ("execute_bash", {"command": f"cd /workspace && python - <<'PY'\n{script}\nPY"}, "PATCHED")
+
+
 def _grep() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
 
@@ -98,6 +105,18 @@ CASES = [
     ),
     Case("the failing check again after a shell edit that failed on one file", [test_run(), _half_sed()], RUN, None),
     Case("the failing check again after an edit", [test_run()] * 3 + [edit()], RUN, None),
+    Case(
+        "the failing check again after three failures and inline code that wrote",
+        [test_run()] * 3 + [_inline_write()],
+        RUN,
+        None,
+    ),
+    Case(
+        "the failing check again after three failures and a command that is no read",
+        [test_run()] * 3 + [_touch()],
+        RUN,
+        None,
+    ),
     Case("another call after three failures", [test_run()] * 3, VIEW, None),
     Case("an edit that just failed, sent again unchanged", [_failed_edit()], BAD_EDIT, "repeat_failed_call"),
     Case(

@@ -12,12 +12,13 @@ appeared; once all of it has been read, make a different change than the one tha
 edit tools away for one request. Watched (what follows is recorded per arm) and remembered (a
 verdict is stored for the next run).
 
-Block: from a streak of `block` (default `BLOCK`), nothing edited since the last failure, the
-failing check proposed again unchanged (a tool call or one written in the agent's text) is
-refused: run again it fails again. From a streak of `block_quiet` (default `BLOCK_QUIET`: the
-first failure) when only reads and searches ran since (no edit, install, script rewritten or
-other command): the check run again at once sees what it saw; only where the re-ask can be
-narrowed to the next step's tool, or held to the next read's exact call (one shell for all).
+Block: only while nothing that could change what the check sees ran since its last failure
+(only reads, searches and edits that changed nothing: no edit, install, script rewritten or
+other command, which may write where the proxy cannot see). From a streak of `block` (default
+`BLOCK`), the failing check proposed again unchanged (a tool call or one written in the agent's
+text) is refused: run again it fails again. From a streak of `block_quiet` (default
+`BLOCK_QUIET`: the first failure) only where the re-ask can be narrowed to the next step's tool,
+or held to the next read's exact call (one shell for all).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
@@ -30,11 +31,11 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.wording import PREFIX, failing_call, resolve_path, working_dir
+from proxy.engine.detectors.failure_reads import edit_target, next_read
+from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.reading.excerpt import excerpt
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.under_test import code_under_test
-from proxy.engine.reading.vocabulary import Call, Vocabulary
+from proxy.engine.reading.vocabulary import Call
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
@@ -95,43 +96,6 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     return state, [facts.trip(NAME, action, detail, after)]
 
 
-def _evidence(state: RepairState) -> list[tuple[str, int | None, str]]:
-    """What there is to read about the live failure, in order: the failing test, the line where it
-    fails, the code the test exercises."""
-    p = state.pointers
-    options: list[tuple[str, int | None, str]] = []
-    if p.test_file:
-        line = p.source_line if p.source_file == p.test_file else None
-        options.append((p.test_file, line, f"the failing test {p.test_id}" if p.test_id else "the failing test"))
-    if p.source_file and p.source_file != p.test_file:
-        where = f"line {p.source_line} where it fails" if p.source_line else "where it fails"
-        options.append((p.source_file, p.source_line, where))
-    tested = code_under_test(p.test_file) if p.test_file else None
-    if tested and tested != p.source_file:
-        options.append((tested, None, "the code the failing test exercises"))
-    return options
-
-
-def _resolved(state: RepairState, path: str) -> str:
-    """`path` as the agent wrote the files it read or edited since the failure appeared."""
-    known = [*state.read_since_failure, *state.edited_since_failure]
-    return resolve_path(path, known, working_dir(state.failing_command))
-
-
-def _next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, Call | None] | None:
-    """(what to read and why, the exact call) for the first piece of evidence not read since the
-    failure appeared; None when all of it has been read."""
-    options = _evidence(state)
-    if not options:
-        return "the failing check's source and the code it exercises", None
-    unread = [o for o in options if _resolved(state, o[0]) not in state.read_since_failure]
-    if not unread:
-        return None
-    path, line, why = unread[0]
-    full = _resolved(state, path)
-    return f"{why} in {full}", vocabulary.read(full, line) if vocabulary is not None else None
-
-
 def remedy(_trip: Trip, context: RemedyContext) -> str:
     state = context.repair
     changed = (
@@ -148,17 +112,11 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     return context.fit(f"{head}:", state.snippet, step)
 
 
-def _edit_target(state: RepairState) -> str | None:
-    """The code file a change is asked for in, once everything the failure points at is read."""
-    code = [path for path, _line, _why in _evidence(state) if path != state.pointers.test_file]
-    return _resolved(state, code[-1]) if code else None
-
-
 def _lines_to_change(state: RepairState) -> str | None:
     """The function to change as the agent last saw it: the one the failure calls, else the one
     holding the line it points at; None when not everything is read yet or the lines were not seen."""
-    where = _edit_target(state)
-    if where is None or _next_read(state, None) is not None:
+    where = edit_target(state)
+    if where is None or next_read(state, None) is not None:
         return None
     shown = state.shown(where)
     if shown is None:
@@ -173,11 +131,11 @@ def _next_step(context: RemedyContext) -> str:
     and has not been read, else make a different change."""
     state = context.repair
     edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
-    read = _next_read(state, context.vocabulary)
+    read = next_read(state, context.vocabulary)
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not
         # the one already tried.
-        target = _edit_target(state)
+        target = edit_target(state)
         where = target or "the code"
         change = f"a different change to {edited} than before" if edited else f"a change to {where}"
         vocabulary = context.vocabulary
@@ -209,13 +167,15 @@ def _next_step(context: RemedyContext) -> str:
 
 
 def blocks(_state: State, repair: RepairState, options: Options) -> bool:
-    """The failing check has failed `block` times in a row and nothing was edited since, or
-    `block_quiet` times and only reads and searches ran since."""
-    if not repair.live or repair.edit_since_failure:
+    """The failing check has failed `block` times in a row, or `block_quiet` times, and only
+    reads, searches and edits that changed nothing ran since (a command the proxy cannot see
+    into may have written: a `python - <<EOF` that rewrites a file, a `git restore`)."""
+    if not repair.live or repair.edit_since_failure or not repair.quiet_since_failure:
         return False
     streak = repair.same_diagnostic_streak
-    quiet = bool(options.block_quiet) and repair.quiet_since_failure and streak >= options.block_quiet
-    return quiet or (bool(options.block) and streak >= options.block)
+    return (bool(options.block_quiet) and streak >= options.block_quiet) or (
+        bool(options.block) and streak >= options.block
+    )
 
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
@@ -247,8 +207,8 @@ def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call
     vocabulary = context.vocabulary
     if tool is not None or vocabulary is None:
         return None
-    read = _next_read(context.repair, vocabulary)
-    target = _edit_target(context.repair)
+    read = next_read(context.repair, vocabulary)
+    target = edit_target(context.repair)
     if read is not None:
         call = read[1]
     elif target is not None and context.repair.shown(target) is not None:  # a file the proxy saw, as it is
@@ -260,7 +220,7 @@ def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call
 
 def _next_kind(state: RepairState) -> CallKind:
     """The kind of the next step: a read while something the failure points at is unread, else an edit."""
-    return CallKind.READ if _next_read(state, None) is not None else CallKind.EDIT
+    return CallKind.READ if next_read(state, None) is not None else CallKind.EDIT
 
 
 def _step_tool(context: RemedyContext, refused: str) -> str | None:
