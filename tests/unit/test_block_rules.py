@@ -448,17 +448,28 @@ PART = ("execute_bash", {"command": "sed -n '1,1p' /workspace/parse.py"}, "def p
 ABSENT = ("execute_bash", {"command": "sed -i 's/return a + b + 1/return a + b/' /workspace/parse.py"})
 
 
+INLINE = ("execute_bash", {"command": "python - <<'PY'\nimport fix\nfix.apply('/workspace/parse.py')\nPY"}, "")
+OWN_SCRIPT = ("execute_bash", {"command": "python apply_fix.py"}, "patched")
+
+
 @pytest.mark.parametrize(
-    ("read", "refused"), [(WHOLE, True), (PART, False)], ids=["the file read whole", "the file read in part"]
+    ("reads", "refused"),
+    [((WHOLE,), True), ((PART,), False), ((WHOLE, INLINE), False), ((WHOLE, OWN_SCRIPT), False)],
+    ids=[
+        "the file read whole",
+        "the file read in part",
+        "the file read whole, then inline code that may have written it",
+        "the file read whole, then a script of the agent's own run",
+    ],
 )
 def test_a_substitution_of_text_the_file_does_not_have_is_refused_only_where_the_file_was_seen_whole(
-    read: tuple[str, dict[str, Any], str], refused: bool
+    reads: tuple[tuple[str, dict[str, Any], str], ...], refused: bool
 ) -> None:
     """`sed -i` of text the file lacks prints nothing and changes nothing: refused, with the line it
-    was meant to match, where the agent's last read showed the whole file; after a read of part of
-    it the text may be in the rest."""
+    was meant to match, where the agent's last read showed the whole file and nothing since could
+    have written it unseen; after a read of part of it the text may be in the rest."""
     chat = Chat(tools=OPENHANDS_TOOLS[:1])
-    for turn in (test_run(), read):
+    for turn in (test_run(), *reads):
         chat.turn(turn)
     planned = analyse(engine(), chat.bytes())
     assert planned is not None

@@ -4,7 +4,9 @@ whole, what tells that an edit's text is not in it at all.
 
     cat f.py, an editor's view of f.py with no range   -> shown, and whole (unless cut short)
     sed -n '1,24p' f.py, a view with a range, grep      -> shown, in part
-    any write of f.py (or a command whose writes cannot be told) -> forgotten
+    any write of f.py                                   -> forgotten
+    a command whose writes cannot be told (inline code, `python apply_fix.py`, `git checkout
+    -- f.py`: any command that is no read, search, test run or edit) -> everything forgotten
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ _PARTIAL_ARGS = frozenset({"view_range", "offset", "limit", "start_line", "end_l
 """An editor's arguments that show part of a file."""
 _CUT = ("<output_head>", "<output_tail>", "elided", "truncated", "clipped", "omitted", "[...")
 """What a harness writes where it shortened an output."""
+_TOLD = frozenset({CallKind.READ, CallKind.SEARCH, CallKind.VERIFY, CallKind.EDIT})
+"""Calls whose writes can be told: none (reads, searches, checks) or the files they name (edits).
+Any other command may write anything, as may inline code (a probe)."""
 
 
 def reads_whole(call: ObservedCall) -> bool:
@@ -41,15 +46,25 @@ def reads_whole(call: ObservedCall) -> bool:
     return len(segments[0].words) - len(flags) == 2 and flags <= {"-n"}  # `cat [-n] f`
 
 
+def _untold(call: ObservedCall) -> bool:
+    """The call may have written files it does not name: inline code, a program of the agent's
+    own run (`python apply_fix.py`), any command that is no read, search, check or edit."""
+    if call.probe or call.kind not in _TOLD:
+        return True
+    return call.kind is CallKind.VERIFY and call.command is not None and bool(read_command(call.command).scripts)
+
+
 def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...]) -> tuple[Seen, frozenset[str]]:
     """What the files read so far showed (and which of them whole), with these calls' reads added
     and their writes forgotten."""
-    if not any(c.kind is CallKind.READ or c.mutates for c in calls):
+    if not seen and not any(c.kind is CallKind.READ for c in calls):
         return seen, whole
     kept = dict(seen)
     full = set(whole)
     for c in calls:
-        if c.mutates and c.outcome is not Outcome.FAIL:
+        if _untold(c):
+            kept = {}
+        elif c.mutates and c.outcome is not Outcome.FAIL:
             written = {w.path for w in c.writes} | ({c.target} if c.target else set())
             kept = {} if not written else {p: t for p, t in kept.items() if p not in written}
         elif c.kind is CallKind.READ and c.target and c.outcome is not Outcome.FAIL and c.output.strip():
