@@ -79,6 +79,17 @@ def _inline_write() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": f"cd /workspace && python - <<'PY'\n{script}\nPY"}, "PATCHED")
 
 
+def _anchored_sed(indent: str) -> tuple[str, dict[str, Any], str]:
+    """A substitution held to a whole line (recovery bench, leap seed 1: `^return ...$` of an
+    indented line matched nothing, exit 0, and the test was run again)."""
+    command = f"sed -i 's/^{indent}return int(a) + int(b) + 1$/{indent}return int(a) + int(b)/' /workspace/parse.py"
+    return ("execute_bash", {"command": command}, "")
+
+
+def _cat_parse() -> tuple[str, dict[str, Any], str]:
+    return ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s):\n    return int(a) + int(b) + 1\n")
+
+
 def _grep() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
 
@@ -104,6 +115,18 @@ CASES = [
         "stuck_same_diagnostic",
     ),
     Case("the failing check again after a shell edit that failed on one file", [test_run(), _half_sed()], RUN, None),
+    Case(
+        "the failing check again, only a substitution of a line the file, seen whole, lacks since",
+        [test_run(), _cat_parse(), _anchored_sed("")],
+        RUN,
+        "stuck_same_diagnostic",
+    ),
+    Case(
+        "the failing check again after a substitution of a line the file has",
+        [test_run(), _cat_parse(), _anchored_sed("    ")],
+        RUN,
+        None,
+    ),
     Case("the failing check again after an edit", [test_run()] * 3 + [edit()], RUN, None),
     Case(
         "the failing check again after three failures and inline code that wrote",

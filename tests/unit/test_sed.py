@@ -6,7 +6,7 @@ import pytest
 
 from proxy.engine.detectors.pointless_call import pointless
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.sed import substitution
+from proxy.engine.reading.sed import Sought, sought, substitution
 from proxy.settings.kinds import CallKind
 
 CASES = [
@@ -51,3 +51,27 @@ def test_an_edit_whose_replacement_is_its_text_is_read_as_changing_nothing_whate
     assert "changes nothing" in (unchanging(CallKind.EDIT, same) or "")
     assert unchanging(CallKind.EDIT, {**same, "new_str": "x == 1"}) is None
     assert unchanging(CallKind.READ, {"command": "sed -i 's/a/a/' f.py"}) is None  # no edit, by its tool
+
+
+SOUGHT = [
+    ("sed -i 's/^return x == 0$/return x != 0/' leap.py", Sought("return x == 0", start=True, end=True)),
+    ("sed -i 's/^    return/    yield/' f.py", Sought("    return", start=True)),
+    ("sed -i 's/x == 0$/x != 0/' f.py", Sought("x == 0", end=True)),
+    ("sed -i 's/a - b/a + b/' f.py", Sought("a - b")),
+    ("sed -i 's/^a.b$/c/' f.py", None),  # `.` matches any character
+    ("sed -i 's/^a\\$/c/' f.py", None),  # an escaped `$` is no anchor
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), SOUGHT, ids=[c for c, _ in SOUGHT])
+def test_what_a_substitution_looks_for_is_read_with_its_line_anchors(command: str, expected: Sought | None) -> None:
+    assert sought(command) == expected
+
+
+def test_a_line_anchored_text_is_found_only_on_a_line_that_starts_or_ends_with_it_numbered_or_not() -> None:
+    whole = Sought("return x == 0", start=True, end=True)
+    assert not whole.found_in("def f(x):\n    return x == 0\n")  # indented: `^return` matches nothing
+    assert whole.found_in("def f(x):\nreturn x == 0\n")
+    assert whole.found_in("     1\tdef f(x):\n     2\treturn x == 0\n")  # an editor's numbered view
+    assert Sought("    return x", start=True).found_in("     2\t    return x == 0\n")
+    assert not Sought("x == 1", end=True).found_in("    return x == 1 or y\n")

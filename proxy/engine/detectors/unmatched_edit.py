@@ -29,8 +29,8 @@ from proxy.engine.detectors.meant import held_edit
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.sed import substitution
 from proxy.engine.state.failure import RepairState
+from proxy.engine.state.seen import missed
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
@@ -60,11 +60,8 @@ class State:
 def unmatched(command: str | None, writes: tuple[str, ...], repair: RepairState) -> tuple[str, str, str] | None:
     """(the text, the file, the file as last shown whole) of a literal in-place substitution
     whose text that file does not have; None otherwise."""
-    sub = substitution(command) if command and writes else None
-    if sub is None:
-        return None
-    shown = repair.shown_whole(writes[0])
-    return (sub[0], writes[0], shown) if shown is not None and sub[0] not in shown else None
+    found = missed(command, writes[0], repair.seen, repair.whole) if writes else None
+    return None if found is None else (found[0], writes[0], found[1])
 
 
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:

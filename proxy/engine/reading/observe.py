@@ -65,8 +65,8 @@ class ObservedCall:
     segments: frozenset[CallKind] = frozenset()
     """A shell command's segments' kinds (see `CallClass.segments`)."""
     no_op: bool = False
-    """An edit whose replacement is the text it replaces (`noop`): whatever it printed, it
-    changed nothing."""
+    """An edit that changed nothing, whatever it printed: its replacement is the text it replaces
+    (`noop`), or it substitutes text its file, as last shown whole, lacks (`state.seen.settled`)."""
 
     @property
     def result(self) -> str:

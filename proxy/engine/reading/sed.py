@@ -13,32 +13,72 @@ the file as the agent last saw it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from proxy.engine.reading.shell import split_segments, words
 
-__all__ = ["substitution"]
+__all__ = ["Sought", "sought", "substitution"]
 
 _BASIC = frozenset(".[]*^$\\")
 """What a basic regular expression reads as more than itself."""
 _EXTENDED = _BASIC | frozenset("()+?{}|")
 """... and an extended one (`-E`, `-r`)."""
 _FLAGS = re.compile(r"^g?$")
+_NUMBERED = re.compile(r"^ *\d+\t")
+"""An editor's view numbers each line (`cat -n`, OpenHands' view): the number and a tab."""
 
 
 def substitution(command: str) -> tuple[str, str] | None:
     """The literal (pattern, replacement) of the one in-place `sed` substitution `command` runs;
     None when it runs none, several, or one that is not literal."""
+    found = _the_one(command, anchors=False)
+    return None if found is None else (found[0], found[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Sought:
+    """The text an in-place substitution looks for: literal, perhaps held to a line's start (`^`)
+    or end (`$`)."""
+
+    text: str
+    start: bool = False
+    end: bool = False
+
+    def found_in(self, shown: str) -> bool:
+        """Whether a file that reads `shown` (as `cat` prints it, or an editor's numbered view) has
+        it; in doubt (a line that may or may not carry a view's number), it has."""
+        if not (self.start or self.end):
+            return self.text in shown
+        for raw in shown.splitlines():
+            for line in {raw, _NUMBERED.sub("", raw, count=1)}:  # a line of a numbered view, either way
+                at_start = line.startswith(self.text) if self.start else self.text in line
+                if at_start and (not self.end or line.endswith(self.text)):
+                    return True
+        return False
+
+
+def sought(command: str) -> Sought | None:
+    """What the one in-place `sed` substitution `command` runs looks for, when it is literal but
+    for a leading `^` and a trailing `$` (`s/^return x$/return y/`); None otherwise."""
+    found = _the_one(command, anchors=True)
+    if found is None:
+        return None
+    pattern, _replacement, start, end = found
+    return Sought(pattern, start, end)
+
+
+def _the_one(command: str, anchors: bool) -> tuple[str, str, bool, bool] | None:
     if "sed" not in command:
         return None
     seds = [argv for argv in (words(part) for part, _line in split_segments(command)) if _is_sed(argv)]
-    return _one(seds[0]) if len(seds) == 1 else None
+    return _one(seds[0], anchors) if len(seds) == 1 else None
 
 
 def _is_sed(argv: list[str]) -> bool:
     return bool(argv) and argv[0].rsplit("/", 1)[-1] == "sed"
 
 
-def _one(argv: list[str]) -> tuple[str, str] | None:
+def _one(argv: list[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
     """The substitution of one `sed` command, when it is one literal substitution in place."""
     options = [w for w in argv[1:] if w.startswith("-")]
     operands = [w for w in argv[1:] if not w.startswith("-")]
@@ -49,10 +89,10 @@ def _one(argv: list[str]) -> tuple[str, str] | None:
     if options.count("-e") > 1:
         return None
     special = _EXTENDED if ("-E" in options or "-r" in options) else _BASIC
-    return _literal(operands[0], special)
+    return _literal(operands[0], special, anchors)
 
 
-def _literal(script: str, special: frozenset[str]) -> tuple[str, str] | None:
+def _literal(script: str, special: frozenset[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
     if len(script) < 4 or script[0] != "s":
         return None
     delimiter = script[1]
@@ -62,6 +102,9 @@ def _literal(script: str, special: frozenset[str]) -> tuple[str, str] | None:
     if len(parts) != 3 or not _FLAGS.match(parts[2]):
         return None
     pattern, replacement = parts[0], parts[1]
+    start = anchors and pattern.startswith("^")
+    end = anchors and pattern.endswith("$") and not pattern.endswith("\\$")
+    pattern = pattern[1 if start else 0 : -1 if end else None]
     if not pattern or special & set(pattern) or "\\" in replacement or "&" in replacement or "\n" in script:
         return None
-    return pattern, replacement
+    return pattern, replacement, start, end

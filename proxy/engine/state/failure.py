@@ -36,7 +36,7 @@ from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import same_file
-from proxy.engine.state.seen import Seen, seen_after
+from proxy.engine.state.seen import Seen, seen_after, settled, shown_whole
 from proxy.settings.kinds import CallKind
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
@@ -137,8 +137,7 @@ class RepairState:
     def shown_whole(self, path: str) -> str | None:
         """What the agent's last read of `path` showed, when it showed the file whole and it has
         not changed since."""
-        known, text = next(((k, t) for k, t in reversed(self.seen) if same_file(k, path)), ("", None))
-        return text if known in self.whole else None
+        return shown_whole(self.seen, self.whole, path)
 
     def shown(self, path: str) -> str | None:
         """What the agent's last read of `path` showed, when it read it and has not changed it
@@ -211,7 +210,7 @@ def _quiet(calls: tuple[ObservedCall, ...]) -> bool:
 
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:
     """The failure model after `turn` (pure)."""
-    calls = turn.calls
+    calls = settled(turn.calls, state.seen, state.whole)  # a substitution of text not there: no change
     if not calls:
         return state
     read, edited = _touched(state, calls)

@@ -11,12 +11,16 @@ whole, what tells that an edit's text is not in it at all.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
+from proxy.engine.reading.sed import sought
+from proxy.engine.reading.workspace import same_file
 from proxy.settings.kinds import CallKind
 
-__all__ = ["MAX_SEEN", "Seen", "reads_whole", "seen_after"]
+__all__ = ["MAX_SEEN", "Seen", "missed", "reads_whole", "seen_after", "settled", "shown_whole"]
 
 Seen = tuple[tuple[str, str], ...]
 """(file, what its last read showed), the most recent last."""
@@ -73,3 +77,30 @@ def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...
             (full.add if reads_whole(c) else full.discard)(c.target)
     items = tuple(kept.items())[-MAX_SEEN:]
     return items, frozenset(path for path, _ in items if path in full)
+
+
+def shown_whole(seen: Seen, whole: frozenset[str], path: str) -> str | None:
+    """What the agent's last read of `path` showed, when it showed the file whole (and it has not
+    changed since)."""
+    known, text = next(((k, t) for k, t in reversed(seen) if same_file(k, path)), ("", None))
+    return text if known in whole else None
+
+
+def missed(command: str | None, path: str | None, seen: Seen, whole: frozenset[str]) -> tuple[str, str] | None:
+    """(the text it looks for, the file as last shown whole) of an in-place substitution of text
+    its file does not have: it changes nothing. None when it may change something."""
+    found = sought(command) if command and path else None
+    shown = shown_whole(seen, whole, path) if found is not None and path else None
+    return (found.text, shown) if found is not None and shown is not None and not found.found_in(shown) else None
+
+
+def settled(calls: tuple[ObservedCall, ...], seen: Seen, whole: frozenset[str]) -> tuple[ObservedCall, ...]:
+    """The calls, with an edit that substitutes text its file lacks (`missed`) marked as changing
+    nothing, while no call before it in the turn may have written."""
+    out: list[ObservedCall] = []
+    for index, call in enumerate(calls):
+        path = call.writes[0].path if len(call.writes) == 1 else None
+        quiet = all(c.kind is CallKind.READ and not c.mutates for c in calls[:index])
+        unchanged = call.kind is CallKind.EDIT and quiet and missed(call.command, path, seen, whole) is not None
+        out.append(replace(call, no_op=True) if unchanged else call)
+    return tuple(out)
