@@ -460,10 +460,12 @@ def test_code_sent_as_an_edit_of_its_test_is_asked_again_with_the_lines_of_the_c
     assert refusal.pinned.arguments["old_str"] == "    return int(a) + int(b) + 1"
 
 
-def test_code_sent_as_an_edit_of_its_test_is_not_redirected_to_a_file_the_proxy_never_saw() -> None:
-    """`parse.py` is only a guess from the test's name until the proxy has seen it exist."""
+def test_code_sent_as_an_edit_of_its_test_is_asked_for_a_look_at_a_code_file_the_proxy_never_saw() -> None:
+    """`parse.py` is only a guess from the test's name until the proxy has seen it exist: no lines
+    of it are quoted or held, the re-ask is held to a look at it (a read that may find nothing)."""
     refusal = _wrong_file_instead(code_known=False)
-    assert "the code it tests" not in refusal.instead and refusal.pinned is None
+    assert "the code it tests is likely /workspace/parse.py" in refusal.instead
+    assert refusal.pinned is not None and refusal.pinned.arguments == {"command": "view", "path": "/workspace/parse.py"}
 
 
 WHOLE = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s):\n    return int(a) + int(b) + 1\n")

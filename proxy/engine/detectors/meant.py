@@ -9,7 +9,11 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
                                             that read): only a look shows the lines
     a test file, read, with nothing like -> the same, in the code it tests (`tests/test_calc.py`:
     the text in it                          `calc.py`): a small model sent the code's lines as an
-                                            edit of the test (recovery bench, calc and temps)
+                                            edit of the test (recovery bench, calc and temps);
+                                            where the proxy never saw that file, only a look at
+                                            it, by the test's name (asked in words, the model
+                                            sent the same edit of the test three times: c9,
+                                            calc seed 1)
 """
 
 from __future__ import annotations
@@ -36,9 +40,15 @@ def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None]
     if shown is None:
         return _look(path, context)
     found = _meant(proposal.name, path, shown, replaced, context)
-    code = _tested(path, context.repair)
-    if found is not None or code is None or closest_span(shown, replaced[1]) is not None:
+    if found is not None or closest_span(shown, replaced[1]) is not None:
         return found
+    code = _tested(path, context.repair)
+    if code is None:  # the code file only a guess from the test's name: a look at it, never lines
+        guess = code_under_test(path)
+        look = _look(guess, context) if guess is not None else None
+        if look is None:
+            return None
+        return f"That text is not in {path}, a test: the code it tests is likely {guess}. {look[0]}", look[1]
     in_code = context.repair.shown(code)
     lines = _meant(proposal.name, code, in_code, replaced, context) if in_code is not None else _look(code, context)
     if lines is None:
