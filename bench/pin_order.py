@@ -3,10 +3,12 @@
 At a recovery-bench stuck point (`bench/repos/<repo>`, OpenHands style: the test failed three
 times unchanged, the test and the code viewed), the proxy refuses the re-run and re-asks for an
 edit whose `old_str` its call schema holds to the lines it has seen (`plan/callschema.py`, rule
-4). The re-ask is sent K times (seeds 1..K) to a running llama-server, with the schema's
-properties in two orders: the pinned `old_str` before `new_str` (the declared order), and the
-free `new_str` first. Each reply is counted as an edit that changes nothing (`new_str` equal to
-`old_str`), one that applies (and whether the tests then pass, in a fresh copy), or other.
+4). The re-ask is sent K times (seeds 1..K) to a running llama-server in each of `VARIANTS`: the
+declared order with `new_str` optional (as the tool declares it), `new_str` required after the
+pinned arguments, and `new_str` required and first. Each reply is counted as an edit that changes nothing (`new_str` equal to
+`old_str`), one with no `new_str` at all, one that applies (and whether the tests then pass, in a
+fresh copy), or other. (llama.cpp's grammar writes the required properties first, in their order,
+then the optional ones.)
 
 Run (a model server up: python scripts/real_model.py serve qwen --port 8080):
     .venv/bin/python bench/pin_order.py [--repos stack,temps] [--k 8] [--base-url http://127.0.0.1:8080/v1]
@@ -65,13 +67,27 @@ def _stuck_point(repo: str) -> tuple[dict[str, Any], list[list[str]]]:
     return orjson.loads(planned.retry(Gate.BLOCK, 1, refusal=rerun.refusal)), edits
 
 
-def _ordered(retry: dict[str, Any], pinned_first: bool) -> dict[str, Any]:
+VARIANTS = {
+    "declared order, new_str optional": (False, False),
+    "new_str required, after the pinned": (False, True),
+    "new_str required, first": (True, True),
+}
+"""Each variant: (new_str first, new_str required). llama.cpp's grammar writes the required
+properties first, in their order, then the optional ones, each of which the model may leave out."""
+
+
+def _variant(retry: dict[str, Any], new_first: bool, new_required: bool) -> dict[str, Any]:
+    """The re-ask with its arguments' schema in the variant's order and with its required list."""
     body = copy.deepcopy(retry)
     schema = body["response_format"]["json_schema"]["schema"]["properties"]["arguments"]
     props = schema["properties"]
-    pinned = {k: v for k, v in props.items() if "enum" in v}
-    free = {k: v for k, v in props.items() if k not in pinned}
-    schema["properties"] = {**pinned, **free} if pinned_first else {**free, **pinned}
+    declared = next(t for t in OPENHANDS_TOOLS if t["function"]["name"] == "str_replace_editor")["function"]
+    ordered = {k: props[k] for k in declared["parameters"]["properties"] if k in props}
+    if new_first:
+        ordered = {"new_str": ordered["new_str"], **{k: v for k, v in ordered.items() if k != "new_str"}}
+    schema["properties"] = ordered
+    required = [k for k in schema["required"] if k != "new_str"]
+    schema["required"] = [*required, "new_str"] if new_required else required
     return body
 
 
@@ -81,6 +97,8 @@ def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]]) -> str:
     except (ValueError, KeyError, TypeError):
         return "other"
     old, new = arguments.get("old_str"), arguments.get("new_str")
+    if not isinstance(new, str):
+        return "no new_str"
     if old == new:
         return "changes nothing"
     root = _copy(repo)
@@ -90,7 +108,7 @@ def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]]) -> str:
     file = root / Path(str(arguments.get("path", ""))).name
     if not (file.exists() and isinstance(old, str) and old and old in file.read_text()):
         return "other"
-    file.write_text(file.read_text().replace(old, str(new), 1))
+    file.write_text(file.read_text().replace(old, new, 1))
     return "applies, tests pass" if tests_pass(root) else "applies"
 
 
@@ -102,19 +120,19 @@ def main() -> None:
     args = parser.parse_args()
     for repo in args.repos.split(","):
         retry, edits = _stuck_point(repo)
-        for name, pinned_first in (("old_str (pinned) first", True), ("new_str (free) first", False)):
+        for name, (new_first, new_required) in VARIANTS.items():
             counts: dict[str, int] = {}
             for seed in range(1, args.k + 1):
                 request = urllib.request.Request(
                     f"{args.base_url}/chat/completions",
-                    data=orjson.dumps({**_ordered(retry, pinned_first), "seed": seed}),
+                    data=orjson.dumps({**_variant(retry, new_first, new_required), "seed": seed}),
                     headers={"content-type": "application/json"},
                 )
                 with urllib.request.urlopen(request, timeout=600) as response:
                     reply = json.loads(response.read())["choices"][0]["message"]
                 outcome = _outcome(reply, repo, edits)
                 counts[outcome] = counts.get(outcome, 0) + 1
-            print(f"{repo:6} {name:24} {json.dumps(counts, sort_keys=True)}", flush=True)
+            print(f"{repo:6} {name:36} {json.dumps(counts, sort_keys=True)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -61,18 +61,6 @@ def test_pinned_arguments_are_required_and_held_to_their_one_value_the_rest_as_d
     assert call_schema([tool("bash", BASH)], {"bash"}, pinned={"editor": {"path": "p"}}) == call_schema(TOOLS, {"bash"})
 
 
-def test_the_arguments_left_to_the_model_come_before_the_pinned_ones() -> None:
-    """A grammar writes properties in their order: the new text is written before the pinned text
-    to replace, not right after copying it (measured: after it, a small model wrote it again)."""
-    editor = {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}},
-    }
-    schema = call_schema([tool("editor", editor)], {"editor"}, pinned={"editor": {"path": "/w/a.py", "old_str": "x"}})
-    assert schema is not None
-    assert list(schema["properties"]["arguments"]["properties"]) == ["new_str", "path", "old_str"]
-
-
 def test_a_shaped_argument_is_required_and_held_to_its_pattern() -> None:
     """A one-shell edit: the command is the model's to write, in the shape of an in-place edit of one file."""
     schema = call_schema([tool("bash", BASH)], {"bash"}, pinned={"bash": {"command": Shaped(r"^sed -i .*calc\.py$")}})

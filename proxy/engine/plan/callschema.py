@@ -17,12 +17,7 @@ Rules:
      `command` also views) has that argument required and limited to those values.
   4. A tool with arguments pinned (a re-asked edit whose text to replace the proxy has seen in
      the file) has each of them required and held to its one value, or to its shape (`Shaped`:
-     a string `pattern`, the one-shell edit's `sed -i ... file`); the rest stay as declared, and
-     come first: a grammar writes the properties in their order, and a model that has just
-     written the pinned text to replace writes it again as the new text. Measured at the
-     recovery bench's stuck points (`bench/pin_order.py`, Qwen2.5-Coder-1.5B, 8 samples each):
-     with `new_str` after the pinned `old_str`, 6 of 8 edits changed nothing on stack, 7 of 8
-     on temps; with it first, none (calc: 8 of 8 fixed the bug either way).
+     a string `pattern`, the one-shell edit's `sed -i ... file`); the rest stay as declared.
   5. No tools: no schema.
 
 A dialect writes the schema only when the request has no format of its own, and the engine
@@ -90,10 +85,9 @@ def _pinned(arguments: dict[str, Any], pinned: Mapping[str, Any] | None) -> dict
     required = arguments.get("required")
     required = list(required) if isinstance(required, list) else []
     held = {name: _held(value) for name, value in pinned.items()}
-    free = {name: value for name, value in properties.items() if name not in held}
     return {
         **arguments,
-        "properties": {**free, **held},
+        "properties": {**properties, **held},
         "required": [*required, *(name for name in pinned if name not in required)],
     }
 
