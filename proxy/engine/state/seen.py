@@ -97,10 +97,13 @@ def missed(command: str | None, path: str | None, seen: Seen, whole: frozenset[s
 def settled(calls: tuple[ObservedCall, ...], seen: Seen, whole: frozenset[str]) -> tuple[ObservedCall, ...]:
     """The calls, with an edit that substitutes text its file lacks (`missed`) marked as changing
     nothing, while no call before it in the turn may have written."""
+    if not whole:  # no file shown whole: nothing to tell a substitution misses
+        return calls
     out: list[ObservedCall] = []
-    for index, call in enumerate(calls):
+    written = False  # some call before in the turn may have written
+    for call in calls:
         path = call.writes[0].path if len(call.writes) == 1 else None
-        quiet = all(c.kind is CallKind.READ and not c.mutates for c in calls[:index])
-        unchanged = call.kind is CallKind.EDIT and quiet and missed(call.command, path, seen, whole) is not None
+        unchanged = call.kind is CallKind.EDIT and not written and missed(call.command, path, seen, whole) is not None
         out.append(replace(call, no_op=True) if unchanged else call)
+        written = written or call.kind is not CallKind.READ or call.mutates
     return tuple(out)
