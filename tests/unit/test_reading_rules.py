@@ -46,6 +46,11 @@ RUNNER_FAIL = (
 RUNNER_PASS = "----------------------------------------------------------------------\nRan 45 tests in 0.298s\n\nOK"
 EDIT = "sed -i 's/collections.Mapping/Mapping/' src/marshmallow/marshalling.py"
 EDIT_2 = "sed -i '3i from marshmallow.compat import Mapping' src/marshmallow/marshalling.py"
+PY_EDIT = (
+    "from pathlib import Path\np = Path('src/marshmallow/marshalling.py')\ns = p.read_text()\n"
+    "if 'collections.Mapping' in s:\n    p.write_text(s.replace('collections.Mapping', 'Mapping'))\n"
+    "    print('patched')\n"
+)
 WARNING = "/testbed/astropy/table/table.py:1246: FutureWarning: structured arrays will be added as Column objects"
 AT_EXIT = (
     "Exception ignored in: <function Pool.__del__ at 0x7f3a2c1d0ee0>\nTraceback (most recent call last):\n"
@@ -305,6 +310,32 @@ CASES = [
             [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
             [bash("python - <<'PY'\nlines = open('setup.py').readlines()\nprint(len(lines) > limit)\nPY", "True")],
             [bash('python -c "import marshmallow as m; print(len(m.__all__) > limit)"', "True")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "inline Python that rewrites a source file is an edit of the sources",
+        "mswea1-cam-gpt5-mini/sphinx-doc__sphinx-7748",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(f"python - <<'PY'\n{PY_EDIT}PY", "patched")],
+            [bash("python3 -c \"open('src/marshmallow/marshalling.py', 'a').write('\\n# done\\n')\"")],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
+        "inline Python that reads a source file, or writes a new file of its own, edits nothing",
+        "mswea1-cam-gpt5-nano/sphinx-doc__sphinx-9320",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [
+                bash(
+                    "python - <<'PY'\nfrom pathlib import Path\nprint(Path('src/marshmallow/marshalling.py').read_text()[:80])\nPY"
+                )
+            ],
+            [bash("python - <<'PY'\nopen('check_fix.py', 'w').write('import marshmallow\\n')\nPY")],
         ],
         "reverify_owed",
         False,

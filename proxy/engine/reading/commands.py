@@ -15,7 +15,8 @@ reads it, well enough for what the proxy needs:
                      a copy the agent kept put back (`cp f.py.bak f.py`) is a restore
     removals         `rm`'s operands, and what `mv` moves away
     inline code      an interpreter given its program on the command line (`python -c`) or on
-                     its standard input (`python - <<EOF`, `python3 <<EOF`): a probe
+                     its standard input (`python - <<EOF`, `python3 <<EOF`): a probe; the files
+                     a Python program writes are read from its code (`pywrites.py`)
     script           a program file it runs (`python path.py`, `./run.sh`, `bash x.sh`, `bin/test`)
     editor text      SWE-agent's editor commands (`edit 10:12`, `insert 5`, `append`) take the
                      lines after them, up to `end_of_edit`, as the text to put in the open file:
@@ -31,6 +32,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from proxy.engine.reading.pywrites import python_writes
 from proxy.engine.reading.shell import split_segments, take_heredocs
 from proxy.engine.reading.shell import words as shell_words
 
@@ -196,6 +198,15 @@ def _runs(words: list[str], stdin: str) -> tuple[bool, str | None]:
     return False, None
 
 
+def _python_code(words: list[str], stdin: str) -> str:
+    """The program an inline Python segment runs (its `-c` operand, or its standard input)."""
+    if not words[0].rsplit("/", 1)[-1].startswith(("python", "pypy")):
+        return ""
+    if "-c" in words[1:-1]:
+        return words[words.index("-c", 1) + 1]
+    return stdin
+
+
 _REMEMBERED_CHARS = 2000
 """Commands up to this long are remembered once read (at most 1024 of them)."""
 
@@ -232,10 +243,11 @@ def _read(command: str) -> Command:
             continue
         stdin = bodies.pop(line, "") if "<<" in part else ""
         in_place, removed = _segment_writes(words)
-        written = (*redirected, *in_place)
+        inline, script = _runs(words, stdin)
+        coded = [Write(path, whole) for path, whole in python_writes(_python_code(words, stdin))] if inline else []
+        written = (*redirected, *in_place, *coded)
         writes.extend(written)
         removes.extend(removed)
-        inline, script = _runs(words, stdin)
         noise = len(part) - len(part.lstrip())
         segments.append(Segment(tuple(words), _strip_noise(part[noise:]), stdin, script, inline, written))
     return Command(tuple(segments), tuple(writes), tuple(removes))

@@ -1,0 +1,148 @@
+"""The files an inline Python program writes, read from its code.
+
+Agents edit with a program given on standard input as often as with an editor: mini-swe-agent
+1.x runs on small and large models send `python - <<'PY'` with `p = Path('pkg/mod.py')`,
+`s = p.read_text()`, `s.replace(old, new)`, `p.write_text(s)` as their usual edit. Read as a
+probe only, such a call is no edit: a failure it set out to fix is never owed a re-run, and a
+hand-back counts no edits at all. So the program is parsed (Python's own parser: a `>` in a
+comparison or a `;` in a string is never taken for shell) and its writes are found where the
+path they go to can be told:
+
+    open(P, 'w' | 'a' | 'x' | 'r+' ...)      P written (positional or `mode=`)
+    P.write_text(...), P.write_bytes(...)      P written
+    P.open('w' ...)                            P written
+    P                                          a string, `Path(...)`/`PurePath(...)` of one,
+                                               `os.path.join(...)` or `Path / 'x'` of ones that can
+                                               be told, or a name bound once to any of these
+
+A file the program also reads (`open(P)`, `P.read_text()`) is written in place; one it only
+writes is written whole (a new file, or one replaced outright: the workspace tells which).
+A write whose path cannot be told (a loop variable, an f-string) is left out, and a program
+that does not parse gives nothing: the call stays a probe, as before.
+
+    p = Path('a/b.py'); p.write_text(p.read_text().replace('x', 'y'))  -> a/b.py in place
+    open('new_test.py', 'w').write(TEST)                                  -> new_test.py whole
+    print(open('a/b.py').read())                                          -> nothing
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+
+__all__ = ["python_writes"]
+
+_CODE_CHARS = 20_000
+"""Programs longer than this are not parsed (an agent's edit is far shorter)."""
+_PATH_TYPES = frozenset({"Path", "PurePath", "PosixPath", "PurePosixPath"})
+_WRITE_METHODS = frozenset({"write_text", "write_bytes"})
+_READ_METHODS = frozenset({"read_text", "read_bytes"})
+_WRITE_MODE = frozenset("wax+")
+
+
+def _callee(node: ast.expr) -> str:
+    """The called name, without its module (`open`, `io.open` -> `open`; `pathlib.Path` -> `Path`)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+class _Paths:
+    """Expressions that name a file, with the names bound once to one."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        bound: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        bound.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.AugAssign, ast.AnnAssign)):
+                for name in _names_bound(node):
+                    bound.setdefault(name, []).append(ast.Constant(None))  # bound otherwise: not told
+        self._bound = {name: values[0] for name, values in bound.items() if len(values) == 1}
+
+    def of(self, node: ast.expr, depth: int = 0) -> str | None:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, str) and node.value.strip() else None
+        if isinstance(node, ast.Name):
+            value = self._bound.get(node.id)
+            return self.of(value, depth + 1) if value is not None else None
+        if isinstance(node, ast.Call):
+            name = _callee(node.func)
+            if name in _PATH_TYPES and len(node.args) == 1 and not node.keywords:
+                return self.of(node.args[0], depth + 1)
+            if name == "join" and node.args and not node.keywords:
+                parts = [self.of(a, depth + 1) for a in node.args]
+                known = [p for p in parts if p is not None]
+                return posixpath.join(*known) if len(known) == len(parts) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left, right = self.of(node.left, depth + 1), self.of(node.right, depth + 1)
+            return posixpath.join(left, right) if left is not None and right is not None else None
+        return None
+
+
+def _names_bound(node: ast.stmt) -> list[str]:
+    targets: list[ast.expr] = []
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _mode(call: ast.Call, at: int) -> str:
+    given = call.args[at] if len(call.args) > at else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if given is None:
+        return "r"
+    return given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else ""
+
+
+def _writes_in(mode: str) -> bool:
+    """The mode writes (a mode that cannot be told is taken to)."""
+    return not mode or bool(_WRITE_MODE & set(mode))
+
+
+def _access(call: ast.Call, paths: _Paths) -> tuple[str, bool] | None:
+    """(the path, written?) for a call that opens, reads or writes a file that can be told."""
+    func = call.func
+    builtin = isinstance(func, ast.Name) and func.id == "open"
+    module = isinstance(func, ast.Attribute) and func.attr == "open" and _callee(func.value) in ("io", "codecs")
+    if builtin or module:
+        path = paths.of(call.args[0]) if call.args else None
+        return (path, _writes_in(_mode(call, 1))) if path is not None else None
+    if isinstance(func, ast.Attribute) and func.attr in _WRITE_METHODS | _READ_METHODS | {"open"}:
+        path = paths.of(func.value)
+        if path is None:
+            return None
+        if func.attr == "open":
+            return path, _writes_in(_mode(call, 0))
+        return path, func.attr in _WRITE_METHODS
+    return None
+
+
+def python_writes(code: str) -> tuple[tuple[str, bool], ...]:
+    """(path, whole) for each file `code` writes, where it can be told (see the module's docstring)."""
+    if len(code) > _CODE_CHARS or not any(m in code for m in ("write", "open(")):
+        return ()
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    paths = _Paths(tree)
+    written: dict[str, None] = {}
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (access := _access(node, paths)) is not None:
+            path, writes = access
+            if writes:
+                written[path] = None
+            else:
+                read.add(path)
+    return tuple((path, path not in read) for path in written)

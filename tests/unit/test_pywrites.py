@@ -1,0 +1,46 @@
+"""The files an inline Python program writes, read from its code (`reading/pywrites.py`), as a
+table: the shapes mini-swe-agent 1.x runs send as edits (`bench/corpus/`, mswea1-cam-*), and
+programs that only read or write nothing that can be told."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.engine.reading.pywrites import python_writes
+
+CASES = [
+    (
+        "a Path read, replaced and written back: in place",
+        "from pathlib import Path\np = Path('a/b.py')\ns = p.read_text()\np.write_text(s.replace('x > 1', 'x'))",
+        (("a/b.py", False),),
+    ),
+    (
+        "open for reading, then for writing, through a name: in place",
+        "p = 'django/x.py'\nwith open(p, 'r', encoding='utf-8') as f:\n    s = f.read()\n"
+        "with open(p, mode='w', encoding='utf-8') as f:\n    f.write(s)",
+        (("django/x.py", False),),
+    ),
+    ("a file only written: whole", "open('new_test.py', 'w').write('x')", (("new_test.py", True),)),
+    (
+        "Path / 'x' joined",
+        "from pathlib import Path\nroot = Path('/testbed')\n(root / 'pkg' / 'm.py').write_text('')",
+        (("/testbed/pkg/m.py", True),),
+    ),
+    (
+        "os.path.join of strings, appended",
+        "import os\nopen(os.path.join('pkg', 'm.py'), 'a').write('x')",
+        (("pkg/m.py", True),),
+    ),
+    ("Path.open for writing", "import pathlib\npathlib.Path('a.py').open('w').write('')", (("a.py", True),)),
+    ("a file only read", "print(open('a/b.py').read())", ()),
+    ("a comparison and a semicolon in a string are no writes", "x = 2 > 1; print('a > b; rm -rf /')", ()),
+    ("a path from a loop cannot be told", "for p in ['a.py', 'b.py']:\n    open(p, 'w').write('')", ()),
+    ("a name bound twice cannot be told", "p = 'a.py'\np = 'b.py'\nopen(p, 'w').write('')", ()),
+    ("an f-string path cannot be told", "n = 1\nopen(f'out{n}.py', 'w').write('')", ()),
+    ("a program that does not parse gives nothing", "open('a.py', 'w').write(", ()),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_files_written(code: str, expected: tuple[tuple[str, bool], ...]) -> None:
+    assert python_writes(code) == expected
