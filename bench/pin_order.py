@@ -36,10 +36,12 @@ from proxy.engine.plan.reply import Gate, ReplyView, judge
 from proxy.settings.policy import load_policy
 
 REPOS = Path(__file__).resolve().parent / "repos"
+WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
 
 
 def _copy(repo: str) -> Path:
-    root = Path(tempfile.mkdtemp()) / repo
+    WORK.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(dir=WORK)) / repo  # not under /tmp: see recovery.WORK
     shutil.copytree(REPOS / repo, root, ignore=shutil.ignore_patterns("stuck.json", "__pycache__"))
     return root
 

@@ -1,7 +1,8 @@
 """Task-level efficacy with real execution: does the proxy get a small local model to fix real bugs?
 
-Small repositories with a real bug and a failing test (`bench/repos/*`, each copied to a temp
-directory per run) are handed to a small agent that really runs its tools there
+Small repositories with a real bug and a failing test (`bench/repos/*`, each copied to a fresh
+directory per run, under `WORK`, not the system's temporary directory: the proxy takes a file
+under `/tmp` the agent never read for a scratch file of its own, as agents' scratch files are) are handed to a small agent that really runs its tools there
 (`bench/tiny_agent.py`: OpenHands-style editor + shell, or a single-bash mini-swe-agent-style
 loop), talking to Qwen2.5-Coder-1.5B on llama.cpp (`scripts/real_model.py`, the cached build).
 
@@ -52,6 +53,8 @@ from tiny_agent import WASTE_KINDS, Run, run_agent, start_messages, stuck_start
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 REPOS = HERE / "repos"
+WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
+"""Where each invocation makes its folder of run copies (removed at the end), like a project's checkout."""
 WASTE = ("empty", "prose", "repeat", "malformed")
 POLICIES = {
     "proxy": "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n",
@@ -205,8 +208,9 @@ def main() -> None:
     started = time.monotonic()
     records: list[dict[str, Any]] = []
     out = args.out.open("w") if args.out else nullcontext()
+    WORK.mkdir(parents=True, exist_ok=True)
     with (
-        tempfile.TemporaryDirectory() as tmp,
+        tempfile.TemporaryDirectory(dir=WORK) as tmp,
         model_server(args.upstream) as model,
         proxies(model, Path(tmp), arms) as urls,
         out as sink,

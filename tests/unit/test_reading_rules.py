@@ -304,6 +304,29 @@ CASES = [
         True,
     ),
     Case(
+        "scratch files under /tmp are the agent's own, even edited in place",
+        "openhands-codeact-v0.15-verified50/astropy__astropy-13579",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("sed -i 's/print(x)/print(x, y)/' /tmp/debug_marshal.py")],
+            [bash("cat > /tmp/check.py << 'EOF'\nprint(1)\nEOF\nsed -i 's/1/2/' /tmp/check.py")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "a project checked out under /tmp: a file read there and then edited is a source edit",
+        "bench/recovery.py (every repository copied under the temporary directory)",
+        [
+            [bash("python -m pytest", ATTRIBUTE, 1)],
+            [bash("cat /tmp/tmpq1/calc/calc.py", "def add(a, b):\n    return a - b")],
+            [bash("sed -i 's/a - b/a + b/' /tmp/tmpq1/calc/calc.py")],
+            [bash("sed -i 's/return a + b/return b + a/' /tmp/tmpq1/calc/calc.py")],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
         "inline probes whose code compares with `>` write nothing",
         "mswea2-pr816-deepseek-chat-lite-dev/pylint-dev__astroid-1866",
         [

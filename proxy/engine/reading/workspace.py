@@ -9,7 +9,9 @@ a file the agent did not create:
     whole (a redirect, `cp`, an editor's `create`)      a source edit when the file was seen before
                                                          (read, searched, edited); otherwise the agent
                                                          creates it: its own file from then on
-    a temporary path (`/tmp/...`)                        never a source edit
+    a temporary path (`/tmp/...`)                        never a source edit, unless the agent read
+                                                         it before (a project checked out in a
+                                                         temporary directory: its files are read first)
     a kept copy put back (`cp f.py.bak f.py`)           never a source edit: it undoes changes
     an edit whose file cannot be told (`git apply`)      a source edit
 
@@ -61,9 +63,11 @@ class Workspace:
     """Files seen to exist before the agent wrote them: read, searched in, edited in place."""
 
     def is_own(self, path: str) -> bool:
-        """A file of the agent's own: one it created, or a temporary one."""
+        """A file of the agent's own: one it created, or a temporary one it had not read."""
         normal = _normal(path)
-        return normal.startswith(_TEMPORARY) or _among(normal, self.created)
+        if _among(normal, self.created):
+            return True
+        return normal.startswith(_TEMPORARY) and not _among(normal, self.known)
 
     def edits_source(self, writes: tuple[Write, ...]) -> bool:
         """Some write changes a file that is not the agent's own (see the module's docstring);
