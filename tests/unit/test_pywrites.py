@@ -44,3 +44,24 @@ CASES = [
 @pytest.mark.parametrize(("code", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_files_written(code: str, expected: tuple[tuple[str, bool], ...]) -> None:
     assert python_writes(code) == expected
+
+
+CONDITIONAL = [
+    (
+        "under an if",
+        "s = open('a.py').read()\nif 'x' in s:\n    open('a.py', 'w').write(s)\nelse:\n    print('not found')",
+    ),
+    ("in a loop", "for n in range(2):\n    open('a.py', 'w').write('')"),
+    ("in a try", "try:\n    open('a.py', 'w').write('')\nexcept OSError:\n    pass"),
+    ("in a function", "def f():\n    open('a.py', 'w').write('')\nf()"),
+]
+
+
+@pytest.mark.parametrize("code", [c[1] for c in CONDITIONAL], ids=[c[0] for c in CONDITIONAL])
+def test_writes_that_may_not_run_are_not_counted(code: str) -> None:
+    assert python_writes(code) == ()
+
+
+def test_a_with_block_runs_whatever_happens() -> None:
+    code = "with open('a.py') as f:\n    s = f.read()\nwith open('a.py', 'w') as f:\n    f.write(s.replace('x', 'y'))"
+    assert python_writes(code) == (("a.py", False),)

@@ -48,8 +48,24 @@ EDIT = "sed -i 's/collections.Mapping/Mapping/' src/marshmallow/marshalling.py"
 EDIT_2 = "sed -i '3i from marshmallow.compat import Mapping' src/marshmallow/marshalling.py"
 PY_EDIT = (
     "from pathlib import Path\np = Path('src/marshmallow/marshalling.py')\ns = p.read_text()\n"
+    "p.write_text(s.replace('collections.Mapping', 'Mapping'))\nprint('patched')\n"
+)
+PY_RUNS_TESTS = "import subprocess\nsubprocess.run(['pytest', '-q', 'tests/test_marshalling.py'], check=False)\n"
+MARSHALLING = "src/marshmallow/marshalling.py"
+SYNTAX = f"3:from collections import Mapping\nSorry: IndentationError: unexpected indent ({MARSHALLING}, line 4)"
+PYTEST_Q_FAIL = (
+    "F                                                                        [100%]\n"
+    "___________________________ test_dump_mapping ___________________________\n"
+    "    def test_dump_mapping():\n>       assert dump({'a': 1}) == {'a': 1}\n"
+    "E       AttributeError: module 'collections' has no attribute 'Mapping'\n"
+    "tests/test_marshalling.py:7: AttributeError\n"
+    "FAILED tests/test_marshalling.py::test_dump_mapping - AttributeError: module 'collections' has no attri...\n"
+    "1 failed, 3 warnings in 0.19s"
+)
+PY_EDIT_IF_FOUND = (
+    "from pathlib import Path\np = Path('src/marshmallow/marshalling.py')\ns = p.read_text()\n"
     "if 'collections.Mapping' in s:\n    p.write_text(s.replace('collections.Mapping', 'Mapping'))\n"
-    "    print('patched')\n"
+    "else:\n    print('pattern not found')\n"
 )
 WARNING = "/testbed/astropy/table/table.py:1246: FutureWarning: structured arrays will be added as Column objects"
 AT_EXIT = (
@@ -213,6 +229,48 @@ CASES = [
         "reverify_owed",
         False,
     ),
+    Case(
+        "a shell given a search and a syntax check as a string runs no check: edits after it owe nothing",
+        "mswea1-cam-gpt5-nano/sphinx-doc__sphinx-9320",
+        [
+            [bash(f"bash -lc 'grep -n Mapping {MARSHALLING} && python -m py_compile {MARSHALLING}'", SYNTAX, 1)],
+            [bash(EDIT)],
+            [bash(EDIT_2)],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "a shell given a repro script as a string runs that check: edits after it owe a re-run",
+        "mswea1-cam-gpt5-nano/sphinx-doc__sphinx-9320",
+        [[bash("bash -lc 'python reproduce_issue.py'", ATTRIBUTE, 1)], [bash(EDIT)], [bash(EDIT_2)]],
+        "reverify_owed",
+        True,
+    ),
+    Case(
+        "inline Python that edits and then runs the failing tests is a check: its failure is the same one again",
+        "mswea1-cam-gpt5-mini-high/sphinx-doc__sphinx-8548",
+        [
+            [bash("pytest -q tests/test_marshalling.py", PYTEST_Q_FAIL, 1)],
+            [bash(f"python - <<'PY'\n{PY_EDIT}{PY_RUNS_TESTS}PY", PYTEST_Q_FAIL + "\npatched")],
+            [bash("cat src/marshmallow/marshalling.py", "class Marshaller:")],
+            [bash("pytest -q tests/test_marshalling.py", PYTEST_Q_FAIL, 1)],
+        ],
+        "stuck_same_diagnostic",
+        True,
+    ),
+    Case(
+        "inline Python that edits and then runs the tests, passing, owes nothing",
+        "mswea1-cam-gpt5-mini-high/sphinx-doc__sphinx-8548",
+        [
+            [bash("pytest -q tests/test_marshalling.py", PYTEST_Q_FAIL, 1)],
+            [bash(f"python - <<'PY'\n{PY_EDIT}{PY_RUNS_TESTS}PY", "1 passed in 0.21s\npatched")],
+            [bash("sed -i 's/x/y/' src/marshmallow/schema.py")],
+            [bash("sed -i 's/y/z/' src/marshmallow/schema.py")],
+        ],
+        "reverify_owed",
+        False,
+    ),
     # A test runner by its report, not its name (Django's `runtests.py`).
     Case(
         "Django's runner failing the same way three times is stuck",
@@ -349,7 +407,7 @@ CASES = [
         True,
     ),
     Case(
-        "inline Python that reads a source file, or writes a new file of its own, edits nothing",
+        "inline Python that reads a source file, writes a new file of its own, or writes only if, edits nothing",
         "mswea1-cam-gpt5-nano/sphinx-doc__sphinx-9320",
         [
             [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
@@ -359,6 +417,7 @@ CASES = [
                 )
             ],
             [bash("python - <<'PY'\nopen('check_fix.py', 'w').write('import marshmallow\\n')\nPY")],
+            [bash(f"python - <<'PY'\n{PY_EDIT_IF_FOUND}PY", "pattern not found")],
         ],
         "reverify_owed",
         False,

@@ -9,7 +9,8 @@ reads it, well enough for what the proxy needs:
     here-documents   their bodies are taken out first (they are data, not commands); each is
                      kept as the input of the segment that reads it
     segments         split on `&&`, `||`, `;`, `|` and newlines outside quotes; leading noise
-                     (`cd`, `export`, `VAR=value`, `timeout N`, `time`, `sudo`, `nohup`) dropped
+                     (`cd`, `export`, `VAR=value`, `timeout N`, `time`, `sudo`, `nohup`) dropped;
+                     a shell given its command as a string (`bash -lc '...'`) is read as that command
     writes           the targets of `>`, `>>`, `&>`, `tee`, `cp`, `mv` and `truncate` (never
                      `/dev/null` nor `&1`), whole-file; of `sed -i` and `perl -i`, in place;
                      a copy the agent kept put back (`cp f.py.bak f.py`) is a restore
@@ -223,7 +224,19 @@ def _remembered(command: str) -> Command:
     return _read(command)
 
 
-def _read(command: str) -> Command:
+def _shell_string(words: list[str]) -> str | None:
+    """The command a shell is given as a string (`bash -lc 'pytest -q'`, `sh -c "..."`), if it is."""
+    if words[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    for at, word in enumerate(words[1:-1], 1):
+        if not word.startswith("-") or word.startswith("--"):
+            return None
+        if "c" in word[1:]:
+            return words[at + 1]
+    return None
+
+
+def _read(command: str, depth: int = 0) -> Command:
     editor = _EDITOR_COMMAND.match(command)
     if editor is not None:
         head = editor.group(0).strip()
@@ -240,6 +253,13 @@ def _read(command: str) -> Command:
         words, redirected = _redirects(words)
         if not words:
             writes.extend(redirected)
+            continue
+        inner = _shell_string(words) if depth < 3 else None
+        if inner is not None:  # read as the command it runs: `bash -lc 'pytest'` runs pytest
+            wrapped = _read(inner, depth + 1)
+            segments.extend(wrapped.segments)
+            writes.extend((*redirected, *wrapped.writes))
+            removes.extend(wrapped.removes)
             continue
         stdin = bodies.pop(line, "") if "<<" in part else ""
         in_place, removed = _segment_writes(words)

@@ -171,8 +171,8 @@ def observe(
         full = unwrap(call.result)
         output = window(full)
         kind = cls.kind
-        if kind is CallKind.OTHER and test_report(output):
-            kind = CallKind.VERIFY  # a test runner's report: a check, whatever printed it
+        if (kind is CallKind.OTHER or (kind is CallKind.EDIT and cls.probe)) and test_report(output):
+            kind = CallKind.VERIFY  # a test report: a check, whatever printed it (an inline edit that then tests)
         writes = _writes_told(cls.writes, kind, output)
         command = classifier.command(call.name, call.arguments)
         observed = ObservedCall(

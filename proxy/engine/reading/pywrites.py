@@ -15,8 +15,12 @@ path they go to can be told:
                                                `os.path.join(...)` or `Path / 'x'` of ones that can
                                                be told, or a name bound once to any of these
 
-A file the program also reads (`open(P)`, `P.read_text()`) is written in place; one it only
-writes is written whole (a new file, or one replaced outright: the workspace tells which).
+Only writes that run whatever happens count: those of the program's own statements and of its
+`with` blocks, not those under an `if`, a loop, a `try` or in a function (an agent's careful
+edit writes only `if old in s:`, and says "not found" otherwise: judged on the corpus, counting
+those took edits that never happened for edits). A file the program also reads (`open(P)`,
+`P.read_text()`) is written in place; one it only writes is written whole (a new file, or one
+replaced outright: the workspace tells which).
 A write whose path cannot be told (a loop variable, an f-string) is left out, and a program
 that does not parse gives nothing: the call stays a probe, as before.
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+from collections.abc import Iterator
 
 __all__ = ["python_writes"]
 
@@ -136,13 +141,23 @@ def python_writes(code: str) -> tuple[tuple[str, bool], ...]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     paths = _Paths(tree)
+    read = {a[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and (a := _access(n, paths)) and not a[1]}
     written: dict[str, None] = {}
-    read: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (access := _access(node, paths)) is not None:
-            path, writes = access
-            if writes:
-                written[path] = None
-            else:
-                read.add(path)
+    for node in _unconditional(tree.body):
+        if isinstance(node, ast.Call) and (access := _access(node, paths)) is not None and access[1]:
+            written[access[0]] = None
     return tuple((path, path not in read) for path in written)
+
+
+def _unconditional(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of statements that run whatever happens: the program's own, and those of the
+    `with` blocks among them; not what an `if`, a loop, a `try` or a function holds (an edit
+    under `if old in s:` is not made when the text was not found, and the output says so only
+    in the agent's words)."""
+    for statement in body:
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            for item in statement.items:
+                yield from ast.walk(item.context_expr)
+            yield from _unconditional(statement.body)
+        elif isinstance(statement, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            yield from ast.walk(statement)
