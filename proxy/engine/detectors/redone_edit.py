@@ -14,12 +14,14 @@ made (`block` times made, default `BLOCK`: its first repeat), and a check failed
 refused: asked again, told that the file is as that edit left it and what failure it left, for
 a different change.
 
-Must never fire on: the same edit where the file, read since, still shows the text it replaces;
-the same edit after anything else wrote its file (another edit of it, a `git checkout`) or after
-a call whose writes cannot be told (`python apply_fix.py`, inline code, `git stash`); an edit
-whose file cannot be told (an editor's `edit 12:14` where the transcript does not say which file
-is open); an edit the tool turned down or that failed (`repeat_failed_call`'s); a different edit
-of the file; any edit while no check has failed since it was made (for the block rung).
+Must never fire on: the same edit where the file, read since, still shows the text it replaces; the
+same edit after anything else wrote its file (another edit of it, a `git checkout`) or after a call
+whose writes cannot be told (`python apply_fix.py`, inline code, `git stash`); a write of another
+command's output (`git diff f > patch.txt`) made again after any other edit (what it writes changed
+with the files it reads); an edit whose file cannot be told (an editor's `edit 12:14` where the
+transcript does not say which file is open); an edit the tool turned down or that failed
+(`repeat_failed_call`'s); a different edit of the file; any edit while no check has failed since it
+was made (for the block rung).
 """
 
 from __future__ import annotations
@@ -83,6 +85,9 @@ class Made:
     """How often it was made, with nothing but reads, searches and checks between."""
     failed_after: bool = False
     """A check failed after it was last made: it did not fix what it was for."""
+    derived: bool = False
+    """It writes another command's output (`git diff f > patch.txt`): made again after another
+    edit, it writes something else."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +142,19 @@ def _edit(call: ObservedCall) -> tuple[str, ...] | None:
     return tuple(w.path for w in call.writes)
 
 
+_LITERAL = frozenset({"echo", "printf"})
+
+
+def _derived(command: str | None) -> bool:
+    """The command writes a file whole with another command's output (`git diff > patch.txt`,
+    `cat a.py > b.py`), not with text it carries (`echo`, `printf`, a here-document)."""
+    if not command:
+        return False
+    return any(
+        w.whole and s.program not in _LITERAL and not s.stdin for s in read_command(command).segments for w in s.writes
+    )
+
+
 def _quiet(call: ObservedCall) -> bool:
     """Leaves the files as they are, as far as can be told: a read, a search, a check that runs no
     program file and no code given inline (`python fix.py` may write anything)."""
@@ -162,8 +180,11 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
             state = State(made, state.count, key)
             continue
         before = state.find(key, paths)
-        kept = tuple(m for m in state.made if m.key != key and not _overlaps(m.paths, paths))[-_MAX_MADE + 1 :]
-        this = Made(key, paths, _replaced(call.call.arguments, call.command), before.times + 1 if before else 1)
+        kept = tuple(m for m in state.made if m.key != key and not m.derived and not _overlaps(m.paths, paths))
+        replaced = _replaced(call.call.arguments, call.command)
+        times = before.times + 1 if before else 1
+        this = Made(key, paths, replaced, times, derived=_derived(call.command))
+        kept = kept[-_MAX_MADE + 1 :]
         at_once = state.last == key
         state = State((*kept, this), state.count, key)
         if before is None or at_once:

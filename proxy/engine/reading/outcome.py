@@ -154,7 +154,7 @@ _REPORTS = (
     Marker.of("--- FAIL: "),  # go test
     Marker.of("ok\t", r"^ok\t\S+"),
     Marker.of("passed", r"^\s*\d+ (?:passed|failed)"),
-    Marker.of(" failed", r"^\s*\d+ failed(?:,| in )"),  # pytest -q with nothing passed: `1 failed, 42 warnings in 0.19s`
+    Marker.of(" failed", r"^\s*\d+ failed(?:,| in )"),  # pytest -q, nothing passed: `1 failed, 4 warnings in 0.2s`
     Marker.of("tests passed"),
     Marker.of("tests failed"),
 )
