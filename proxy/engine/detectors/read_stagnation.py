@@ -5,7 +5,9 @@ an option of its own) with no successful change; fires when that run reaches a r
 `after`, default `AFTER`) once it has re-read something it already read in the run (reads
 are keyed by the canonical call, path and range included), or later, on the turn it first
 does. Whether or not any edit ever failed. A successful change, or a turn that does
-something else (runs a check, a command), ends the run.
+something else (runs a check, a command), ends the run; so does the agent's complaint that a
+reply made no valid call (the model tried to act and its edit was turned down for its format:
+a mini-swe-agent run grepping between six rejected edit attempts is not stuck reading).
 
 Remedy: stop reading, state a hypothesis, make the edit it calls for (no file named: that is
 the agent's finding). `force` pins an edit tool.
@@ -33,6 +35,7 @@ from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, Remed
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
+from proxy.engine.state.patterns import UserFacts
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
@@ -118,6 +121,11 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
     return state, [facts.trip(NAME, action, detail, state.run, subject=subject)]
 
 
+def on_user(state: State, facts: UserFacts, _ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
+    """A complaint that the last reply made no valid call ends the run (the model tried to act)."""
+    return (State(), []) if facts.complaint else (state, [])
+
+
 def remedy(trip: Trip, context: RemedyContext) -> str:
     # No file is named: which one the fix belongs in is the agent's finding, not ours. Named by
     # how often it was read, it was wrong on judged real runs (a directory listed, a file read
@@ -151,5 +159,13 @@ def futile(state: State, proposal: Proposal, _context: RemedyContext, options: O
 
 
 DETECTOR = Detector(
-    name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, force=force, blocks=blocks, futile=futile
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    options=OPTIONS,
+    remedy=remedy,
+    force=force,
+    on_user=on_user,
+    blocks=blocks,
+    futile=futile,
 )
