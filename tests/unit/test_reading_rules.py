@@ -62,6 +62,11 @@ PYTEST_Q_FAIL = (
     "FAILED tests/test_marshalling.py::test_dump_mapping - AttributeError: module 'collections' has no attri...\n"
     "1 failed, 3 warnings in 0.19s"
 )
+NOT_A_TEST = (
+    "\n=============================== warnings summary ===============================\n"
+    "7 warnings in 0.03s\nERROR: not found: /testbed/tests/test_marshalling.py::test_dump_alias\n"
+    "(no match in any of [<Module test_marshalling.py>])"
+)
 PY_EDIT_IF_FOUND = (
     "from pathlib import Path\np = Path('src/marshmallow/marshalling.py')\ns = p.read_text()\n"
     "if 'collections.Mapping' in s:\n    p.write_text(s.replace('collections.Mapping', 'Mapping'))\n"
@@ -423,6 +428,28 @@ CASES = [
         False,
     ),
     # What could not run is the machine's problem, not the work's.
+    Case(
+        "pytest given a test id that is not there ran no test: edits after it owe no re-run",
+        "mswea1-cam-gpt5-mini-minimal/sphinx-doc__sphinx-9229",
+        [
+            [bash("pytest tests/test_marshalling.py::test_dump_alias -q", NOT_A_TEST, 4)],
+            [bash(EDIT)],
+            [bash(EDIT_2)],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "pytest given a test that is there and fails: edits after it owe a re-run",
+        "mswea1-cam-gpt5-mini-minimal/sphinx-doc__sphinx-9229",
+        [
+            [bash("pytest tests/test_marshalling.py::test_dump_mapping -q", PYTEST_Q_FAIL, 1)],
+            [bash(EDIT)],
+            [bash(EDIT_2)],
+        ],
+        "reverify_owed",
+        True,
+    ),
     Case(
         "a runner that is not installed is no failure, however often",
         "mswea2-pr816-deepseek-chat-lite-dev-noparallel/pydicom__pydicom-1413",

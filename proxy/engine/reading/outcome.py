@@ -176,6 +176,8 @@ _NOT_RUN = (
     Marker.of(
         "FileNotFoundError", r"^FileNotFoundError: \[Errno 2\] No such file or directory: '[\w.+-]+'(?:: '[\w.+-]+')?$"
     ),
+    Marker.of("ERROR: not found: ", r"^ERROR: not found: "),  # pytest given a test id that is not there
+    Marker.of("ERROR: file or directory not found: ", r"^ERROR: file or directory not found: "),
     Marker.of("Connection refused"),
     Marker.of("Is the server running on that host"),
     Marker.of("could not translate host name"),
