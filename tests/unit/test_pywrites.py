@@ -38,6 +38,7 @@ CASES = [
     ("a name bound twice cannot be told", "p = 'a.py'\np = 'b.py'\nopen(p, 'w').write('')", ()),
     ("an f-string path cannot be told", "n = 1\nopen(f'out{n}.py', 'w').write('')", ()),
     ("a program that does not parse gives nothing", "open('a.py', 'w').write(", ()),
+    ("a mode that cannot be told is no write", "import sys\nopen('a.py', sys.argv[1]).write('')", ()),
 ]
 
 

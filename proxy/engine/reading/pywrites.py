@@ -110,8 +110,9 @@ def _mode(call: ast.Call, at: int) -> str:
 
 
 def _writes_in(mode: str) -> bool:
-    """The mode writes (a mode that cannot be told is taken to)."""
-    return not mode or bool(_WRITE_MODE & set(mode))
+    """The mode writes (a mode that cannot be told, `open(p, mode)`, is not taken to: a write
+    counted that never happened is what the corpus judged wrong)."""
+    return bool(_WRITE_MODE & set(mode))
 
 
 def _access(call: ast.Call, paths: _Paths) -> tuple[str, bool] | None:
