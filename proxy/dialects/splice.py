@@ -44,17 +44,17 @@ def _decode(text: str, at: int) -> tuple[Any, int]:
     return value, int(end)
 
 
-def _elements(text: str, start: int, known: Known | None = None) -> Walk:
+def _elements(text: str, start: int, known: Known | None = None, raw: bytes | None = None) -> Walk:
     """(start, end, value) of each element of the array at `start`, one element at a time; the
     ones `known` from the conversation's last body (their text unchanged) are not parsed again
-    (their value is None)."""
+    (their value is None). `raw`: the text's bytes, when their offsets are the text's (ASCII)."""
     if text[start] != "[":
         raise SpliceError("not an array")
     at = _skip(text, start + 1)
     found: list[tuple[int, int, Any]] = []
     walk = Walk(found, start, None)
     if known is not None and known.value_start == start and known.spans and known.end <= len(text):
-        hasher = running_hash(text, start, known.end)
+        hasher = running_hash(text, start, known.end, raw)
         if hasher.digest() == known.digest:
             found.extend(known.spans)
             walk.hashed_to, walk.hasher, walk.reused = known.end, hasher, known.spans
@@ -88,18 +88,25 @@ class _Member:
         return None if self.walk is None else self.walk.elements
 
 
-def _member_value(text: str, start: int, known: Known | None = None) -> tuple[Any, int, Walk | None]:
+def _member_value(
+    text: str, start: int, known: Known | None = None, raw: bytes | None = None
+) -> tuple[Any, int, Walk | None]:
     """A member's value, end and (for an array) elements: an array element by element."""
     if text[start] != "[":
         value, end = _decode(text, start)
         return value, end, None
-    walk = _elements(text, start, known)
+    walk = _elements(text, start, known, raw)
     elements = walk.elements
     close = _skip(text, elements[-1][1]) if elements else _skip(text, start + 1)
     return [e[2] for e in elements], close + 1, walk
 
 
-def _members(text: str, until: frozenset[str] | None = None, known: Mapping[str, Known] | None = None) -> list[_Member]:
+def _members(
+    text: str,
+    until: frozenset[str] | None = None,
+    known: Mapping[str, Known] | None = None,
+    raw: bytes | None = None,
+) -> list[_Member]:
     """The members of the top-level object, in order; with `until`, only as far as the last of
     those keys seen (a splice copies everything after its last change as it is)."""
     at = _skip(text, 0)
@@ -118,7 +125,7 @@ def _members(text: str, until: frozenset[str] | None = None, known: Mapping[str,
         if colon >= len(text) or text[colon] != ":":
             raise SpliceError(f"expected ':' at {colon}")
         start = _skip(text, colon + 1)
-        value, end, walk = _member_value(text, start, (known or {}).get(key))
+        value, end, walk = _member_value(text, start, (known or {}).get(key), raw)
         found.append(_Member(key, at, start, end, value, walk))
         if remaining is not None:
             remaining.discard(key)
@@ -132,11 +139,11 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _array(text: str, member: _Member, change: Array) -> str:
-    """The new array: original elements that follow each other in both are copied as one
-    stretch of the original text, separators included."""
+def _array(text: str, member: _Member, change: Array) -> list[str]:
+    """The new array's text, in pieces to be joined: original elements that follow each other in
+    both are copied as one stretch of the original text, separators included."""
     spans = member.elements or []
-    parts = []
+    parts: list[str] = []
     run_begin = run_end = previous = -1  # the stretch of kept elements being copied
     for item in change.items:
         if isinstance(item, Kept):
@@ -156,7 +163,13 @@ def _array(text: str, member: _Member, change: Array) -> str:
         parts.append(_dumps(item.value))
     if run_begin >= 0:
         parts.append(text[run_begin:run_end])
-    return "[" + ",".join(parts) + "]"
+    pieces = ["["]
+    for part in parts:
+        pieces += (part, ",")
+    if parts:
+        pieces.pop()  # the comma after the last part
+    pieces.append("]")
+    return pieces
 
 
 def splice(
@@ -166,19 +179,23 @@ def splice(
     key: tuple[str, str] = ("", ""),
 ) -> bytes:
     """`body` with `changes` made, every byte they do not touch kept. With a `memory` and the
-    conversation's `key`, what the last splice of the conversation found is reused."""
+    conversation's `key`, what the last splice of the conversation found is reused.
+
+    The body's text is copied once into the pieces of the result and once more as they are
+    joined; an ASCII body (its bytes at its text's offsets) is hashed from its bytes."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpliceError(str(exc)) from None
+    raw = body if text.isascii() else None
     arrays = [k for k, c in changes.items() if isinstance(c, Array)]
     known = memory.recall(key) if memory is not None and len(arrays) == 1 else None
-    members = _members(text, frozenset(changes), {arrays[0]: known} if known is not None else None)
+    members = _members(text, frozenset(changes), {arrays[0]: known} if known is not None else None, raw)
     if memory is not None and len(arrays) == 1:
         edited = next((m for m in members if m.key == arrays[0] and m.elements), None)
         if edited is not None and edited.walk is not None and edited.walk.elements:
             spans = edited.walk.spans()
-            digest = edited.walk.digest(text, edited.value_start)
+            digest = edited.walk.digest(text, edited.value_start, raw)
             memory.keep(key, Known(edited.value_start, spans[-1][1], digest, spans))
     keys = [m.key for m in members]
     rest = text[members[-1].value_end :] if members else ""
@@ -194,8 +211,8 @@ def splice(
             out.append(text[cursor : member.start].rstrip(_WS).removesuffix(","))
             cursor = member.value_end
             continue
-        new = _array(text, member, change) if isinstance(change, Array) else _dumps(change.value)
-        out.append(text[cursor : member.value_start] + new)
+        out.append(text[cursor : member.value_start])
+        out.extend(_array(text, member, change) if isinstance(change, Array) else [_dumps(change.value)])
         cursor = member.value_end
     tail = text[cursor:]
     added = [f'"{k}":{_dumps(c.value)}' for k, c in changes.items() if isinstance(c, Value) and k not in keys]
@@ -209,7 +226,8 @@ def splice(
         written = ("".join(out) + inner).rstrip(_WS)
         joiner = "" if written.endswith(("{", ",")) else ","
         tail = inner + joiner + ",".join(added) + "}" + tail[len(close) :]
-    spliced = "".join(out) + tail
+    out.append(tail)
+    spliced = "".join(out)
     if spliced.lstrip(_WS).startswith("{,"):
         spliced = spliced.replace("{,", "{", 1)
     return spliced.encode("utf-8")
