@@ -24,6 +24,7 @@ __all__ = ["SpliceError", "loads_piecewise", "splice"]
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
+_WS_BYTES = _WS.encode()
 
 
 class SpliceError(ValueError):
@@ -135,15 +136,15 @@ def _members(
     return found
 
 
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+Piece = bytes | slice
+"""A stretch of the result: new bytes, or a stretch of the original text (`slice` of its offsets)."""
 
 
-def _array(text: str, member: _Member, change: Array) -> list[str]:
-    """The new array's text, in pieces to be joined: original elements that follow each other in
-    both are copied as one stretch of the original text, separators included."""
+def _array(member: _Member, change: Array) -> list[Piece]:
+    """The new array, in pieces: original elements that follow each other in both are one
+    stretch of the original text, separators included."""
     spans = member.elements or []
-    parts: list[str] = []
+    parts: list[Piece] = []
     run_begin = run_end = previous = -1  # the stretch of kept elements being copied
     for item in change.items:
         if isinstance(item, Kept):
@@ -153,23 +154,50 @@ def _array(text: str, member: _Member, change: Array) -> list[str]:
                 run_end = end
             else:
                 if run_begin >= 0:
-                    parts.append(text[run_begin:run_end])
+                    parts.append(slice(run_begin, run_end))
                 run_begin, run_end = begin, end
             previous = item.index + item.count - 1
             continue
         if run_begin >= 0:
-            parts.append(text[run_begin:run_end])
+            parts.append(slice(run_begin, run_end))
             run_begin = previous = -1
-        parts.append(_dumps(item.value))
+        parts.append(orjson.dumps(item.value))
     if run_begin >= 0:
-        parts.append(text[run_begin:run_end])
-    pieces = ["["]
+        parts.append(slice(run_begin, run_end))
+    pieces: list[Piece] = [b"["]
     for part in parts:
-        pieces += (part, ",")
+        pieces += (part, b",")
     if parts:
         pieces.pop()  # the comma after the last part
-    pieces.append("]")
+    pieces.append(b"]")
     return pieces
+
+
+def _stripped_end(text: str, start: int, end: int) -> int:
+    """Where `text[start:end]` ends once trailing whitespace is taken off (nothing copied)."""
+    while end > start and text[end - 1] in _WS:
+        end -= 1
+    return end
+
+
+def _last_char(text: str, pieces: list[Piece]) -> bytes:
+    """The last character of `pieces` that is not whitespace (b"": none)."""
+    for piece in reversed(pieces):
+        if isinstance(piece, slice):
+            end = _stripped_end(text, piece.start, piece.stop)
+            if end > piece.start:
+                return text[end - 1].encode("utf-8")
+        elif stripped := piece.rstrip(_WS_BYTES):
+            return stripped[-1:]
+    return b""
+
+
+def _joined(text: str, raw: bytes | None, pieces: list[Piece]) -> bytes:
+    """The pieces as one body: an ASCII body's stretches copied from its bytes (`raw`), once."""
+    if raw is not None:
+        view = memoryview(raw)
+        return b"".join([view[piece] if isinstance(piece, slice) else piece for piece in pieces])
+    return b"".join([text[piece].encode("utf-8") if isinstance(piece, slice) else piece for piece in pieces])
 
 
 def splice(
@@ -181,8 +209,9 @@ def splice(
     """`body` with `changes` made, every byte they do not touch kept. With a `memory` and the
     conversation's `key`, what the last splice of the conversation found is reused.
 
-    The body's text is copied once into the pieces of the result and once more as they are
-    joined; an ASCII body (its bytes at its text's offsets) is hashed from its bytes."""
+    What is kept is written as stretches of the original, copied once as the result is joined
+    (an ASCII body's from its bytes, which lie at its text's offsets: neither copied as text nor
+    encoded again; it is hashed from its bytes too)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -201,36 +230,38 @@ def splice(
     rest = text[members[-1].value_end :] if members else ""
     if any(keys.count(k) > 1 for k in changes) or any(f'"{k}":' in rest for k in changes):
         raise SpliceError("a changed key may appear more than once")  # the caller writes the parse
-    out: list[str] = []
+    out: list[Piece] = []
     cursor = 0
     for member in members:
         change = changes.get(member.key)
         if change is None:
             continue
         if isinstance(change, Removed):
-            out.append(text[cursor : member.start].rstrip(_WS).removesuffix(","))
+            end = _stripped_end(text, cursor, member.start)
+            out.append(slice(cursor, end - 1 if end > cursor and text[end - 1] == "," else end))
             cursor = member.value_end
             continue
-        out.append(text[cursor : member.value_start])
-        out.extend(_array(text, member, change) if isinstance(change, Array) else [_dumps(change.value)])
+        out.append(slice(cursor, member.value_start))
+        out.extend(_array(member, change) if isinstance(change, Array) else [orjson.dumps(change.value)])
         cursor = member.value_end
-    tail = text[cursor:]
-    added = [f'"{k}":{_dumps(c.value)}' for k, c in changes.items() if isinstance(c, Value) and k not in keys]
+    added = [
+        f'"{k}":'.encode() + orjson.dumps(c.value) for k, c in changes.items() if isinstance(c, Value) and k not in keys
+    ]
     if added:
-        close = tail.rstrip(_WS)
-        if not close.endswith("}"):
+        close = _stripped_end(text, cursor, len(text))
+        if close == cursor or text[close - 1] != "}":
             raise SpliceError("the object does not end with '}'")
-        inner = close[:-1]
+        inner = slice(cursor, close - 1)
         # a member precedes the new ones unless the object is empty so far (what precedes may be
         # a value just written, or the original text: look at both, not at the tail alone)
-        written = ("".join(out) + inner).rstrip(_WS)
-        joiner = "" if written.endswith(("{", ",")) else ","
-        tail = inner + joiner + ",".join(added) + "}" + tail[len(close) :]
-    out.append(tail)
-    spliced = "".join(out)
-    if spliced.lstrip(_WS).startswith("{,"):
-        spliced = spliced.replace("{,", "{", 1)
-    return spliced.encode("utf-8")
+        joiner = b"" if _last_char(text, [*out, inner]) in (b"{", b",") else b","
+        out += (inner, joiner + b",".join(added) + b"}")
+        cursor = close
+    out.append(slice(cursor, len(text)))
+    spliced = _joined(text, raw, out)
+    if spliced.lstrip(_WS_BYTES).startswith(b"{,"):
+        spliced = spliced.replace(b"{,", b"{", 1)
+    return spliced
 
 
 def loads_piecewise(body: bytes) -> dict[str, Any]:
