@@ -30,10 +30,15 @@ def _end_of_results(messages: Sequence[Any], index: int) -> int:
 def _answered_at(messages: Sequence[Any]) -> tuple[dict[Any, int], dict[Any, int]]:
     """Each tool call id answered in `messages` -> the index of the last and of the first message
     answering it. Read at C speed (no Python step per message) when every message is an object
-    and every id hashable, as they are from any agent; otherwise one message at a time."""
+    and every id hashable, as they are from any agent; otherwise one message at a time. When no
+    id is answered twice (as from most servers), the first answer of each is its last: one map
+    serves as both."""
     try:
         ids = list(map(dict.get, messages, repeat("tool_call_id")))
         last = dict(zip(ids, count()))
+        nones = ids.count(None)
+        if len(last) - (nones > 0) == len(ids) - nones:  # every id but None answered once
+            return last, last
         first = dict(zip(reversed(ids), count(len(ids) - 1, -1)))
         return last, first
     except TypeError:
