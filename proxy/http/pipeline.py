@@ -83,15 +83,17 @@ async def _read(request: web.Request) -> bytes:
     settings = request[CONTEXT].runtime.settings
     limit = settings.limits.max_body_bytes
     too_large = request.content_length is not None and request.content_length > limit
-    buffer = bytearray()
+    chunks: list[bytes] = []  # joined once at the end: no buffer grown (and copied) chunk by chunk
+    size = 0
     try:
         while not too_large:
             async with asyncio.timeout(settings.server.body_timeout):
                 chunk = await request.content.readany()
             if not chunk:
                 break
-            buffer += chunk
-            too_large = len(buffer) > limit
+            chunks.append(chunk)
+            size += len(chunk)
+            too_large = size > limit
     except TimeoutError:
         request[REQUEST_LOG].end = "body_timeout"
         response = openai_error(
@@ -112,7 +114,7 @@ async def _read(request: web.Request) -> bytes:
         )
         response.force_close()
         raise Refused(response)
-    return bytes(buffer)
+    return b"".join(chunks)
 
 
 async def _choose(
