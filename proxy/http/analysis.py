@@ -148,34 +148,42 @@ async def _step(request: web.Request, size: int, step: Callable[[], T]) -> T:
 
 
 async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planned | None:
-    """The decision for this request and the bytes to send; None: send the original bytes."""
+    """The decision for this request and the bytes to send; None: send the original bytes.
+    When the verdict store is not to be asked (none, or asked already for this conversation),
+    the request is planned in the same step as it is folded: one step, not two (a body in a
+    worker thread goes there once)."""
     context = request[CONTEXT]
     team = context.team
     engine = team.engine
     seconds = context.runtime.settings.limits.analysis_budget_ms / 1000
     clock = request.app[GC].work_clock
     size = len(body)
+    shared = context.runtime.shared
+    store = request.app[STORES].verdicts
 
-    def fold() -> tuple[Incoming, Folded] | None:
+    def fold_then_plan() -> tuple[Incoming, Folded, Planned | None] | None:
         budget = Budget.of(seconds, clock)  # in the thread that spends it: its CPU time is the clock
         incoming = parse(dialect, body)
         if incoming is None:
             return None
-        return incoming, engine.fold(engine.request(incoming.translation, request.headers, team.name), budget)
+        folded = engine.fold(engine.request(incoming.translation, request.headers, team.name), budget)
+        if store is not None and folded.memory_due:
+            return incoming, folded, None  # planned once the store has answered
+        return incoming, folded, Planned.of(incoming, engine.plan(folded), shared.spans)
 
-    shared = context.runtime.shared
     try:
         with shared.footprint.analysing(size):
-            parsed = await _step(request, size, fold)
+            parsed = await _step(request, size, fold_then_plan)
             if parsed is None:
                 # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
                 log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
                 return None
-            incoming, folded = parsed
-            prior, asked = await _prior(request, folded)
-            planned = await _step(
-                request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans)
-            )
+            incoming, folded, planned = parsed
+            if planned is None:
+                prior, asked = await _prior(request, folded)
+                planned = await _step(
+                    request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans)
+                )
     except _Failed:
         return None
     decision = planned.decision
