@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import shutil
 import sys
 import tempfile
 import urllib.request
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from tiny_agent import OPENHANDS_TOOLS, Tools, stuck_start, tests_pass
+from tiny_agent import OPENHANDS_TOOLS, REPOS, WORK, Tools, copy_repo, stuck_start, tests_pass
 
 from proxy.dialects import plan_offline
 from proxy.dialects.chat import CHAT
@@ -35,21 +34,16 @@ from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate, ReplyView, judge
 from proxy.settings.policy import load_policy
 
-REPOS = Path(__file__).resolve().parent / "repos"
-WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
+
+def _copy(repo: str, work: Path) -> Path:
+    """A fresh copy of the repository in a folder of its own under `work`."""
+    return copy_repo(repo, Path(tempfile.mkdtemp(dir=work)))
 
 
-def _copy(repo: str) -> Path:
-    WORK.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(dir=WORK)) / repo  # not under /tmp: see recovery.WORK
-    shutil.copytree(REPOS / repo, root, ignore=shutil.ignore_patterns("stuck.json", "__pycache__"))
-    return root
-
-
-def _stuck_point(repo: str) -> tuple[dict[str, Any], list[list[str]]]:
+def _stuck_point(repo: str, work: Path) -> tuple[dict[str, Any], list[list[str]]]:
     """The re-ask the proxy sends at the stuck point, read through the engine as the proxy reads it."""
     edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
-    root = _copy(repo)
+    root = _copy(repo, work)
     messages = stuck_start(root, "openhands", edits)
     tools = Tools(root, "openhands")
     for n, path in enumerate([sorted((root / "tests").glob("test_*.py"))[0], sorted(root.glob("*.py"))[0]]):
@@ -93,7 +87,7 @@ def _variant(retry: dict[str, Any], new_first: bool, new_required: bool) -> dict
     return body
 
 
-def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]]) -> str:
+def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]], work: Path) -> str:
     try:
         arguments = json.loads(reply.get("content") or "")["arguments"]
     except (ValueError, KeyError, TypeError):
@@ -103,7 +97,7 @@ def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]]) -> str:
         return "no new_str"
     if old == new:
         return "changes nothing"
-    root = _copy(repo)
+    root = _copy(repo, work)
     for before, after in edits:  # the stuck point's own edits, as the run made them
         target = next(p for p in sorted(root.glob("*.py")) if before in p.read_text())
         target.write_text(target.read_text().replace(before, after, 1))
@@ -120,21 +114,24 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
     args = parser.parse_args()
-    for repo in args.repos.split(","):
-        retry, edits = _stuck_point(repo)
-        for name, (new_first, new_required) in VARIANTS.items():
-            counts: dict[str, int] = {}
-            for seed in range(1, args.k + 1):
-                request = urllib.request.Request(
-                    f"{args.base_url}/chat/completions",
-                    data=orjson.dumps({**_variant(retry, new_first, new_required), "seed": seed}),
-                    headers={"content-type": "application/json"},
-                )
-                with urllib.request.urlopen(request, timeout=600) as response:
-                    reply = json.loads(response.read())["choices"][0]["message"]
-                outcome = _outcome(reply, repo, edits)
-                counts[outcome] = counts.get(outcome, 0) + 1
-            print(f"{repo:6} {name:36} {json.dumps(counts, sort_keys=True)}", flush=True)
+    WORK.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=WORK) as folder:  # every copy removed at the end
+        work = Path(folder)
+        for repo in args.repos.split(","):
+            retry, edits = _stuck_point(repo, work)
+            for name, (new_first, new_required) in VARIANTS.items():
+                counts: dict[str, int] = {}
+                for seed in range(1, args.k + 1):
+                    request = urllib.request.Request(
+                        f"{args.base_url}/chat/completions",
+                        data=orjson.dumps({**_variant(retry, new_first, new_required), "seed": seed}),
+                        headers={"content-type": "application/json"},
+                    )
+                    with urllib.request.urlopen(request, timeout=600) as response:
+                        reply = json.loads(response.read())["choices"][0]["message"]
+                    outcome = _outcome(reply, repo, edits, work)
+                    counts[outcome] = counts.get(outcome, 0) + 1
+                print(f"{repo:6} {name:36} {json.dumps(counts, sort_keys=True)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Task-level efficacy with real execution: does the proxy get a small local model to fix real bugs?
 
 Small repositories with a real bug and a failing test (`bench/repos/*`, each copied to a fresh
-directory per run, under `WORK`, not the system's temporary directory: the proxy takes a file
-under `/tmp` the agent never read for a scratch file of its own, as agents' scratch files are) are handed to a small agent that really runs its tools there
+directory per run, under `tiny_agent.WORK`, not the system's temporary directory) are handed to
+a small agent that really runs its tools there
 (`bench/tiny_agent.py`: OpenHands-style editor + shell, or a single-bash mini-swe-agent-style
 loop), talking to Qwen2.5-Coder-1.5B on llama.cpp (`scripts/real_model.py`, the cached build).
 
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -48,13 +47,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tiny_agent import WASTE_KINDS, Run, run_agent, start_messages, stuck_start
+from tiny_agent import REPOS, WASTE_KINDS, WORK, Run, copy_repo, run_agent, start_messages, stuck_start
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-REPOS = HERE / "repos"
-WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
-"""Where each invocation makes its folder of run copies (removed at the end), like a project's checkout."""
 WASTE = ("empty", "prose", "repeat", "malformed")
 POLICIES = {
     "proxy": "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n",
@@ -127,8 +123,7 @@ def proxies(upstream: str, workdir: Path, wanted: list[str]) -> Iterator[dict[st
 
 
 def one_run(base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path) -> Run:
-    root = workdir / f"{repo}-{style}-{start}-{seed}-{time.monotonic_ns()}" / repo
-    shutil.copytree(REPOS / repo, root, ignore=shutil.ignore_patterns("stuck.json", "__pycache__"))
+    root = copy_repo(repo, workdir / f"{repo}-{style}-{start}-{seed}-{time.monotonic_ns()}")
     edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
     messages = start_messages(root, style) if start == "scratch" else stuck_start(root, style, edits)
     return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed)

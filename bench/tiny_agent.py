@@ -9,7 +9,7 @@ Two styles, as real agents are built:
               `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`, or after three replies in a row
               without a tool call (its RepeatedFormatError)
 
-Tools run for real in the repository's own directory (a temp copy): commands in a shell
+Tools run for real in the repository's own directory (a fresh copy, `copy_repo`): commands in a shell
 with a timeout, edits on the files. The agent talks to any OpenAI-compatible base URL with
 the `openai` SDK and records, per reply, what it did and what the proxy said in its headers.
 """
@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,17 @@ import openai
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 OUTPUT_CHARS = 3000
+REPOS = Path(__file__).resolve().parent / "repos"
+WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
+"""Where the benches copy repositories for their runs, like a project's checkout: not the system's
+temporary directory, where the proxy takes a file the agent never read for a scratch file of its own."""
+
+
+def copy_repo(repo: str, parent: Path) -> Path:
+    """A fresh copy of `bench/repos/<repo>` at `parent/<repo>` (its stuck point's edits left out)."""
+    root = parent / repo
+    shutil.copytree(REPOS / repo, root, ignore=shutil.ignore_patterns("stuck.json", "__pycache__"))
+    return root
 
 
 def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
