@@ -178,34 +178,30 @@ def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
     return [], []
 
 
-def _runs(words: list[str], stdin: str) -> tuple[bool, str | None]:
-    """(runs inline code, the program file it runs) for one segment."""
+def _runs(words: list[str], stdin: str) -> tuple[str | None, str | None]:
+    """(the code it runs given inline, None when it runs none; the program file it runs) for one
+    segment. Inline code is an interpreter's `-c`-style operand, or its standard input."""
     if not words:
-        return False, None
+        return None, None
     program = words[0].rsplit("/", 1)[-1]
     if _INTERPRETERS.match(program) or program in _SHELLS:
-        family = "python" if program.startswith(("python", "pypy", "ipython")) else program
-        flags = _INLINE_FLAGS.get(family, ())
+        flags = _INLINE_FLAGS.get("python" if _python(program) else program, ())
         operands = [w for w in words[1:] if not w.startswith("-")]
-        if any(w in flags for w in words[1:]):
-            return True, None
+        given = next((at for at, w in enumerate(words[1:], 1) if w in flags), None)
+        if given is not None:
+            return (words[given + 1] if given + 1 < len(words) else ""), None
         if "-m" in words[1:]:
-            return False, None
+            return None, None
         if stdin or not operands or operands[0] == "-":
-            return True, None  # its program comes on its standard input
-        return False, operands[0]
+            return stdin, None  # its program comes on its standard input
+        return None, operands[0]
     if "/" in words[0] or words[0].endswith((".py", ".sh")):
-        return False, words[0]
-    return False, None
+        return None, words[0]
+    return None, None
 
 
-def _python_code(words: list[str], stdin: str) -> str:
-    """The program an inline Python segment runs (its `-c` operand, or its standard input)."""
-    if not words[0].rsplit("/", 1)[-1].startswith(("python", "pypy")):
-        return ""
-    if "-c" in words[1:-1]:
-        return words[words.index("-c", 1) + 1]
-    return stdin
+def _python(program: str) -> bool:
+    return program.startswith(("python", "pypy", "ipython"))
 
 
 _REMEMBERED_CHARS = 2000
@@ -263,13 +259,14 @@ def _read(command: str, depth: int = 0) -> Command:
             continue
         stdin = bodies.pop(line, "") if "<<" in part else ""
         in_place, removed = _segment_writes(words)
-        inline, script = _runs(words, stdin)
-        coded = [Write(path, whole) for path, whole in python_writes(_python_code(words, stdin))] if inline else []
+        code, script = _runs(words, stdin)
+        python = code if code and _python(words[0].rsplit("/", 1)[-1]) else ""
+        coded = [Write(path, whole) for path, whole in python_writes(python)]
         written = (*redirected, *in_place, *coded)
         writes.extend(written)
         removes.extend(removed)
         noise = len(part) - len(part.lstrip())
-        segments.append(Segment(tuple(words), _strip_noise(part[noise:]), stdin, script, inline, written))
+        segments.append(Segment(tuple(words), _strip_noise(part[noise:]), stdin, script, code is not None, written))
     return Command(tuple(segments), tuple(writes), tuple(removes))
 
 
