@@ -118,9 +118,16 @@ Step = Relay | Deliver | Retry
 
 def after_status(attempt: Attempt, status: int, encoded: bool) -> Step | None:
     """Before reading the reply: what an error status or an encoded body means for this
-    attempt; None: read the reply."""
+    attempt; None: read the reply.
+
+    A request carrying our call schema refused (4xx) generated nothing: it goes again without
+    the schema, free. A server error (5xx) may come after the generation (llama.cpp answers 500
+    when a structured reply cut at `max_tokens` does not parse as its tool-call format): a
+    retry of ours that errs ends its gate with the first reply, as when it cannot be reached;
+    sent again without the schema it would come back as prose. The agent's own request, which
+    carries the schema only at the force rung, goes again without it: what it would have sent."""
     if status >= 400:
-        if attempt.schema and not attempt.plain:
+        if attempt.schema and not attempt.plain and (status < 500 or attempt.gate is None):
             return Retry(attempt.gate, spends=False)  # the server takes no call schema: send it without
         if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
             return Deliver(GIVEN_UP[attempt.gate], first=True, gate=attempt.gate)

@@ -95,6 +95,26 @@ async def test_a_retry_the_upstream_refuses_ends_the_gate_with_the_first_reply(
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_retry_that_fails_at_the_server_ends_the_gate_without_asking_a_third_time(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """llama.cpp answers 500 when a structured reply cut at `max_tokens` does not parse as its
+    tool-call format: the schema was taken and a generation spent. The agent gets the model's
+    first reply; the retry is not sent again without the schema (it came back as prose)."""
+
+    async def cut(request: web.Request, raw: bytes) -> web.StreamResponse:
+        message = "The model produced output that does not match the expected peg-native format"
+        return web.json_response({"error": {"code": 500, "message": message, "type": "server_error"}}, status=500)
+
+    first = MISCALLS["unknown_tool"]
+    upstream.reply_with(reply(dialect, first), cut, reply(dialect, "I would run the tests."))
+    got = await post(proxy, body_for(dialect, Chat(), stream=False), path=PATHS[dialect])
+    assert got.status == 200 and got.body == reply_bytes(dialect, first)[0]
+    assert got.headers["X-Repair-Outcome"] == "no_action"
+    assert len(upstream.seen) == 2 and schema_sent(dialect, upstream.seen[1].json()) is not None
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 async def test_a_retry_whose_schema_is_refused_goes_again_without_it(
     proxy: TestServer, upstream: Upstream, dialect: str
 ) -> None:
