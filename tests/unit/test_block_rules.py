@@ -353,12 +353,42 @@ def test_a_no_op_edit_of_text_the_file_lacks_is_asked_again_with_the_lines_it_me
     )
 
 
-def test_a_no_op_edit_of_text_the_file_has_is_asked_in_words_only() -> None:
-    no_op = {**BAD_EDIT[1], "old_str": "    return int(a) + int(b) + 1", "new_str": "    return int(a) + int(b) + 1"}
-    rules = _rules([view(content=PARSE), ("str_replace_editor", {**no_op, "old_str": "y", "new_str": "y"}, NOT_FOUND)])
+def _no_op_refused(turns: list[Any], text: str) -> tuple[Any, Any]:
+    """(the refusal, the re-ask's edit) of a no-op edit of `text`, after one made already."""
+    no_op = {**BAD_EDIT[1], "old_str": text, "new_str": text}
+    rules = _rules([*turns, ("str_replace_editor", {**no_op, "old_str": "y", "new_str": "y"}, NOT_FOUND)])
     judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(no_op).decode(),)), rules)
     assert judgement.refusal is not None and judgement.refusal.pattern == "pointless_call"
-    assert judgement.refusal.pinned is None and "Write the real text" in judgement.refusal.instead
+    return judgement.refusal, rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+
+
+def test_a_no_op_edit_of_text_the_file_has_is_asked_again_with_that_text_held_the_new_text_its_own() -> None:
+    """The text to replace is right; only the replacement is missing. Asked in words to write the
+    real text, or to look again, Qwen2.5-Coder-1.5B viewed the file and sent the same no-op edit,
+    turn after turn (recovery bench, stack)."""
+    refusal, edit_ = _no_op_refused([view(content=PARSE)], "    return int(a) + int(b) + 1")
+    assert edit_.pinned == {
+        "command": "str_replace",
+        "path": "/workspace/src/parse.py",
+        "old_str": "    return int(a) + int(b) + 1",
+    }
+    assert "what replaces it must differ" in refusal.instead
+    held = edit_.call_schema["properties"]["arguments"]["properties"]
+    assert held["old_str"] == {"enum": ["    return int(a) + int(b) + 1"]} and "enum" not in held["new_str"]
+
+
+TWO_FUNCTIONS = PARSE + "     4\t\n     5\t\n     6\tdef unused(x):\n     7\t    return x\n"
+
+
+def test_a_no_op_edit_of_the_whole_file_is_held_to_the_function_the_failure_calls() -> None:
+    whole = "def parse(s):\n    a, b = s.split('+')\n    return int(a) + int(b) + 1\n\n\ndef unused(x):\n    return x"
+    _refusal, edit_ = _no_op_refused([test_run(), view(content=TWO_FUNCTIONS)], whole)
+    assert edit_.pinned["old_str"] == "def parse(s):\n    a, b = s.split('+')\n    return int(a) + int(b) + 1"
+
+
+def test_a_no_op_edit_of_text_not_holding_the_failing_function_keeps_its_own_text() -> None:
+    _refusal, edit_ = _no_op_refused([test_run(), view(content=TWO_FUNCTIONS)], "def unused(x):\n    return x")
+    assert edit_.pinned["old_str"] == "def unused(x):\n    return x"
 
 
 def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> None:

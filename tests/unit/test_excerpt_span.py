@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.excerpt import MAX_EXCERPT_LINES, closest_span
+from proxy.engine.reading.excerpt import MAX_EXCERPT_LINES, called_names, closest_span
 
 FILE = (
     "     1\timport re\n"
@@ -53,3 +53,29 @@ FILE = (
 )
 def test_the_lines_an_unmatched_old_str_meant(attempted: str, expected: str | None) -> None:
     assert closest_span(FILE, attempted) == expected
+
+
+STACK_FAILURE = (
+    "    def test_pop_returns_the_last_pushed():\n        s = Stack()\n        s.push(1)\n        s.push(2)\n"
+    ">       assert s.pop() == 2\nE       assert 1 == 2\nE        +  where 1 = pop()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "first"),
+    [
+        pytest.param(
+            STACK_FAILURE,
+            ("pop", "test_pop_returns_the_last_pushed", "Stack"),
+            id="the line it failed at first: pop, not the class",
+        ),
+        pytest.param(
+            STACK_FAILURE.replace(">       assert", "        assert"),
+            ("test_pop_returns_the_last_pushed", "Stack", "push", "pop"),
+            id="no line marked: in order",
+        ),
+        pytest.param("x = f(1)\n>   assert g(2)\n>   return h(3)\n", ("g", "h", "f"), id="every marked line, in order"),
+    ],
+)
+def test_the_names_a_failure_calls_start_with_the_line_it_failed_at(output: str, first: tuple[str, ...]) -> None:
+    assert called_names(output)[: len(first)] == first

@@ -116,6 +116,24 @@ def test_an_edit_since_the_read_means_the_lines_are_not_quoted_any_more() -> Non
     assert "old_str" not in text and "look at /workspace/calc.py as it is now" in text
 
 
+def test_an_edit_that_changed_nothing_since_the_read_leaves_the_lines_quoted() -> None:
+    """Its replacement is the text it replaces (what Qwen2.5-Coder-1.5B sent on the recovery bench,
+    stack: the whole file as both): the file is as the read showed it, so the lines are still
+    the ones to quote, not a look at the file again (asked to look, the model viewed it and sent
+    the same edit, turn after turn)."""
+    chat = (
+        Chat()
+        .turn(run())
+        .turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py", CALC))
+        .turn(edit("/workspace/calc.py", old="return a - b", new="return a - b"))
+        .turn(run())
+        .turn(run())
+    )
+    text = _nudge(chat)
+    quoted = orjson.dumps('def add(a, b):\n    """The sum of a and b."""\n    return a - b').decode()
+    assert f'"old_str":{quoted}' in text and "as it is now" not in text
+
+
 def test_force_pins_a_read_tool_then_an_edit_tool_once_everything_is_read() -> None:
     """At the force rung the pinned tool is the step the remedy asks for: with separate read and
     edit tools, `read_file` while the failing test is unread, `edit_file` once all of it is read."""

@@ -19,14 +19,14 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
 from __future__ import annotations
 
 from proxy.engine.detectors.base import RemedyContext
-from proxy.engine.reading.excerpt import closest_span
+from proxy.engine.reading.excerpt import closest_span, code_lines, excerpt
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 
-__all__ = ["held_edit", "meant"]
+__all__ = ["held_edit", "kept", "meant"]
 
 
 def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
@@ -54,6 +54,35 @@ def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None]
     if lines is None:
         return None
     return f"That text is not in {path}, a test: the code it tests is {code}. {lines[0]}", lines[1]
+
+
+def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
+    """What to ask for instead of an edit that changes nothing though its text to replace is in
+    the file as the agent last read it: that text kept, held by the schema (the function the
+    failure calls, whole, where the refused text holds it), what replaces it the model's to
+    write. Asked to look at the file again, Qwen2.5-Coder-1.5B viewed it and sent the same
+    whole-file edit, turn after turn (recovery bench, stack). None when it is no such edit."""
+    replaced = proposal.replaced()
+    path = next((w.path for w in proposal.writes), None)
+    vocabulary = context.vocabulary
+    if replaced is None or path is None or vocabulary is None:
+        return None
+    shown = context.repair.shown(path)
+    if shown is None or not replaced[1].strip():
+        return None
+    if replaced[1] not in "\n".join(text for _n, text in sorted(code_lines(shown).items())):
+        return None
+    called = excerpt(shown, context.repair.called)
+    lines = called if called is not None and called in replaced[1] else replaced[1]
+    call = vocabulary.edit(path, lines)
+    if call is None or call.name != proposal.name:
+        return None
+    goal = "changed so that the failing check passes" if context.repair.live else "as they should be"
+    return (
+        f"Its text to replace is in {path}; what replaces it must differ: {call.render()}, "
+        f"with {vocabulary.new_arg} those lines {goal}.",
+        call,
+    )
 
 
 def held_edit(path: str, refused: str, context: RemedyContext) -> Call | None:

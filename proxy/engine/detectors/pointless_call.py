@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.meant import meant
+from proxy.engine.detectors.meant import kept, meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.proposal import Proposal
@@ -105,12 +105,13 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
     """A no-op edit or a placeholder; where its text to replace is not in the file either, the
-    re-ask carries the lines it meant (or a look at the file), held by the schema (`meant`)."""
+    re-ask carries the lines it meant (or a look at the file), held by the schema (`meant`);
+    where it is, that text kept and held, the replacement asked for (`kept`)."""
     why = pointless(proposal.kind, proposal.arguments)
     if why is None:
         return None
     reason = f"{proposal.describe()} cannot do anything: {why}."
-    instead = meant(proposal, context)
+    instead = meant(proposal, context) or kept(proposal, context)
     if instead is None:
         return Refusal(
             NAME,

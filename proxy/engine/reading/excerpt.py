@@ -31,6 +31,7 @@ SPREAD = 2
 _NUMBERED = re.compile(r"^\s*(\d+)(?:\t|:|→)(.*)$")
 _DEFINITION = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(?P<name>\w+)")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_FAILED_AT = re.compile(r"^>[ \t]+(.*)$", re.MULTILINE)
 
 
 def code_lines(shown: str) -> dict[int, str]:
@@ -44,8 +45,11 @@ def code_lines(shown: str) -> dict[int, str]:
 
 
 def called_names(text: str) -> tuple[str, ...]:
-    """Names called in a failure's text, in order (`assert add(2, 3) == 5` -> `add`)."""
-    found = (n for n in _CALLED.findall(text) if not keyword.iskeyword(n))
+    """Names called in a failure's text (`assert add(2, 3) == 5` -> `add`): those on the lines it
+    failed at (pytest's `>`) first, then the rest in order. A test's whole body is shown, so
+    `s = Stack()` comes before the `s.pop()` that failed, and the class is not what to change."""
+    at = "\n".join(_FAILED_AT.findall(text))
+    found = (n for n in (*_CALLED.findall(at), *_CALLED.findall(text)) if not keyword.iskeyword(n))
     return tuple(dict.fromkeys(found))
 
 

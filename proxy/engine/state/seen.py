@@ -4,7 +4,7 @@ whole, what tells that an edit's text is not in it at all.
 
     cat f.py, an editor's view of f.py with no range   -> shown, and whole (unless cut short)
     sed -n '1,24p' f.py, a view with a range, grep      -> shown, in part
-    any write of f.py                                   -> forgotten
+    any write of f.py                                   -> forgotten (not an edit that changed nothing)
     a command whose writes cannot be told (inline code, `python apply_fix.py`, `git checkout
     -- f.py`: any command that is no read, search, test run or edit) -> everything forgotten
 """
@@ -68,7 +68,7 @@ def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...
     for c in calls:
         if _untold(c):
             kept = {}
-        elif c.mutates and c.outcome is not Outcome.FAIL:
+        elif c.mutates and not c.no_op and c.outcome is not Outcome.FAIL:
             written = {w.path for w in c.writes} | ({c.target} if c.target else set())
             kept = {} if not written else {p: t for p, t in kept.items() if p not in written}
         elif c.kind is CallKind.READ and c.target and c.outcome is not Outcome.FAIL and c.output.strip():
