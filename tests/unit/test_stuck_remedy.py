@@ -188,3 +188,60 @@ def test_a_forced_edit_from_an_editor_that_also_views_is_narrowed_to_its_edit_co
     sent = orjson.loads(planned.body)
     assert sent["response_format"]["json_schema"]["schema"] == schema
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "str_replace_editor"}}
+
+
+REPORT_FAILING = (
+    "    def test_room_temperature():\n>       assert describe(20) == '68.0F'\n"
+    "E       AssertionError: assert '59.0F' == '68.0F'\n\ntests/test_report.py:5: AssertionError\n"
+    "FAILED tests/test_report.py::test_room_temperature - AssertionError: assert '59.0F' == '68.0F'\n"
+    "1 failed in 0.02s\n[Command finished with exit code 1]"
+)
+REPORT = (
+    "     1\tfrom units import to_fahrenheit\n     2\t\n     3\t\n     4\tdef describe(celsius):\n"
+    "     5\t    value = to_fahrenheit(celsius)\n     6\t    return f'{value:.1f}F'\n"
+)
+UNITS = "     1\tdef to_fahrenheit(celsius):\n     2\t    return celsius * 9 / 5 + 23\n"
+
+
+def report_run() -> tuple[str, dict[str, str], str]:
+    return ("execute_bash", {"command": "cd /workspace && python -m pytest"}, REPORT_FAILING)
+
+
+EDITED = edit("/workspace/report.py", old="return f'{value:.1f}F'", new="return f'{value:.1f} F'")
+
+
+def _report_chat(*turns: tuple[str, dict[str, str], str]) -> Chat:
+    chat = Chat().turn(report_run()).turn(view("/workspace/tests/test_report.py"))
+    for turn in turns:
+        chat = chat.turn(turn)
+    return chat
+
+
+def test_once_an_edit_of_the_code_left_the_failure_the_function_it_imports_is_the_next_read() -> None:
+    """The fault is one call deeper, in another file (recovery bench, temps: the model edited
+    report.py again and again; the conversion is in units.py)."""
+    text = _nudge(_report_chat(EDITED, report_run(), view("/workspace/report.py", REPORT), report_run()))
+    assert (
+        "read `to_fahrenheit`, which the failing code calls, in /workspace/units.py: "
+        'call str_replace_editor with {"command":"view","path":"/workspace/units.py"}'
+    ) in text
+
+
+def test_before_any_edit_of_the_code_it_is_the_code_that_is_asked_for_a_change() -> None:
+    text = _nudge(_report_chat(view("/workspace/report.py", REPORT), report_run(), report_run()))
+    assert "units.py" not in text and "Make a change to /workspace/report.py" in text
+
+
+def test_once_the_imported_function_is_read_its_lines_are_the_ones_to_change() -> None:
+    looked = (view("/workspace/report.py", REPORT), view("/workspace/units.py", UNITS))
+    text = _nudge(_report_chat(EDITED, report_run(), *looked, report_run()))
+    quoted = orjson.dumps("def to_fahrenheit(celsius):\n    return celsius * 9 / 5 + 23").decode()
+    assert f'"path":"/workspace/units.py","old_str":{quoted}' in text
+
+
+def test_a_function_that_imports_nothing_it_calls_is_followed_nowhere() -> None:
+    local = REPORT.replace("from units import to_fahrenheit", "import units").replace(
+        "value = to_fahrenheit(celsius)", "value = units.to_fahrenheit(celsius)"
+    )
+    text = _nudge(_report_chat(EDITED, report_run(), view("/workspace/report.py", local), report_run()))
+    assert "units.py" not in text and "Make a different change to report.py" in text

@@ -2,18 +2,23 @@
 next step `stuck_same_diagnostic` names (and holds a one-shell re-ask to).
 
 The evidence, in order: the failing test, the line where it fails, the code the test exercises
-(by the runner's naming convention, `reading.under_test`); each path as the agent wrote the files
-it read or edited since the failure appeared.
+(by the runner's naming convention, `reading.under_test`), and once a change to that code left the
+failure as it was, the function it calls that its file imports from another module (`callee`:
+recovery bench, temps, where the fault is in `units.py` and the model edited `report.py` again and
+again); each path as the agent wrote the files it read or edited since the failure appeared.
 """
 
 from __future__ import annotations
 
 from proxy.engine.detectors.wording import resolve_path, working_dir
+from proxy.engine.reading.excerpt import code_lines, excerpt
+from proxy.engine.reading.imports import imported_callees
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call, Vocabulary
+from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 
-__all__ = ["edit_target", "evidence_to_read", "next_read", "resolved"]
+__all__ = ["callee", "edit_target", "evidence_to_read", "next_read", "resolved"]
 
 
 def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
@@ -30,7 +35,32 @@ def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
     tested = code_under_test(p.test_file) if p.test_file else None
     if tested and tested != p.source_file:
         options.append((tested, None, "the code the failing test exercises"))
+    if (deeper := callee(state)) is not None:
+        options.append((deeper[0], None, f"`{deeper[1]}`, which the failing code calls,"))
     return options
+
+
+def callee(state: RepairState) -> tuple[str, str] | None:
+    """(its file, its name) of the first function the failing code calls that the code's file
+    imports from another module, once an edit of that file left the failure as it was: the
+    fault may be one call deeper. None before such an edit, or while the code is not read."""
+    p = state.pointers
+    tested = code_under_test(p.test_file) if p.test_file else None
+    code = tested or (p.source_file if p.source_file != p.test_file else None)
+    if code is None or not state.edits_on_failure:
+        return None
+    full = resolved(state, code)
+    shown = state.shown(full)
+    if shown is None or not any(same_file(e, full) for e in state.edited_since_failure):
+        return None
+    function = excerpt(shown, state.called)
+    found = imported_callees(function, _source(shown), full) if function is not None else ()
+    return (found[0][1], found[0][0]) if found else None
+
+
+def _source(shown: str) -> str:
+    """The file's text as a read showed it, line numbers off."""
+    return "\n".join(text for _n, text in sorted(code_lines(shown).items()))
 
 
 def resolved(state: RepairState, path: str) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import edit_target, next_read
+from proxy.engine.detectors.failure_reads import callee, edit_target, next_read
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.reading.excerpt import excerpt
 from proxy.engine.reading.proposal import Proposal
@@ -123,7 +123,8 @@ def _lines_to_change(state: RepairState) -> str | None:
         return None
     p = state.pointers
     line = p.source_line if p.source_file and state.shown(p.source_file) is shown else None
-    return excerpt(shown, state.called, line)
+    deeper = callee(state)
+    return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
 
 
 def _next_step(context: RemedyContext) -> str:

@@ -1,0 +1,60 @@
+"""Where a Python file's imported names come from: the file of the module that defines a function
+the failing code calls, so that a failure whose fault is one call deeper can be followed there.
+
+    from units import to_fahrenheit          -> to_fahrenheit: units.py, beside the importing file
+    from .units import to_fahrenheit as f    -> f: the same
+    from ..core.units import convert         -> convert: core/units.py, beside the parent folder
+    from pkg.units import convert            -> convert: pkg/units.py, beside the importing file
+                                                (a package the file's folder holds; where the
+                                                project's root is another folder, the agent's read
+                                                of it fails and says so)
+
+Not followed: `import units` (its calls are `units.f(...)`, a name the module defines only at run
+time), `import *`, a module of the standard library or of a package installed (only what the
+project's own folder holds is read, and none is known here: a name whose file is not beside the
+importer is still a path to look at, never a claim that it exists).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from proxy.engine.reading.excerpt import called_names
+
+__all__ = ["imported_callees"]
+
+_FROM = re.compile(r"^from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^#\n]*))", re.MULTILINE)
+_NAME = re.compile(r"^(\w+)(?:\s+as\s+(\w+))?$")
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
+
+
+def imported_callees(code: str, source: str, path: str) -> tuple[tuple[str, str], ...]:
+    """(name, module file) of each function `code` calls (in order) that `source`, the file at
+    `path` holding it, imports by name from another module; the module's file as a path beside
+    `path`'s folder."""
+    imported = _imports(source, posixpath.dirname(path))
+    own = _DEF.match(code)
+    return tuple(
+        (name, imported[name])
+        for name in called_names(code)
+        if name in imported and (own is None or name != own.group(1))
+    )
+
+
+def _imports(source: str, folder: str) -> dict[str, str]:
+    """Each name imported `from module import name`, with the module's file."""
+    found: dict[str, str] = {}
+    for match in _FROM.finditer(source):
+        dots, module, grouped, names = match.groups()
+        if not module:  # `from . import x`: a module, not a function
+            continue
+        base = folder
+        for _ in range(max(0, len(dots) - 1)):
+            base = posixpath.dirname(base)
+        where = posixpath.join(base, module.replace(".", "/") + ".py") if base else module.replace(".", "/") + ".py"
+        for item in (grouped or names).split(","):
+            named = _NAME.match(item.strip())
+            if named is not None:
+                found.setdefault(named.group(2) or named.group(1), where)
+    return found
