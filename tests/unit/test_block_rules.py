@@ -500,6 +500,9 @@ def test_code_sent_as_an_edit_of_its_test_is_asked_for_a_look_at_a_code_file_the
 
 WHOLE = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s):\n    return int(a) + int(b) + 1\n")
 PART = ("execute_bash", {"command": "sed -n '1,1p' /workspace/parse.py"}, "def parse(s):\n")
+FIRST_24 = ("execute_bash", {"command": "sed -n '1,24p' /workspace/parse.py"}, WHOLE[2])
+HEAD_2 = ("execute_bash", {"command": "head -n 2 /workspace/parse.py"}, WHOLE[2])
+HEAD_24 = ("execute_bash", {"command": "head -24 /workspace/parse.py"}, WHOLE[2])
 ABSENT = ("execute_bash", {"command": "sed -i 's/return a + b + 1/return a + b/' /workspace/parse.py"})
 
 
@@ -509,10 +512,21 @@ OWN_SCRIPT = ("execute_bash", {"command": "python apply_fix.py"}, "patched")
 
 @pytest.mark.parametrize(
     ("reads", "refused"),
-    [((WHOLE,), True), ((PART,), False), ((WHOLE, INLINE), False), ((WHOLE, OWN_SCRIPT), False)],
+    [
+        ((WHOLE,), True),
+        ((PART,), False),
+        ((FIRST_24,), True),
+        ((HEAD_24,), True),
+        ((HEAD_2,), False),
+        ((WHOLE, INLINE), False),
+        ((WHOLE, OWN_SCRIPT), False),
+    ],
     ids=[
         "the file read whole",
         "the file read in part",
+        "its first 24 lines asked for, 2 printed: the file ended first (recovery bench, leap)",
+        "head -24, the same",
+        "its first 2 lines asked for, 2 printed: more may follow",
         "the file read whole, then inline code that may have written it",
         "the file read whole, then a script of the agent's own run",
     ],

@@ -3,6 +3,7 @@ quotes (the lines to replace, exactly as the file has them), and, where a read s
 whole, what tells that an edit's text is not in it at all.
 
     cat f.py, an editor's view of f.py with no range   -> shown, and whole (unless cut short)
+    sed -n '1,24p' f.py, head -n 24 f.py: 13 lines out -> the same (the file ended first)
     sed -n '1,24p' f.py, a view with a range, grep      -> shown, in part
     any write of f.py                                   -> forgotten (not an edit that changed nothing)
     a command whose writes cannot be told (inline code, `python apply_fix.py`, `git checkout
@@ -11,6 +12,7 @@ whole, what tells that an edit's text is not in it at all.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from proxy.engine.reading.commands import read_command
@@ -31,23 +33,41 @@ _PARTIAL_ARGS = frozenset({"view_range", "offset", "limit", "start_line", "end_l
 """An editor's arguments that show part of a file."""
 _CUT = ("<output_head>", "<output_tail>", "elided", "truncated", "clipped", "omitted", "[...")
 """What a harness writes where it shortened an output."""
+_SED_FIRST = re.compile(r"^1,(\d+)p$")
 _TOLD = frozenset({CallKind.READ, CallKind.SEARCH, CallKind.VERIFY, CallKind.EDIT})
 """Calls whose writes can be told: none (reads, searches, checks) or the files they name (edits).
 Any other command may write anything, as may inline code (a probe)."""
 
 
 def reads_whole(call: ObservedCall) -> bool:
-    """The read showed its file whole: `cat f` alone (or an editor's view with no range), its
-    output short enough to be kept whole and not shortened by the agent's harness."""
+    """The read showed its file whole: `cat f` alone (or an editor's view with no range), or its
+    first N lines when fewer came out, its output short enough to be kept whole and not
+    shortened by the agent's harness."""
     if call.kind is not CallKind.READ or len(call.output) >= _SEEN_CHARS or any(m in call.output for m in _CUT):
         return False
     if call.command is None:
         return not (_PARTIAL_ARGS & set(call.call.arguments or {}))
     segments = read_command(call.command).segments
-    if len(segments) != 1 or segments[0].program != "cat":
+    if len(segments) != 1:
         return False
-    flags = {w for w in segments[0].words[1:] if w.startswith("-")}
-    return len(segments[0].words) - len(flags) == 2 and flags <= {"-n"}  # `cat [-n] f`
+    words = segments[0].words
+    if segments[0].program != "cat":
+        upto = _first_lines(words)
+        return upto is not None and len(call.output.rstrip("\n").splitlines()) < upto
+    flags = {w for w in words[1:] if w.startswith("-")}
+    return len(words) - len(flags) == 2 and flags <= {"-n"}  # `cat [-n] f`
+
+
+def _first_lines(words: tuple[str, ...]) -> int | None:
+    """N of a read of a file's first N lines, `sed -n '1,Np' f` or `head -n N f` (`head -N f`):
+    a read that printed fewer lines than that showed the whole file."""
+    if len(words) == 4 and words[:2] == ("sed", "-n") and (m := _SED_FIRST.match(words[2])):
+        return int(m.group(1))
+    if len(words) == 4 and words[:2] == ("head", "-n") and words[2].isdigit():
+        return int(words[2])
+    if len(words) == 3 and words[0] == "head" and words[1][1:].isdigit() and words[1].startswith("-"):
+        return int(words[1][1:])
+    return None
 
 
 def _untold(call: ObservedCall) -> bool:
