@@ -11,7 +11,7 @@ again); each path as the agent wrote the files it read or edited since the failu
 from __future__ import annotations
 
 from proxy.engine.detectors.wording import resolve_path, working_dir
-from proxy.engine.reading.excerpt import code_lines, excerpt
+from proxy.engine.reading.excerpt import excerpt, file_text
 from proxy.engine.reading.imports import imported_callees
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call, Vocabulary
@@ -54,13 +54,8 @@ def callee(state: RepairState) -> tuple[str, str] | None:
     if shown is None or not any(same_file(e, full) for e in state.edited_since_failure):
         return None
     function = excerpt(shown, state.called)
-    found = imported_callees(function, _source(shown), full) if function is not None else ()
+    found = imported_callees(function, file_text(shown), full) if function is not None else ()
     return (found[0][1], found[0][0]) if found else None
-
-
-def _source(shown: str) -> str:
-    """The file's text as a read showed it, line numbers off."""
-    return "\n".join(text for _n, text in sorted(code_lines(shown).items()))
 
 
 def resolved(state: RepairState, path: str) -> str:

@@ -19,7 +19,7 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
 from __future__ import annotations
 
 from proxy.engine.detectors.base import RemedyContext
-from proxy.engine.reading.excerpt import closest_span, code_lines, excerpt
+from proxy.engine.reading.excerpt import closest_span, excerpt, file_text
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call
@@ -70,7 +70,7 @@ def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
     shown = context.repair.shown(path)
     if shown is None or not replaced[1].strip():
         return None
-    if replaced[1] not in "\n".join(text for _n, text in sorted(code_lines(shown).items())):
+    if replaced[1] not in file_text(shown):
         return None
     called = excerpt(shown, context.repair.called)
     lines = called if called is not None and called in replaced[1] else replaced[1]

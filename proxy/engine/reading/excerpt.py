@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
-__all__ = ["MAX_EXCERPT_LINES", "called_names", "closest_span", "code_lines", "excerpt"]
+__all__ = ["MAX_EXCERPT_LINES", "called_names", "closest_span", "code_lines", "excerpt", "file_text"]
 
 MAX_EXCERPT_LINES = 30
 """A longer function is not quoted whole (the model would copy it back with one slip): look instead."""
@@ -42,6 +42,11 @@ def code_lines(shown: str) -> dict[int, str]:
     if numbered and len(numbered) * 5 >= len([line for line in lines if line.strip()]) * 4:
         return {int(m.group(1)): m.group(2) for m in numbered}
     return dict(enumerate(lines, start=1))
+
+
+def file_text(shown: str) -> str:
+    """The file's text as a read showed it, line numbers off."""
+    return "\n".join(text for _n, text in sorted(code_lines(shown).items()))
 
 
 def called_names(text: str) -> tuple[str, ...]:
