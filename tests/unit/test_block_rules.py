@@ -214,6 +214,10 @@ TEST_READ = ("execute_bash", {"command": "sed -n '1,27p' /workspace/tests/test_p
 CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
 
 
+HELD_SED = r"^sed -i '[^']*' (/workspace/parse\.py|(\./)?parse\.py)$"
+"""An in-place sed of parse.py, named as the agent wrote it or by its name from its folder."""
+
+
 def test_a_one_shell_agent_is_refused_the_check_at_once_where_the_next_read_can_be_held_to_its_command() -> None:
     """With one shell for everything the re-ask cannot be narrowed to another tool, but it can be
     held to the next read's exact command: the quiet rule (refused from the first failure, only
@@ -228,7 +232,7 @@ def test_a_one_shell_agent_that_read_everything_is_refused_the_check_at_once_and
     the model's to write)."""
     judgement = _one_shell_judgement(test_run(), TEST_READ, CODE_READ)
     assert judgement.refusal is not None and judgement.refusal.pinned is not None
-    assert dict(judgement.refusal.pinned.arguments) == {"command": Shaped(r"^sed -i .*parse\.py$")}
+    assert dict(judgement.refusal.pinned.arguments) == {"command": Shaped(HELD_SED)}
 
 
 def test_a_one_shell_agent_whose_code_file_could_not_be_read_is_refused_only_from_the_third_failure() -> None:
@@ -275,7 +279,7 @@ def test_a_refused_check_in_a_one_shell_agent_is_asked_for_an_edit_of_the_file_o
     assert refusal.pinned is not None and "Make a change" in refusal.instead
     assert edit_.tool_choice == "execute_bash"
     held = edit_.call_schema["properties"]["arguments"]["properties"]["command"]
-    assert held == {"type": "string", "pattern": r"^sed -i .*parse\.py$"}
+    assert held == {"type": "string", "pattern": HELD_SED}
 
 
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:
@@ -458,7 +462,7 @@ def test_a_one_shell_agent_repeating_its_sed_is_refused_with_the_failure_it_left
     refusal = judgement.refusal
     assert refusal is not None and refusal.pattern == "redone_edit"
     assert "as that edit left it" in refusal.reason and "assert 4 == 3" in refusal.instead
-    assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(r"^sed -i .*parse\.py$")
+    assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(HELD_SED)
 
 
 TEST_FILE = "/workspace/tests/test_parse.py"
@@ -549,3 +553,35 @@ def test_a_substitution_of_text_the_file_does_not_have_is_refused_only_where_the
     assert judgement.refusal is not None and judgement.refusal.pattern == "unmatched_edit"
     assert "    return int(a) + int(b) + 1" in judgement.refusal.instead
     assert judgement.refusal.pinned is not None
+
+
+LEAP_TEST = ("execute_bash", {"command": "sed -n '1,24p' /workspace/tests/test_leap.py"}, "from leap import is_leap\n\n\ndef test_century():\n    assert not is_leap(1900)\n")  # fmt: skip
+LEAP_CODE = ("execute_bash", {"command": "cat /workspace/leap.py"}, 'def is_leap(year):\n    """True for Gregorian leap years."""\n    return year % 4 == 0\n')  # fmt: skip
+LEAP_RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest"}, "@pytest_addition_a")
+
+
+@pytest.mark.parametrize(
+    ("text", "holder"),
+    [("True for Gregorian leap years.", "/workspace/leap.py"), ("Julian calendar", None)],
+    ids=["the code's docstring, which leap.py has: held to leap.py", "text no file has: the test's own re-ask"],
+)
+def test_a_substitution_sent_to_the_test_of_text_its_code_has_is_asked_again_in_that_code(
+    text: str, holder: str | None
+) -> None:
+    """Recovery bench, leap (one shell): `sed -i 's/True for Gregorian leap years./.../' tests/test_leap.py`,
+    the code's docstring sent to its test (`.` read as any character; the test read whole by a
+    `sed -n '1,24p'` that printed fewer lines)."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in (LEAP_RUN, LEAP_TEST, LEAP_CODE):
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    proposal = {"command": f"sed -i 's/{text}/X/g' /workspace/tests/test_leap.py"}
+    judgement = judge(ReplyView("", ("execute_bash",), (orjson.dumps(proposal).decode(),)), planned.decision.reply)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "unmatched_edit"
+    held = judgement.refusal.pinned.arguments["command"].pattern
+    if holder is None:
+        assert "test_leap" in held and "is in" not in judgement.refusal.instead
+    else:
+        assert f"is in {holder}, the file that has it" in judgement.refusal.instead
+        assert "test_leap" not in held and "leap" in held

@@ -58,7 +58,8 @@ SOUGHT = [
     ("sed -i 's/^    return/    yield/' f.py", Sought("    return", start=True)),
     ("sed -i 's/x == 0$/x != 0/' f.py", Sought("x == 0", end=True)),
     ("sed -i 's/a - b/a + b/' f.py", Sought("a - b")),
-    ("sed -i 's/^a.b$/c/' f.py", None),  # `.` matches any character
+    ("sed -i 's/^a.b$/c/' f.py", Sought("a.b", start=True, end=True, wild=True)),  # `.` matches any character
+    ("sed -i 's/a*b/c/' f.py", None),  # `*`: not followed
     ("sed -i 's/^a\\$/c/' f.py", None),  # an escaped `$` is no anchor
 ]
 
@@ -75,3 +76,15 @@ def test_a_line_anchored_text_is_found_only_on_a_line_that_starts_or_ends_with_i
     assert whole.found_in("     1\tdef f(x):\n     2\treturn x == 0\n")  # an editor's numbered view
     assert Sought("    return x", start=True).found_in("     2\t    return x == 0\n")
     assert not Sought("x == 1", end=True).found_in("    return x == 1 or y\n")
+
+
+def test_a_pattern_with_any_character_is_found_only_where_some_line_matches_it() -> None:
+    """Recovery bench, leap (one shell): `s/True for Gregorian leap years./.../` sent to the test,
+    which has no such line; in the code file, where it is, it would change it."""
+    dotted = sought("sed -i 's/True for Gregorian leap years./X/g' tests/test_leap.py")
+    assert dotted is not None and dotted.wild
+    assert not dotted.found_in("from leap import is_leap\n\n\ndef test_century_is_not_leap():\n")
+    assert dotted.found_in('def is_leap(year):\n    """True for Gregorian leap years."""\n')
+    assert dotted.found_in('     2\t    """True for Gregorian leap yearsX"""\n')  # any character, numbered view
+    assert not Sought("a.c", start=True, wild=True).found_in("  abc\n")  # held to the line's start
+    assert not Sought("a.c", wild=True).found_in("a\nc\n")  # never across a line's end

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jsonschema
 import orjson
 import pytest
@@ -102,3 +104,48 @@ def test_render_is_copyable_json() -> None:
 def test_evidence_paths_are_written_the_agents_way(path: str, known: list[str], cwd: str, expected: str) -> None:
     """Relative paths from a runner become the agent's absolute paths when the transcript shows them."""
     assert resolve_path(path, known, cwd) == expected
+
+
+SED = 'sed -i \'s/VOWELS = "aeio"/VOWELS = "aeiou"/\' '
+
+
+@pytest.mark.parametrize(
+    ("path", "operand", "held"),
+    [
+        ("/w/vowels/vowels.py", "vowels.py", True),
+        ("/w/vowels/vowels.py", "./vowels.py", True),
+        ("/w/vowels/vowels.py", "/w/vowels/vowels.py", True),
+        ("/w/vowels/vowels.py", "tests/test_vowels.py", False),
+        ("/w/vowels/vowels.py", "tests/vowels.py", False),
+        ("/w/vowels/vowels.py", "/w/other/vowels.py", False),
+        ("src/vowels.py", "src/vowels.py", True),
+        ("src/vowels.py", "vowels.py", False),
+        ("src/vowels.py", "src/vowels.py && python -m pytest", False),
+    ],
+    ids=[
+        "by its name, from its folder",
+        "the same, with ./",
+        "as the agent wrote it",
+        "the test of that name: refused (recovery bench, vowels)",
+        "a file of that name elsewhere, which does not exist: refused (the same)",
+        "another absolute path: refused",
+        "a relative path, as written",
+        "a relative path by its name alone: another file",
+        "nothing after the file",
+    ],
+)
+def test_an_edit_through_the_one_shell_is_held_to_its_file_and_no_other_of_that_name(
+    path: str, operand: str, held: bool
+) -> None:
+    call = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit(path)
+    assert call is not None
+    pattern = call.arguments["command"].pattern
+    assert bool(re.match(pattern, SED + operand)) is held
+
+
+def test_the_held_sed_script_is_one_single_quoted_word() -> None:
+    """Nothing but the quoted script comes before the file: no room to write past the name."""
+    pattern = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit("vowels.py").arguments["command"]
+    assert not re.match(pattern.pattern, "sed -i 's/a/b/' tests/test_vowels.py vowels.py")
+    assert not re.match(pattern.pattern, 'sed -i "s/a/b/" vowels.py')
+    assert re.match(pattern.pattern, "sed -i 's|a/b|c|g' vowels.py")

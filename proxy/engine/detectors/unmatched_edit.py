@@ -13,9 +13,13 @@ Block: such a substitution proposed while a failure is live is refused (`block`,
 asked again with the lines of the file it was meant to match, as the read showed them, held to
 an in-place edit of that file where the agent has one shell.
 
+Where another file the agent read has that text (the code's line sent as an edit of its test),
+the re-ask names that file and is held to an edit of it.
+
 Must never fire on: a substitution whose text is in the file; a file read in part (`sed -n`,
-`head`, a view with a range) or cut short by the harness, or changed since it was read; a
-substitution that is not literal (a regular expression, a back-reference).
+`head`, a view with a range, unless it printed fewer lines than asked: the file ended) or cut
+short by the harness, or changed since it was read; a substitution that is not literal but for
+`.` (a back-reference, `*`, a group).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from proxy.engine.detectors.meant import held_edit
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.excerpt import closest_span
 from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.sed import sought
+from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.seen import missed
 from proxy.settings.kinds import Action, CallKind
@@ -109,7 +115,20 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
         return None
     text, path, shown = found
     reason = f"{proposal.describe()} would change nothing: `{text}` is not in {path} as you last saw it whole."
+    holder = _holder(proposal.command, path, context.repair)
+    if holder is not None:  # the code's text sent to its test (recovery bench, leap: the docstring)
+        instead = f"`{text}` is in {holder}, the file that has it: substitute it there."
+        return Refusal(NAME, reason, instead, pinned=held_edit(holder, proposal.name, context))
     return Refusal(NAME, reason, _meant(text, path, shown), pinned=held_edit(path, proposal.name, context))
+
+
+def _holder(command: str | None, path: str, repair: RepairState) -> str | None:
+    """Another file the agent read that has the text the substitution looks for (the most
+    recently read first); None when none has."""
+    found = sought(command) if command else None
+    if found is None:
+        return None
+    return next((k for k, text in reversed(repair.seen) if not same_file(k, path) and found.found_in(text)), None)
 
 
 DETECTOR = Detector(

@@ -6,7 +6,9 @@ the file as the agent last saw it.
 
     sed -i 's/return a - b/return a + b/' calc.py     -> ("return a - b", "return a + b")
     sed -i.bak -e 's|x = 1|x = 2|g' f.py               -> ("x = 1", "x = 2")
-    sed -i 's/a.b/c/' f.py, sed -i 's/a/\\1/' f.py     -> None (a pattern or replacement that is not literal)
+    sed -i 's/a/\\1/' f.py, sed -i 's/a*b/c/' f.py      -> None (a pattern or replacement that is not literal)
+    sed -i 's/a.b/c/' f.py                            -> looks for `a`, any character, `b` (`Sought.wild`);
+                                                         no plain text to write (`substitution`: None)
     sed -i 's/a/b/; s/c/d/' f.py, sed -n 1,5p f.py     -> None (not one substitution in place)
 """
 
@@ -43,10 +45,14 @@ class Sought:
     text: str
     start: bool = False
     end: bool = False
+    wild: bool = False
+    """Its `.` match any character (a basic expression's one special character it has)."""
 
     def found_in(self, shown: str) -> bool:
         """Whether a file that reads `shown` (as `cat` prints it, or an editor's numbered view) has
         it; in doubt (a line that may or may not carry a view's number), it has."""
+        if self.wild:
+            return self._matched_in(shown)
         if not (self.start or self.end):
             return self.text in shown
         for raw in shown.splitlines():
@@ -56,6 +62,13 @@ class Sought:
                     return True
         return False
 
+    def _matched_in(self, shown: str) -> bool:
+        """`found_in` for a pattern with `.`: matched line by line, as sed reads a file."""
+        body = ".".join(re.escape(part) for part in self.text.split("."))
+        pattern = re.compile(("^" if self.start else "") + body + ("$" if self.end else ""))
+        lines = shown.splitlines()
+        return any(pattern.search(line) for raw in lines for line in {raw, _NUMBERED.sub("", raw, count=1)})
+
 
 def sought(command: str) -> Sought | None:
     """What the one in-place `sed` substitution `command` runs looks for, when it is literal but
@@ -64,7 +77,7 @@ def sought(command: str) -> Sought | None:
     if found is None:
         return None
     pattern, _replacement, start, end = found
-    return Sought(pattern, start, end)
+    return Sought(pattern, start, end, "." in pattern)
 
 
 def _the_one(command: str, anchors: bool) -> tuple[str, str, bool, bool] | None:
@@ -105,6 +118,7 @@ def _literal(script: str, special: frozenset[str], anchors: bool) -> tuple[str, 
     start = anchors and pattern.startswith("^")
     end = anchors and pattern.endswith("$") and not pattern.endswith("\\$")
     pattern = pattern[1 if start else 0 : -1 if end else None]
+    special = special - {"."} if anchors else special  # what it looks for, `.` and all; what it writes, plain
     if not pattern or special & set(pattern) or "\\" in replacement or "&" in replacement or "\n" in script:
         return None
     return pattern, replacement, start, end
