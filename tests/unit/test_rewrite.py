@@ -88,3 +88,28 @@ def test_an_anchor_with_its_position_stays_at_its_turn_when_a_server_reuses_ids(
         {"role": "tool", "tool_call_id": "call_9", "content": "x"},
     ]
     assert anchor_positions(unique, {"call_9@40"}) == {"call_9@40": 2}
+
+
+def test_an_anchor_is_found_where_a_full_read_of_the_answers_would_find_it() -> None:
+    """An `id@index` anchor whose message still answers its id is found there without a pass over
+    the messages; every anchor, moved or not, lands where the last answer of its id (or, for an id
+    answered more than once, its own answering index) says: a reference read of the whole list."""
+    messages: list[object] = [{"role": "user", "content": "task"}]
+    for k in range(6):
+        call = "call_0" if k % 2 else f"call_{k}"
+        messages.append({"role": "assistant", "tool_calls": [{"id": call, "type": "function"}]})
+        messages.append({"role": "tool", "tool_call_id": call, "content": "out"})
+    anchors = {"call_0@4", "call_0@8", "call_0@99", "call_2@6", "call_2@1", "call_4", "gone@3", "a@b@10", "x@²"}
+
+    def reference(anchor: str) -> int | None:
+        call_id, at, index = anchor.rpartition("@")
+        if not at or not index.isdigit():
+            call_id, index = anchor, ""
+        answers = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("tool_call_id") == call_id]
+        if index.isdecimal() and int(index) in answers:
+            return int(index)
+        return answers[-1] if answers else None
+
+    expected = {a: reference(a) for a in anchors}
+    assert anchor_positions(messages, anchors) == {a: i for a, i in expected.items() if i is not None}
+    assert expected["call_0@99"] == 12 and expected["call_2@1"] == 6 and expected["call_0@4"] == 4

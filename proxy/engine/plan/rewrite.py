@@ -7,7 +7,7 @@ warm. Nothing is ever placed between an assistant's tool calls and their results
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import count, repeat
 from typing import Any
 
@@ -27,46 +27,34 @@ def _end_of_results(messages: Sequence[Any], index: int) -> int:
     return end
 
 
-def _answered_at(messages: Sequence[Any]) -> tuple[dict[Any, int], dict[Any, int]]:
-    """Each tool call id answered in `messages` -> the index of the last and of the first message
-    answering it. Read at C speed (no Python step per message) when every message is an object
-    and every id hashable, as they are from any agent; otherwise one message at a time. When no
-    id is answered twice (as from most servers), the first answer of each is its last: one map
-    serves as both."""
+def _answered_at(messages: Sequence[Any]) -> dict[Any, int]:
+    """Each tool call id answered in `messages` -> the index of the last message answering it.
+    Read at C speed (no Python step per message) when every message is an object and every id
+    hashable, as they are from any agent; otherwise one message at a time."""
     try:
-        ids = list(map(dict.get, messages, repeat("tool_call_id")))
-        last = dict(zip(ids, count()))
-        nones = ids.count(None)
-        if len(last) - (nones > 0) == len(ids) - nones:  # every id but None answered once
-            return last, last
-        first = dict(zip(reversed(ids), count(len(ids) - 1, -1)))
-        return last, first
+        return dict(zip(map(dict.get, messages, repeat("tool_call_id")), count()))
     except TypeError:
         found: dict[Any, int] = {}
-        earliest: dict[Any, int] = {}
         for index, message in enumerate(messages):
             call_id = message.get("tool_call_id") if isinstance(message, dict) else None
             if isinstance(call_id, str):
                 found[call_id] = index
-                earliest.setdefault(call_id, index)
-        return found, earliest
+        return found
 
 
-def _by_id(anchor: str, last: Mapping[Any, int], first: Mapping[Any, int], messages: Sequence[Any]) -> int | None:
-    """Where an `id@index` anchor (or a bare id) stands: where its id is answered, when only one
-    message answers it; else at its own index, when that message answers the id (a server that
-    gives every call the same id); else at the id's last answer."""
+def _by_id(anchor: str, messages: Sequence[Any], answered: Callable[[], Mapping[Any, int]]) -> int | None:
+    """Where an `id@index` anchor (or a bare id) stands: at its own index, when that message
+    answers the id (the id's only answer, or one of several, from a server that gives every call
+    the same id); else at the id's last answer (`answered`, read only then: an anchor whose result
+    has not moved costs no pass over the messages)."""
     call_id, at, index = anchor.rpartition("@")
     if not at or not index.isdigit():
         call_id, index = anchor, ""
-    found = last.get(call_id)
-    if found is None or found == first.get(call_id) or not index:
-        return found
-    position = int(index)
+    position = int(index) if index.isdecimal() else len(messages)  # isdigit() alone admits '²'
     at_position = messages[position] if position < len(messages) else None
     if isinstance(at_position, dict) and at_position.get("tool_call_id") == call_id:
         return position
-    return found
+    return answered().get(call_id)
 
 
 def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, int]:
@@ -74,9 +62,15 @@ def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, in
     of tool results that follows the anchor's result). Calls without ids (legacy
     `function_call`, servers that send none) are anchored by their assistant message's index."""
     found: dict[str, int] = {}
-    last, first = _answered_at(messages)
+    answers: list[dict[Any, int]] = []
+
+    def answered() -> dict[Any, int]:
+        if not answers:
+            answers.append(_answered_at(messages))
+        return answers[0]
+
     for anchor in anchors:
-        index = _by_id(anchor, last, first, messages)
+        index = _by_id(anchor, messages, answered)
         if index is not None:
             found[anchor] = _end_of_results(messages, index)
     for anchor in anchors - found.keys():
