@@ -22,11 +22,9 @@ is the same (the same failing test, under an id the server reuses) differ in the
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
 from typing import Any
 
 import orjson
@@ -67,14 +65,26 @@ class Resume:
 def numbered(before: Sequence[str], identities: Sequence[str]) -> list[str]:
     """Each call identity with how many times the same one came before it (`before` first): a
     server that reuses ids makes the same command with the same output the same identity, and
-    its third run is still not its first. (`before` is counted at C speed: it is every call
-    folded so far, up to `FOLDED_IDS`, read on every request.)"""
-    counts = Counter(map(itemgetter(0), map(str.rpartition, before, repeat("#"))))
+    its third run is still not its first. (`before` is every call folded so far, up to
+    `FOLDED_IDS`, read on every request: it is searched, at C speed, for the identities asked
+    about only, a turn's one or few, not counted whole.)"""
+    counts: dict[str, int] = {}
     out = []
     for identity in identities:
+        if identity not in counts:
+            counts[identity] = _occurrences(before, identity)
         out.append(f"{identity}#{counts[identity]}")
         counts[identity] += 1
     return out
+
+
+def _occurrences(keys: Sequence[str], identity: str) -> int:
+    """How many of `keys` number `identity` (its part before the last `#`, as `unnumbered` reads it)."""
+    if not identity:
+        return sum(1 for key in keys if not key.rpartition("#")[0])
+    prefix = identity + "#"
+    candidates = compress(keys, map(str.startswith, keys, repeat(prefix)))
+    return sum(1 for key in candidates if "#" not in key[len(prefix) :])
 
 
 def unnumbered(keys: Sequence[str]) -> frozenset[str]:
