@@ -8,9 +8,9 @@ turns a plan back into values, for a body written whole rather than spliced.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, islice
+from itertools import compress, count
 from operator import is_, not_
 from typing import Any
 
@@ -54,8 +54,37 @@ def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept 
     """The items of a new array whose `values` are original elements (the same objects as in
     `originals`) and new ones: each stretch of original elements that follow each other in
     both is one `Kept`, so an array of hundreds of messages with a few inserted is a few items.
-    (Each element's lookup and each stretch's extent are found at C speed: the Python loop runs
-    once per item, not once per element.)"""
+    (Each stretch's extent is found at C speed from where it starts: the Python loop runs once
+    per item, not once per element. Where no element is there twice, the original after the last
+    stretch is tried first, and only an original out of that order is looked up in a map of them
+    all: an array with elements inserted, as a rewrite makes it, needs none.)"""
+    known = set(map(id, originals))
+    if len(known) < len(originals):
+        return _by_map(originals, values)  # an object there twice: the map's choice of the two
+    where: dict[int, int] | None = None
+    items: list[Kept | Fresh] = []
+    at, total, following = 0, len(values), 0
+    while at < total:
+        value = values[at]
+        if following < len(originals) and originals[following] is value:
+            index = following
+        elif id(value) not in known:
+            items.append(Fresh(value))
+            at += 1
+            continue
+        else:
+            where = where if where is not None else dict(zip(map(id, originals), count()))
+            index = where[id(value)]
+        length = _stretch(originals, index, values, at)
+        items.append(Kept(index, length))
+        at += length
+        following = index + length
+    return items
+
+
+def _by_map(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept | Fresh]:
+    """`kept_or_fresh`, every value looked up in a map of the originals (an object there twice
+    maps to its last place)."""
     where = dict(zip(map(id, originals), count()))
     items: list[Kept | Fresh] = []
     at, total = 0, len(values)
@@ -73,8 +102,18 @@ def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept 
 
 def _stretch(originals: Sequence[Any], index: int, values: Sequence[Any], at: int) -> int:
     """How many elements from `values[at]` on are the originals from `index` on (at least one)."""
-    same = map(is_, islice(originals, index, None), islice(values, at, None))
+    same = map(is_, _from(originals, index), _from(values, at))
     return next(compress(count(), map(not_, same)), min(len(originals) - index, len(values) - at))
+
+
+def _from(items: Sequence[Any], start: int) -> Iterator[Any]:
+    """`items[start:]`, one at a time, neither copied nor stepped through from the start: a list's
+    own iterator set at `start` (as unpickling sets it), any other sequence by index."""
+    if type(items) is list:
+        iterator = iter(items)
+        iterator.__setstate__(start)  # type: ignore[attr-defined]
+        return iterator
+    return map(items.__getitem__, range(start, len(items)))
 
 
 def materialise(source: Sequence[Any], items: Sequence[Kept | Fresh]) -> list[Any]:

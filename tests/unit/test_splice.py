@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import held_memory
 
-from proxy.dialects.changes import Array, Fresh, Kept, Removed, Value, kept_or_fresh, materialise
+from proxy.dialects.changes import Array, Fresh, Kept, Removed, Value, _by_map, kept_or_fresh, materialise
 from proxy.dialects.splice import splice
 
 KEYS = ("model", "messages", "tools", "tool_choice", "stream", "seed")
@@ -168,3 +168,20 @@ def test_stretches_found_from_the_new_values_splice_to_the_array_they_name(drawn
     items = kept_or_fresh(originals, values)
     assert orjson.loads(splice(body, {"messages": Array(items)})) == {"messages": values}
     assert materialise(originals, items) == values
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 3), st.builds(dict, n=st.integers(0, 9))), max_size=12),
+    st.lists(st.one_of(st.integers(0, 11), st.builds(dict, fresh=st.integers(0, 3))), max_size=16),
+)
+def test_stretches_tried_in_order_first_are_those_a_map_of_every_original_finds(
+    originals: list[object], picks: list[object]
+) -> None:
+    """Originals tried in order first (no map needed for an array with elements inserted) give the
+    items a lookup of every value in a map of the originals gives, objects there twice included."""
+    values = [originals[p % len(originals)] if isinstance(p, int) and originals else p for p in picks]
+    inserted = [x for k, o in enumerate(originals) for x in ([o, {"placed": k}] if k % 3 == 1 else [o])]
+    for new in (values, inserted):
+        assert kept_or_fresh(originals, new) == _by_map(originals, new)
+        assert materialise(originals, kept_or_fresh(originals, new)) == new
