@@ -79,9 +79,16 @@ class _Member:
     start: int
     value_start: int
     value_end: int
-    value: Any
+    scalar: Any
+    """The value of a member that is not an array."""
     walk: Walk | None
     """For an array, its elements as found."""
+
+    @property
+    def value(self) -> Any:
+        """The member's value (an array's listed from its elements only when asked: a splice
+        never asks, and a known element's value is not there to list)."""
+        return self.scalar if self.walk is None else [e[2] for e in self.walk.elements]
 
     @property
     def elements(self) -> list[tuple[int, int, Any]] | None:
@@ -92,14 +99,15 @@ class _Member:
 def _member_value(
     text: str, start: int, known: Known | None = None, raw: bytes | None = None
 ) -> tuple[Any, int, Walk | None]:
-    """A member's value, end and (for an array) elements: an array element by element."""
+    """A member's value (None for an array), end and (for an array) elements: an array element by
+    element."""
     if text[start] != "[":
         value, end = _decode(text, start)
         return value, end, None
     walk = _elements(text, start, known, raw)
     elements = walk.elements
     close = _skip(text, elements[-1][1]) if elements else _skip(text, start + 1)
-    return [e[2] for e in elements], close + 1, walk
+    return None, close + 1, walk
 
 
 def _members(
