@@ -88,6 +88,11 @@ class Planned:
         key = (decision.request.team, decision.request.conversation)
         return cls(incoming, decision, incoming.write(decision.edit, memory, key))
 
+    @property
+    def constrained(self) -> bool:
+        """The edit asks for a call schema (`unconstrained` has a body to send without it)."""
+        return self.decision.edit is not None and self.decision.edit.call_schema is not None
+
     def unconstrained(self) -> bytes | None:
         """The request without the call schema its edit asks for (for a server that refuses
         structured output); None when it asks for none."""

@@ -176,7 +176,7 @@ async def reply_stage(
     conversation = planned.decision.request.conversation
     headers["Accept-Encoding"] = "identity"
     body = planned.body
-    attempt = Attempt(schema=planned.unconstrained() is not None)
+    attempt = Attempt(schema=planned.constrained)  # not the body written again to see if there is one
     ahead = Ahead(request, planned.incoming.dialect, extra)
     first: Reply | None = None
     held: Refusal | None = None  # why the block gate holds the reply being asked again
