@@ -20,7 +20,7 @@ from proxy.http.app import server_options
 from proxy.http.rundir import Worker
 from proxy.settings.config import Settings
 
-__all__ = ["DUPLICATE_SIGNAL_SECONDS", "one_malloc_arena", "release_free_memory", "run_worker"]
+__all__ = ["DUPLICATE_SIGNAL_SECONDS", "keep_freed_memory", "one_malloc_arena", "release_free_memory", "run_worker"]
 
 log = structlog.get_logger("repair_proxy")
 _M_ARENA_MAX = -8  # glibc's malloc.h
@@ -53,6 +53,34 @@ def one_malloc_arena() -> bool:
     return bool(mallopt(_M_ARENA_MAX, 1))
 
 
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+MMAP_BYTES = 32 * 1024 * 1024
+"""Allocations at least this large are mapped from the system and unmapped when freed (glibc's
+ceiling for the threshold it otherwise moves by itself); smaller ones come from the heap."""
+TRIM_BYTES = 2 * MMAP_BYTES
+"""Free memory at the heap's top is given back to the system past this (glibc's own ratio)."""
+
+
+def keep_freed_memory() -> bool:
+    """glibc's thresholds fixed at their ceiling (`MMAP_BYTES`, `TRIM_BYTES`): memory freed after
+    a request is kept for the next instead of given back (False where malloc is not glibc's).
+
+    Left to itself glibc starts low (128 KB, trim 256 KB) and raises them only after freeing a
+    mapped block, so a body and the copies made of it (joined from its chunks, joined again to
+    be sent) were given back at the end of every request and faulted in again at the next, at
+    about 1 us a page: measured with bench/turn_cost.py at 600 messages (760 KB), about 470 page
+    faults per forwarded request (repair off). What is kept is what the largest requests lately
+    needed at once; `release_free_memory` still gives it back when the working charge falls."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_BYTES))
+
+
 def release_free_memory() -> bool:
     """Give what glibc's allocator holds free back to the system (`malloc_trim(0)`; False where
     malloc is not glibc's). Called when the working-memory charge falls (`http.footprint`):
@@ -73,6 +101,7 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
     # its own socket bound too before it says it listens: a sibling may ask it at once
     socks = [sock] if worker.socket is None else [sock, bind_unix(worker.socket)]
     one_malloc_arena()  # before any thread of this process allocates
+    keep_freed_memory()
     # What exists now (modules, classes, functions, the compiled policies: about 35,000 objects)
     # lives as long as the process: out of the collector's full walks, which otherwise pass over
     # it every time (measured: full collections of 18-37 ms over 76,000 tracked objects).

@@ -70,3 +70,32 @@ def test_released_the_memory_freed_below_the_heaps_top_goes_back_to_the_system()
 
 def test_not_released_the_freed_memory_stays_with_the_process() -> None:
     assert _given_back_mb("keep") < 5
+
+
+_FAULTS = """
+import resource, sys
+from proxy.cli.serving import keep_freed_memory
+
+if sys.argv[1] == "kept":
+    assert keep_freed_memory()
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+before = faults()
+for _ in range(50):
+    body = b"".join([bytes(400_000), bytes(400_000)])  # a request body joined from its chunks
+    sent = b"".join([b"headers", body])  # and joined again to be sent
+    del body, sent
+print(faults() - before)
+"""
+
+
+def _page_faults(mode: str) -> int:
+    return int(fresh_interpreter(_FAULTS, mode).stdout.split()[-1])
+
+
+def test_memory_kept_a_requests_body_and_its_copies_fault_in_once() -> None:
+    assert _page_faults("kept") < 1000  # the first request's 1.6 MB: about 400 pages
+
+
+def test_not_kept_every_request_faults_its_body_in_again() -> None:
+    assert _page_faults("plain") > 10_000  # about 400 pages, 50 times
