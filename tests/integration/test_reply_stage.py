@@ -156,6 +156,21 @@ async def test_finishing_while_the_check_still_fails_is_sent_back(
     assert "finish" not in names and "execute_bash" in names
 
 
+@pytest.mark.parametrize(("dialect", "stream"), MODES, ids=IDS)
+async def test_submitting_through_the_shell_while_the_check_still_fails_is_sent_back(
+    proxy: TestServer, upstream: Upstream, dialect: str, stream: bool
+) -> None:
+    """mini-swe-agent 2.x stops with `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` in its one tool."""
+    submit = ("execute_bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"})
+    edit = ("execute_bash", {"command": "sed -i 's/a - b/a + b/' calc.py"})
+    upstream.reply_with(reply(dialect, "", [submit], stream=stream), reply(dialect, "", [edit], stream=stream))
+    got = await post(proxy, body_for(dialect, failing(OPENHANDS_TOOLS[:1]), stream=stream), path=PATHS[dialect])
+    _text, calls = received(dialect, got.body, stream)
+    assert [args for _, args, _ in calls] == [edit[1]]
+    assert got.headers["X-Repair-Retries"] == "finish:1" and len(upstream.seen) == 2
+    assert "Do not finish yet" in last_message(dialect, sent(upstream, 1))
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_a_final_answer_on_a_live_failure_passes_marked_complete_failing(
     proxy_two_retries: TestServer, upstream: Upstream, dialect: str

@@ -48,6 +48,43 @@ def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> Non
     assert finish_edit.require_call and finish_edit.tools == ["execute_bash", "str_replace_editor"]
 
 
+SUBMIT = '{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}'
+
+
+@pytest.mark.parametrize(
+    ("turns", "arguments", "gate"),
+    [
+        ([test_run()], SUBMIT, Gate.FINISH),
+        ([test_run()], '{"command": "cd /repo && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}', Gate.FINISH),
+        ([test_run()], '{"command": "echo done"}', None),
+        ([test_run("@pytest_pass")], SUBMIT, None),
+    ],
+    ids=[
+        "the submit command while the check fails",
+        "the same, after a cd",
+        "an echo that submits nothing",
+        "the submit command once the check passes",
+    ],
+)
+def test_a_shell_command_that_submits_is_a_finish_call(turns: list[Any], arguments: str, gate: Gate | None) -> None:
+    """mini-swe-agent 2.x stops with `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT` through its one
+    tool (recovery bench, leap: submitted with the tests failing, and the finish gate never saw
+    it: only a finish tool's name was read)."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in turns:
+        chat.turn(turn)
+    rules = rules_for(chat)
+    assert judge(ReplyView("", ("execute_bash",), (arguments,)), rules).gate is gate
+
+
+def test_while_the_finish_gate_is_armed_a_streamed_shell_call_is_held_until_whole() -> None:
+    """Whether it submits is known only from its whole command."""
+    rules = replace(rules_for(Chat(tools=OPENHANDS_TOOLS[:1]).turn(test_run())), refuse=None)
+    assert holding(ReplyView("", ("execute_bash",), ('{"command": "echo COMPL',)), rules) is Hold.REPLY
+    calm = replace(rules_for(Chat(tools=OPENHANDS_TOOLS[:1]).turn(view())), refuse=None)
+    assert holding(ReplyView("", ("execute_bash",), ('{"command": "echo COMPL',)), calm) is Hold.NONE
+
+
 def test_an_owed_reverify_arms_the_done_gate_first() -> None:
     rules = rules_for(Chat().turn(test_run()).turn(edit()))
     assert rules.empty_gate is Gate.DONE and rules.prose_gate is Gate.DONE

@@ -128,6 +128,6 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         prose_gate=prose,
         miscall_gate=Gate.ACTION if Gate.ACTION in gates else None,
         protocol=turn.state.protocol,
-        classifier=rules.classifier if turn.state.protocol else None,
+        classifier=rules.classifier,
         refuse=refuse,
     )

@@ -24,6 +24,7 @@ import orjson
 from proxy.engine.detectors import Refusal
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.text.exchange import Edit
+from proxy.engine.text.messages import parse_arguments
 from proxy.engine.text.protocols import written
 from proxy.engine.text.salvage import OfferedTool, SalvagedCall, call_shaped, may_become_call, ran_on, salvage
 from proxy.engine.text.textcalls import TextCall
@@ -135,8 +136,36 @@ class Judgement:
     """The reply makes a call (real, salvaged from its text, or written in the agent's protocol)."""
 
 
-def _finishing(calls: Sequence[str | None], rules: ReplyRules) -> bool:
-    return Gate.FINISH in rules.gates and any(name in rules.finish_tools for name in calls)
+def _finishing(view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules: ReplyRules) -> bool:
+    """A call that finishes: to a finish tool, or one a shell runs to submit (mini-swe-agent's
+    `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`: the agent's own way to stop, in its one tool)."""
+    if Gate.FINISH not in rules.gates:
+        return False
+    names = [c.name for c in salvaged] if salvaged else view.calls
+    if any(name in rules.finish_tools for name in names):
+        return True
+    proposed = (
+        [(c.name, c.arguments_json) for c in salvaged]
+        if salvaged
+        else [(name, raw) for name, raw in zip(view.calls, view.arguments, strict=False) if name is not None]
+    )
+    classifier = rules.classifier
+    return classifier is not None and any(
+        classifier.classify(name, parse_arguments(raw)[0]).kind is CallKind.FINISH for name, raw in proposed
+    )
+
+
+def _may_finish(calls: Sequence[str | None], rules: ReplyRules) -> bool:
+    """A call to these tools may finish once whole: a finish tool, or one that runs a command."""
+    classifier = rules.classifier
+    for name in calls:
+        if name in rules.finish_tools:
+            return True
+        if name is not None and classifier is not None:
+            fixed, by_arg, _values, shell = classifier.rule_of(name)
+            if shell is not None or (fixed is None and by_arg is None):
+                return True
+    return False
 
 
 def _written(view: ReplyView, rules: ReplyRules) -> TextCall | None:
@@ -168,7 +197,7 @@ def judge(view: ReplyView, rules: ReplyRules) -> Judgement:
     if calls:
         if (refusal := _refusal(view, salvaged, rules)) is not None:
             return Judgement(Gate.BLOCK, salvaged, refusal, acts=True)
-        return Judgement(Gate.FINISH if _finishing(calls, rules) else None, salvaged, acts=True)
+        return Judgement(Gate.FINISH if _finishing(view, salvaged, rules) else None, salvaged, acts=True)
     if (as_text := _written(view, rules)) is not None and rules.classifier is not None:
         if (refusal := _refusal(view, None, rules, as_text)) is not None:
             return Judgement(Gate.BLOCK, None, refusal, acts=True)
@@ -201,7 +230,7 @@ def holding(view: ReplyView, rules: ReplyRules) -> Hold:
         return Hold.REPLY  # a call written as text is whole only at the end: held while a gate is armed
     blocking = rules.refuse is not None and Gate.BLOCK in rules.gates
     if view.calls:
-        unknown_or_finishing = Gate.FINISH in rules.gates and (None in view.calls or _finishing(view.calls, rules))
+        unknown_or_finishing = Gate.FINISH in rules.gates and (None in view.calls or _may_finish(view.calls, rules))
         return Hold.REPLY if blocking or unknown_or_finishing else Hold.NONE  # a call is judged whole
     if not view.text.strip():
         return (
