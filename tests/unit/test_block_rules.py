@@ -585,3 +585,20 @@ def test_a_substitution_sent_to_the_test_of_text_its_code_has_is_asked_again_in_
     else:
         assert f"is in {holder}, the file that has it" in judgement.refusal.instead
         assert "test_leap" not in held and "leap" in held
+
+
+@pytest.mark.parametrize(
+    ("target", "held"),
+    [("/workspace/parse.py", HELD_SED), ("/workspace/tests/test_parse.py", HELD_SED)],
+    ids=["the code: held to an edit of it", "its test, the code seen: held to an edit of the code"],
+)
+def test_a_one_shell_no_op_sed_is_asked_again_held_to_an_in_place_edit(target: str, held: str) -> None:
+    no_op = ("execute_bash", {"command": f"sed -i 's/a + b/a + b/' {target}"}, "")
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in (test_run(), TEST_READ, CODE_READ, no_op):
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    judgement = judge(ReplyView("", ("execute_bash",), (orjson.dumps(no_op[1]).decode(),)), planned.decision.reply)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "pointless_call"
+    assert judgement.refusal.pinned is not None and judgement.refusal.pinned.arguments["command"] == Shaped(held)

@@ -26,7 +26,7 @@ from proxy.engine.reading.vocabulary import Call
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 
-__all__ = ["held_edit", "kept", "meant"]
+__all__ = ["held_edit", "held_in_place", "kept", "meant"]
 
 
 def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
@@ -91,6 +91,16 @@ def held_edit(path: str, refused: str, context: RemedyContext) -> Call | None:
     or the refused call was not the shell's."""
     call = context.vocabulary.shell_edit(path) if context.vocabulary is not None else None
     return call if call is not None and call.name == refused else None
+
+
+def held_in_place(proposal: Proposal, context: RemedyContext) -> Call | None:
+    """With one shell for everything, the re-ask of a refused edit of a file held to an in-place
+    edit of it, or, where it is a test whose code the proxy saw, of that code; None otherwise."""
+    path = next((w.path for w in proposal.writes), None)
+    if path is None:
+        return None
+    target = _tested(path, context.repair) if code_under_test(path) is not None else path
+    return held_edit(target, proposal.name, context) if target is not None else None
 
 
 def _tested(path: str, repair: RepairState) -> str | None:

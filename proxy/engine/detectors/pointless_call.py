@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.meant import kept, meant
+from proxy.engine.detectors.meant import held_in_place, kept, meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.proposal import Proposal
@@ -112,11 +112,12 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
         return None
     reason = f"{proposal.describe()} cannot do anything: {why}."
     instead = meant(proposal, context) or kept(proposal, context)
-    if instead is None:
+    if instead is None:  # one shell: held to an in-place edit of the file (of the code, for its test)
         return Refusal(
             NAME,
             reason,
             "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
+            pinned=held_in_place(proposal, context),
         )
     return Refusal(NAME, reason, instead[0], pinned=instead[1])
 
