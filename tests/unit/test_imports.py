@@ -38,6 +38,13 @@ DESCRIBE = "def describe(celsius):\n    value = to_fahrenheit(celsius)\n    retu
             id="imported under another name",
         ),
         pytest.param("import units\n", "report.py", (), id="a module imported whole: not followed"),
+        pytest.param("from math import to_fahrenheit\n", "report.py", (), id="the standard library: not the project's"),
+        pytest.param(
+            "from .math import to_fahrenheit\n",
+            "pkg/report.py",
+            (("to_fahrenheit", "pkg/math.py"),),
+            id="a relative module of a standard name: the project's",
+        ),
         pytest.param("from . import to_fahrenheit\n", "report.py", (), id="a module from a package: not followed"),
         pytest.param("from units import *\n", "report.py", (), id="a star: no name to follow"),
         pytest.param("from units import other\n", "report.py", (), id="imported, not called"),

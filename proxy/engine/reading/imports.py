@@ -10,15 +10,16 @@ the failing code calls, so that a failure whose fault is one call deeper can be 
                                                 of it fails and says so)
 
 Not followed: `import units` (its calls are `units.f(...)`, a name the module defines only at run
-time), `import *`, a module of the standard library or of a package installed (only what the
-project's own folder holds is read, and none is known here: a name whose file is not beside the
-importer is still a path to look at, never a claim that it exists).
+time), `import *`, a module of Python's standard library (`from collections import Counter`). A
+package installed beside the project cannot be told from here: its path is only a place to look,
+never a claim that the file exists (the agent's read of it says).
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+import sys
 
 from proxy.engine.reading.excerpt import called_names
 
@@ -48,6 +49,8 @@ def _imports(source: str, folder: str) -> dict[str, str]:
     for match in _FROM.finditer(source):
         dots, module, grouped, names = match.groups()
         if not module:  # `from . import x`: a module, not a function
+            continue
+        if not dots and module.split(".")[0] in sys.stdlib_module_names:
             continue
         base = folder
         for _ in range(max(0, len(dots) - 1)):
