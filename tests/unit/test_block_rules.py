@@ -214,7 +214,7 @@ TEST_READ = ("execute_bash", {"command": "sed -n '1,27p' /workspace/tests/test_p
 CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
 
 
-HELD_SED = r"^sed -i '[^']*' (/workspace/parse\.py|(\./)?parse\.py)$"
+HELD_SED = r"^sed -i 's/[^']*' (/workspace/parse\.py|(\./)?parse\.py)$"
 """An in-place sed of parse.py, named as the agent wrote it or by its name from its folder."""
 
 

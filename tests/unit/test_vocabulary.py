@@ -143,9 +143,11 @@ def test_an_edit_through_the_one_shell_is_held_to_its_file_and_no_other_of_that_
     assert bool(re.match(pattern, SED + operand)) is held
 
 
-def test_the_held_sed_script_is_one_single_quoted_word() -> None:
-    """Nothing but the quoted script comes before the file: no room to write past the name."""
+def test_the_held_sed_script_is_one_single_quoted_substitution() -> None:
+    """Nothing but the quoted script comes before the file: no room to write past the name; and
+    it substitutes (recovery bench, leap: held to any script, the model deleted the function)."""
     pattern = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit("vowels.py").arguments["command"]
     assert not re.match(pattern.pattern, "sed -i 's/a/b/' tests/test_vowels.py vowels.py")
     assert not re.match(pattern.pattern, 'sed -i "s/a/b/" vowels.py')
-    assert re.match(pattern.pattern, "sed -i 's|a/b|c|g' vowels.py")
+    assert re.match(pattern.pattern, "sed -i 's/a\\/b/c/g' vowels.py")
+    assert not re.match(pattern.pattern, "sed -i '1,3d' vowels.py")  # a substitution, not a deletion

@@ -135,13 +135,14 @@ class Vocabulary:
     def shell_edit(self, path: str) -> Call | None:
         """A change to `path` through the one shell, its command shaped as an in-place `sed` of
         that file and left for the model to write (the shell takes any command: an edit is all
-        the proxy can ask of its form). Its script is one single-quoted word: with any text
+        the proxy can ask of its form). Its script is one single-quoted substitution (held to
+        `s/`: left free, the model deleted the function, `sed -i '1,3d' leap.py`): with any text
         allowed before the file (`.*`), llama.cpp's grammar let the model write past the name
         it was held to, to the test's, and run on to the token limit (vowels stuck point, 10
         seeds: 6 of 10 cut at 256 tokens; quoted, 9 of 9 edits named vowels.py)."""
         if self.shell is None or self.shell.array:
             return None
-        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i '[^']*' {_operand(path)}$")})
+        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i 's/[^']*' {_operand(path)}$")})
 
     def run(self, command: str) -> Call | None:
         """The call that runs a shell command, in the shell tool's own argument shape."""
