@@ -11,6 +11,7 @@ import platform
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -33,6 +34,16 @@ the parse and promoted it, and the older generations were then walked over it to
 bound. Cyclic garbage waits at most this many allocations longer to be found."""
 
 
+def _glibc(name: str) -> Any | None:
+    """glibc's function `name` in this process, or None where malloc is not glibc's."""
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
 def one_malloc_arena() -> bool:
     """Every thread of this process allocates from glibc's main arena (False where malloc is
     not glibc's).
@@ -44,13 +55,8 @@ def one_malloc_arena() -> bool:
     stays at 164-165 MB. Threads here take turns on the interpreter anyway, so sharing the
     arena costs no parallelism; requests small enough to be analysed on the event loop never
     leave its thread."""
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_ARENA_MAX, 1))
+    mallopt = _glibc("mallopt")
+    return mallopt is not None and bool(mallopt(_M_ARENA_MAX, 1))
 
 
 _M_TRIM_THRESHOLD = -1
@@ -72,26 +78,20 @@ def keep_freed_memory() -> bool:
     about 1 us a page: measured with bench/turn_cost.py at 600 messages (760 KB), about 470 page
     faults per forwarded request (repair off). What is kept is what the largest requests lately
     needed at once; `release_free_memory` still gives it back when the working charge falls."""
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_BYTES))
+    mallopt = _glibc("mallopt")
+    return (
+        mallopt is not None
+        and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES))
+        and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_BYTES))
+    )
 
 
 def release_free_memory() -> bool:
     """Give what glibc's allocator holds free back to the system (`malloc_trim(0)`; False where
     malloc is not glibc's). Called when the working-memory charge falls (`http.footprint`):
     rarely, as it costs about 0.4 ms after a 546 KB body, more after larger ones."""
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        malloc_trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    return bool(malloc_trim(0))
+    malloc_trim = _glibc("malloc_trim")
+    return malloc_trim is not None and bool(malloc_trim(0))
 
 
 def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None:
