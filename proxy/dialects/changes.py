@@ -59,14 +59,13 @@ def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept 
     stretch is tried first, and only an original out of that order is looked up in a map of them
     all: an array with elements inserted, as a rewrite makes it, needs none.)"""
     known = set(map(id, originals))
-    if len(known) < len(originals):
-        return _by_map(originals, values)  # an object there twice: the map's choice of the two
+    ordered = len(known) == len(originals)  # an object there twice: the map's choice, its last place
     where: dict[int, int] | None = None
     items: list[Kept | Fresh] = []
     at, total, following = 0, len(values), 0
     while at < total:
         value = values[at]
-        if following < len(originals) and originals[following] is value:
+        if ordered and following < len(originals) and originals[following] is value:
             index = following
         elif id(value) not in known:
             items.append(Fresh(value))
@@ -79,24 +78,6 @@ def kept_or_fresh(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept 
         items.append(Kept(index, length))
         at += length
         following = index + length
-    return items
-
-
-def _by_map(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept | Fresh]:
-    """`kept_or_fresh`, every value looked up in a map of the originals (an object there twice
-    maps to its last place)."""
-    where = dict(zip(map(id, originals), count()))
-    items: list[Kept | Fresh] = []
-    at, total = 0, len(values)
-    while at < total:
-        index = where.get(id(values[at]))
-        if index is None:
-            items.append(Fresh(values[at]))
-            at += 1
-            continue
-        length = _stretch(originals, index, values, at)
-        items.append(Kept(index, length))
-        at += length
     return items
 
 

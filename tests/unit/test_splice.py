@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import held_memory
 
-from proxy.dialects.changes import Array, Fresh, Kept, Removed, Value, _by_map, kept_or_fresh, materialise
+from proxy.dialects.changes import Array, Fresh, Kept, Removed, Value, kept_or_fresh, materialise
 from proxy.dialects.splice import splice
 
 KEYS = ("model", "messages", "tools", "tool_choice", "stream", "seed")
@@ -168,6 +169,30 @@ def test_stretches_found_from_the_new_values_splice_to_the_array_they_name(drawn
     items = kept_or_fresh(originals, values)
     assert orjson.loads(splice(body, {"messages": Array(items)})) == {"messages": values}
     assert materialise(originals, items) == values
+
+
+def _by_map(originals: Sequence[Any], values: Sequence[Any]) -> list[Kept | Fresh]:
+    """The reference: every value looked up in a map of the originals (an object there twice maps
+    to its last place), each stretch extended one element at a time."""
+    where = {id(o): k for k, o in enumerate(originals)}
+    items: list[Kept | Fresh] = []
+    at = 0
+    while at < len(values):
+        index = where.get(id(values[at]))
+        if index is None:
+            items.append(Fresh(values[at]))
+            at += 1
+            continue
+        length = 1
+        while (
+            index + length < len(originals)
+            and at + length < len(values)
+            and originals[index + length] is values[at + length]
+        ):
+            length += 1
+        items.append(Kept(index, length))
+        at += length
+    return items
 
 
 @settings(max_examples=300, deadline=None)
