@@ -8,6 +8,7 @@ warm. Nothing is ever placed between an assistant's tool calls and their results
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from itertools import count, repeat
 from typing import Any
 
@@ -62,13 +63,7 @@ def anchor_positions(messages: Sequence[Any], anchors: set[str]) -> dict[str, in
     of tool results that follows the anchor's result). Calls without ids (legacy
     `function_call`, servers that send none) are anchored by their assistant message's index."""
     found: dict[str, int] = {}
-    answers: list[dict[Any, int]] = []
-
-    def answered() -> dict[Any, int]:
-        if not answers:
-            answers.append(_answered_at(messages))
-        return answers[0]
-
+    answered = cache(lambda: _answered_at(messages))  # read once, and only if an anchor asks
     for anchor in anchors:
         index = _by_id(anchor, messages, answered)
         if index is not None:
