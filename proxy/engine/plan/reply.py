@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import zip_longest
 
 import orjson
 
@@ -141,17 +142,16 @@ def _finishing(view: ReplyView, salvaged: tuple[SalvagedCall, ...] | None, rules
     `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`: the agent's own way to stop, in its one tool)."""
     if Gate.FINISH not in rules.gates:
         return False
-    names = [c.name for c in salvaged] if salvaged else view.calls
-    if any(name in rules.finish_tools for name in names):
-        return True
     proposed = (
         [(c.name, c.arguments_json) for c in salvaged]
         if salvaged
-        else [(name, raw) for name, raw in zip(view.calls, view.arguments, strict=False) if name is not None]
+        else [(name, raw) for name, raw in zip_longest(view.calls, view.arguments, fillvalue="") if name]
     )
     classifier = rules.classifier
-    return classifier is not None and any(
-        classifier.classify(name, parse_arguments(raw)[0]).kind is CallKind.FINISH for name, raw in proposed
+    return any(
+        name in rules.finish_tools
+        or (classifier is not None and classifier.classify(name, parse_arguments(raw)[0]).kind is CallKind.FINISH)
+        for name, raw in proposed
     )
 
 
