@@ -139,7 +139,10 @@ def python_writes(code: str) -> tuple[tuple[str, bool], ...]:
         return ()
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+        # SystemError: CPython 3.11's tree builder keeps its depth count per interpreter, and a
+        # parse run inside it (a finalizer the collector calls that formats a traceback) leaves
+        # it wrong ("AST constructor recursion depth mismatch", gh-106905): not the code's fault
         return ()
     paths = _Paths(tree)
     read = {a[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and (a := _access(n, paths)) and not a[1]}

@@ -101,7 +101,7 @@ def written_calls(text: str) -> list[TextCall]:
         return []
     try:
         listed = ast.literal_eval(text[at + len(_CALLING) :].strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError, SystemError):  # SystemError: see pywrites
         return []
     if not isinstance(listed, list):
         return []
