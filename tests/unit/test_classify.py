@@ -57,6 +57,13 @@ CLASSIFIER = Classifier(default_policy().classify)
         # removing, creating folders, changing modes change no code
         ("rm reproduce_issue.py", CallKind.OTHER, False),
         ("mkdir -p build && touch build/.keep", CallKind.OTHER, False),
+        # mini-swe-agent submits when its output's first line is the submit word: what runs
+        # after it (1.x: stage and show the diff; 2.x: show the patch) is the submission
+        ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", CallKind.FINISH, False),
+        ("cd /testbed && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt", CallKind.FINISH, False),
+        # the submit word printed after a check is no submission: its output comes first
+        ("python -m pytest -q && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", CallKind.VERIFY, False),
+        ("git diff && echo MINI_SWE_AGENT_FINAL_OUTPUT", CallKind.READ, False),
     ],
 )
 def test_shell_commands(command: str, kind: CallKind, mutates: bool) -> None:

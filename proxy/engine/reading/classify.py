@@ -149,14 +149,20 @@ class Classifier:
         return None
 
     def classify_command(self, command: str) -> CallClass:
-        """A shell command's kind: the strongest kind of any segment (see `_segment_kind`);
+        """A shell command's kind: a finish when its first segment finishes (mini-swe-agent
+        stops when the output's first line is its submit word, whatever runs after: 1.x's
+        `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached`, 2.x's
+        `... && cat patch.txt`); else the strongest kind of any segment (see `_segment_kind`);
         mutating when it writes a file or a segment matches an edit pattern. Only its first
         `COMMAND_CHARS` are read."""
         read = read_command(command[:COMMAND_CHARS])
-        found = {self._segment_kind(s.text, s.script is not None, bool(s.writes)) for s in read.segments}
+        kinds = [self._segment_kind(s.text, s.script is not None, bool(s.writes)) for s in read.segments]
+        found = set(kinds)
         writes = read.writes
         mutates = bool(writes) or CallKind.EDIT in found
         probe = read.inline and CallKind.VERIFY not in found
+        if kinds and kinds[0] is CallKind.FINISH:
+            return CallClass(CallKind.FINISH, mutates, writes, probe, frozenset(found))
         for kind in _PRECEDENCE:
             if kind in found:
                 return CallClass(kind, mutates, writes, probe, frozenset(found))
