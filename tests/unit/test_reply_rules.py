@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
+from chat import OPENHANDS_TOOLS, Chat, bash, edit, test_run, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, Hold, ReplyRules, ReplyView, holding, judge
@@ -49,6 +49,13 @@ def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> Non
 
 
 SUBMIT = '{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}'
+SUBMIT_1X = '{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"}'
+SCRIPT_FAILS = bash(
+    "cd /testbed && python reproduce_issue.py",
+    'Traceback (most recent call last):\n  File "/testbed/reproduce_issue.py", line 9, in <module>\n'
+    "    settings.configure(USE_TZ=False, DATABASES=DB)\n"
+    "django.core.exceptions.ImproperlyConfigured: TIME_ZONE cannot be set when USE_TZ is False.",
+)
 
 
 @pytest.mark.parametrize(
@@ -56,14 +63,20 @@ SUBMIT = '{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}'
     [
         ([test_run()], SUBMIT, Gate.FINISH),
         ([test_run()], '{"command": "cd /repo && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}', Gate.FINISH),
+        ([test_run()], SUBMIT_1X, Gate.FINISH),
         ([test_run()], '{"command": "echo done"}', None),
         ([test_run("@pytest_pass")], SUBMIT, None),
+        ([SCRIPT_FAILS], SUBMIT, None),
+        ([SCRIPT_FAILS], SUBMIT_1X, None),
     ],
     ids=[
         "the submit command while the check fails",
         "the same, after a cd",
+        "mini-swe-agent 1.x's submit (the diff staged and shown after it)",
         "an echo that submits nothing",
         "the submit command once the check passes",
+        "the submit command after the agent's own script failed (no test named)",
+        "the same, mini-swe-agent 1.x's",
     ],
 )
 def test_a_shell_command_that_submits_is_a_finish_call(turns: list[Any], arguments: str, gate: Gate | None) -> None:
@@ -298,3 +311,37 @@ def test_the_action_retry_keeps_calls_and_results_between_talking_replies() -> N
     retry = rules_for(chat).gates[Gate.ACTION].edit.messages
     assert retry is not None
     assert [m["role"] for m in retry] == ["system", "user", "assistant", "tool", "system"]
+
+
+@pytest.mark.parametrize(
+    ("said", "gate"),
+    [
+        ("Let me look at the diff once more.", Gate.FINISH),
+        ("The test failure is unrelated to our changes. Let me look at the diff.", None),
+        ("This is a pre-existing issue in the test file, not related to our changes.", None),
+        ("The failure is in the code I changed; the patch looks complete though.", Gate.FINISH),
+    ],
+    ids=[
+        "nothing said of the failure: the submit is held",
+        "the agent said it is unrelated to its change",
+        "the agent said it was there before",
+        "the agent's words do not set it aside",
+    ],
+)
+def test_a_failure_the_agent_set_aside_in_its_own_words_does_not_hold_its_submit(said: str, gate: Gate | None) -> None:
+    """mini-swe-agent 2.x on SWE-bench (corpus, pvlib-1154 and pydicom-1413): a named test still
+    fails, the agent says why it is not its change's, reads its diff, and submits."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1]).turn(test_run())
+    chat.turn(bash("git diff", "diff --git a/src/parse.py b/src/parse.py"), text=said)
+    assert judge(ReplyView("", ("execute_bash",), (SUBMIT,)), rules_for(chat)).gate is gate
+
+
+def test_words_said_before_the_failing_run_do_not_set_it_aside() -> None:
+    """The statement is read only after the last run that failed: one said before it was about
+    another result."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1]).turn(test_run())
+    chat.turn(
+        bash("git diff", "diff --git a/src/parse.py b/src/parse.py"), text="That failure is unrelated to my change."
+    )
+    chat.turn(test_run())
+    assert judge(ReplyView("", ("execute_bash",), (SUBMIT,)), rules_for(chat)).gate is Gate.FINISH

@@ -3,7 +3,7 @@ the request it sends instead: the transcript as it goes upstream, one directive 
 a `tool_choice` when the directive names a tool or a call is required.
 
     done      a re-run of the failing check is owed           -> re-run it, exactly as before
-    finish    the failing check still fails                   -> fix it, then re-run it (no finish tool)
+    finish    a failing test its runner names still fails     -> fix it, then re-run it (no finish tool)
     action    mid-task, or the agent's own nudge unanswered,  -> the exact next call: the unanswered
               or (at any point) a reply meant as a call          instruction's, the failing check (or
               that is none                                       the block rung's next step, where it
@@ -28,11 +28,16 @@ from proxy.engine.plan.futility import block_gate, refuser
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, retry
+from proxy.engine.text.dismissals import dismisses
 from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.messages import content_text
 from proxy.engine.text.salvage import offered_tools
 from proxy.settings.kinds import CallKind, Placement
 
 __all__ = ["reply_rules"]
+
+_DISMISSAL_MESSAGES = 60
+"""How far back the agent's word on a failure is looked for (its own calls and their results)."""
 
 
 def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
@@ -59,6 +64,16 @@ def _finish(
     failure = turn.state.repair
     if not (failure.live and reply.finish_gate and reply.max_finish_attempts > 0 and turn.levers.offered):
         return None
+    if failure.pointers.test_id is None:
+        # Only a failing test its runner names holds a finish. Real agents end with a failure of
+        # another kind left standing on purpose and rightly: their own script showing the error
+        # the task asked for (OpenHands: `reproduce_tz_issue.py` run under settings Django
+        # rejects by design), a collection or harness error, a scratch test of their own broken
+        # by the environment (mini-swe-agent 2.x on SWE-bench, corpus: held on four resolved
+        # runs of four, each wrongly).
+        return None
+    if _dismissed_since(turn.messages, failure.failing_arguments, failure.failing_command):
+        return None
 
     def build() -> Edit:
         head = (
@@ -70,6 +85,24 @@ def _finish(
         return retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
 
     return GatePlan(build, reply.max_finish_attempts)
+
+
+def _dismissed_since(messages: list[Any], arguments: str, command: str) -> bool:
+    """Since the last call that ran the failing check, the agent said in its own words that the
+    failure is not its change's (`text.dismissals`). Read back from the end, at most
+    `_DISMISSAL_MESSAGES` messages; the message that made the call is not read (its text was
+    written before the failure was seen)."""
+    for message in reversed(messages[-_DISMISSAL_MESSAGES:]):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        text = content_text(message.get("content"))
+        calls = message.get("tool_calls") or []
+        made = any(isinstance(c, dict) and (c.get("function") or {}).get("arguments") == arguments for c in calls)
+        if made or (command and command in text):
+            return False
+        if dismisses(text):
+            return True
+    return False
 
 
 def _constrained(plan: GatePlan, tools: list[Any] | None, offered: frozenset[str]) -> GatePlan:
