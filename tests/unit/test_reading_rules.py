@@ -738,6 +738,29 @@ CASES = [
         True,
     ),
     Case(
+        "putting a file back as the repository has it (git checkout, git restore) undoes the agent's change: no edit",
+        "mswea2-pr816-deepseek-chat-lite-dev/sqlfluff__sqlfluff-1733",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("git checkout src/sqlfluff/rules/L036.py")],
+            [bash("cd /testbed && git checkout -- src/marshmallow/fields.py")],
+            [bash("git restore astroid/modutils.py")],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "a file checked out from another revision is an edit (it was read as no change at all)",
+        "mswea1-cam-gpt5-mini-minimal/django__django-12406",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash("git checkout 68a0ae9c7f2d0dd85b2cca86f3c00ebfb763130d -- django/forms/widgets.py")],
+            [bash("cd /testbed && git checkout v2.9.0 -- astroid/modutils.py 2>&1 | head -20")],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
         "different searches that print the same findings repeat an output",
         "mswea2-pr816-deepseek-chat-lite-dev-rerun/pylint-dev__astroid-1333",
         [[bash(f"grep -rn {name} astroid/", "astroid/modutils.py:643:def _has_init(directory):")] for name in "abc"],

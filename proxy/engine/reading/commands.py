@@ -13,7 +13,8 @@ reads it, well enough for what the proxy needs:
                      a shell given its command as a string (`bash -lc '...'`) is read as that command
     writes           the targets of `>`, `>>`, `&>`, `tee`, `cp`, `mv` and `truncate` (never
                      `/dev/null` nor `&1`), whole-file; of `sed -i` and `perl -i`, in place;
-                     a copy the agent kept put back (`cp f.py.bak f.py`) is a restore
+                     a copy the agent kept put back (`cp f.py.bak f.py`) is a restore; the files
+                     `git checkout` and `git restore` name (`gitwrites.py`)
     removals         `rm`'s operands, and what `mv` moves away
     inline code      an interpreter given its program on the command line (`python -c`) or on
                      its standard input (`python - <<EOF`, `python3 <<EOF`): a probe; the files
@@ -33,6 +34,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from proxy.engine.reading.gitwrites import git_writes
 from proxy.engine.reading.pywrites import python_writes
 from proxy.engine.reading.shell import split_segments, take_heredocs
 from proxy.engine.reading.shell import words as shell_words
@@ -131,8 +133,8 @@ def _redirects(words: list[str]) -> tuple[list[str], list[Write]]:
             at += 1
             continue
         target = words[at + 1] if at + 1 < len(words) else ""
-        duplicates = operator.endswith("&")  # `2>&1`, `>&2`: the next word is a descriptor
-        at += 1 if duplicates else 2
+        duplicates = operator.endswith("&")  # `2>&1`, `>&2`: the next word is a descriptor, no file
+        at += 2  # the operator and its operand (a descriptor left behind read as an argument)
         if operator.startswith(">") and not duplicates and target and target not in _NULL_TARGETS:
             writes.append(Write(target, True))
     return kept, writes
@@ -173,6 +175,9 @@ def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
         return [Write(operands[-1], True, restores)], operands[:-1] if program == "mv" else []
     if program == "create" and len(words) == 2:  # SWE-agent's editor: a new file, opened
         return [Write(words[1], True)], []
+    if program == "git":
+        # a tracked file: another revision's text is a change of the sources, never a new file
+        return [Write(path, restores, restores) for path, restores in git_writes(words)], []
     if program == "truncate":
         return [Write(t, True) for t in _file_operands(words) if not t[:1].isdigit()], []
     return [], []
