@@ -95,6 +95,9 @@ class ShellPatterns(Frozen):
     poll: tuple[str, ...] = ()
     finish: tuple[str, ...] = ()
     """Commands that end the run (SWE-agent's `submit`, mini-swe-agent's final echo)."""
+    other: tuple[str, ...] = ()
+    """Programs that do none of these whatever their arguments name: installers and lookups
+    (`pip install pytest` installs the runner and runs no test; `which pytest` finds it)."""
 
 
 class NameHints(Frozen):

@@ -57,6 +57,13 @@ CLASSIFIER = Classifier(default_policy().classify)
         # removing, creating folders, changing modes change no code
         ("rm reproduce_issue.py", CallKind.OTHER, False),
         ("mkdir -p build && touch build/.keep", CallKind.OTHER, False),
+        # installing or finding a runner runs no check (corpus: `pip install pytest -q` was read
+        # as a passing check, and cleared the live failure)
+        ("pip install pytest -q", CallKind.OTHER, False),
+        ("python -m pip install -q pytest pytest-cov", CallKind.OTHER, False),
+        ("which pytest", CallKind.OTHER, False),
+        ("npm install --save-dev jest", CallKind.OTHER, False),
+        ("pip install pytest -q && python -m pytest tests/test_a.py", CallKind.VERIFY, False),
         # mini-swe-agent submits when its output's first line is the submit word: what runs
         # after it (1.x: stage and show the diff; 2.x: show the patch) is the submission
         ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", CallKind.FINISH, False),

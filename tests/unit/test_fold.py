@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from chat import Chat, edit, test_run, view
+from chat import Chat, bash, edit, test_run, view
 
 from proxy.engine.plan.rules import Rules
 from proxy.engine.state.conversation import ConversationState
@@ -153,3 +153,22 @@ def test_a_request_that_shares_only_older_turns_is_another_branch() -> None:
     branch, _ = fold(state, retried.messages)
     assert branch.turns == 3
     assert branch.repair.same_diagnostic_streak == 2
+
+
+INSTALLED = "<returncode>0</returncode>\n<output>\n</output>"
+
+
+def test_installing_the_runner_leaves_the_failure_live() -> None:
+    """`pip install pytest -q` exits 0 and runs no test (corpus: mini-swe-agent runs install the
+    runner mid-task; read as a check by the word `pytest`, its exit code cleared the failure)."""
+    state, _ = fold(
+        ConversationState(), Chat().turn(test_run()).turn(bash("pip install pytest -q", INSTALLED)).messages
+    )
+    assert state.repair.live and state.repair.same_diagnostic_streak == 1
+
+
+def test_a_passing_run_of_the_check_clears_it() -> None:
+    """The same exit code from the check itself does."""
+    ran = bash("python -m pytest tests/test_parse.py", INSTALLED)
+    state, _ = fold(ConversationState(), Chat().turn(test_run()).turn(ran).messages)
+    assert not state.repair.live

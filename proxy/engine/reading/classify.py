@@ -92,7 +92,7 @@ class Classifier:
         self._command_args = rules.command_args
         self._patterns = {
             kind: tuple(re.compile(p) for p in getattr(rules.shell, kind.value))
-            for kind in _PRECEDENCE
+            for kind in (*_PRECEDENCE, CallKind.OTHER)
             if kind.value in ShellPatterns.model_fields
         }
         self._hints = {
@@ -172,12 +172,13 @@ class Classifier:
         """One segment's kind: a check when it runs a program file; an edit when its output
         goes to a file (`cat > f.py` writes, it reads nothing); what its program is, when a
         read, search or poll pattern names it (`grep pytest` searches, it runs no test); else a
-        check or an edit by pattern; else other."""
+        check or an edit by pattern; else other. A program that installs or looks up (the
+        `other` patterns) is other, whatever it names: `pip install pytest` runs no test."""
         if runs_script:
             return CallKind.VERIFY
         if writes:
             return CallKind.EDIT
-        for kind in _BY_PROGRAM:
+        for kind in (*_BY_PROGRAM, CallKind.OTHER):
             if any(p.search(text) for p in self._patterns.get(kind, ())):
                 return kind
         for kind in (CallKind.VERIFY, CallKind.EDIT):
