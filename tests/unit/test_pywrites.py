@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.pywrites import python_writes
+from proxy.engine.reading.pywrites import python_program, python_writes
 
 CASES = [
     (
@@ -66,3 +66,31 @@ def test_writes_that_may_not_run_are_not_counted(code: str) -> None:
 def test_a_with_block_runs_whatever_happens() -> None:
     code = "with open('a.py') as f:\n    s = f.read()\nwith open('a.py', 'w') as f:\n    f.write(s.replace('x', 'y'))"
     assert python_writes(code) == (("a.py", False),)
+
+
+GUARDED = (
+    "from pathlib import Path\np = Path('a/b.py')\ns = p.read_text()\n"
+    "if 'x' in s:\n    p.write_text(s.replace('x', 'y'))\n    print('patched a/b.py')\nelse:\n    print('not found')"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "made"),
+    [
+        ("patched a/b.py\n", True),
+        ("not found\n", False),
+        ("Traceback (most recent call last):\nFileNotFoundError: a/b.py", False),
+        ("patched a/b.py\nnot found\n", False),
+    ],
+    ids=["the branch's text: made", "the else's text: not made", "neither: not made", "both: cannot tell"],
+)
+def test_a_guarded_write_is_made_when_the_output_says_its_branch_ran(output: str, made: bool) -> None:
+    program = python_program(GUARDED)
+    assert program.writes == ()
+    assert [(g.path, g.whole) for g in program.guarded] == [("a/b.py", False)]
+    assert program.guarded[0].made(output) is made
+
+
+def test_a_branch_that_prints_only_what_its_else_prints_tells_nothing() -> None:
+    code = "p = 'a.py'\nif True:\n    open(p, 'w').write('')\n    print('done now')\nelse:\n    print('done now')"
+    assert python_program(code).guarded == ()

@@ -120,6 +120,21 @@ OWN_IMPORT = (
 )
 
 
+GUARDED_EDIT = """python - <<'PY'
+from pathlib import Path
+p = Path('django/forms/widgets.py')
+s = p.read_text()
+old = "    input_type = 'radio'\\n"
+if old in s:
+    s = s.replace(old, old + "    checked_attribute = {'checked': True}\\n", 1)
+    p.write_text(s)
+    print("patched")
+else:
+    print("pattern not found")
+PY"""
+GUARDED_EDIT_2 = GUARDED_EDIT.replace("checked_attribute", "option_inherits_attrs")
+
+
 def _footer(where: str) -> str:
     return f"(Open file: n/a)\n(Current directory: {where})\nbash-$"
 
@@ -759,6 +774,28 @@ CASES = [
         ],
         "reverify_owed",
         True,
+    ),
+    Case(
+        "an inline program's write under `if old in s:` that printed its branch's text is an edit",
+        "mswea1-cam-gpt5-mini-minimal/django__django-12406",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(GUARDED_EDIT, "patched")],
+            [bash(GUARDED_EDIT_2, "patched")],
+        ],
+        "reverify_owed",
+        True,
+    ),
+    Case(
+        "the same programs that printed their `else` text wrote nothing",
+        "mswea1-cam-gpt5-mini/django__django-12143",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(GUARDED_EDIT, "pattern not found")],
+            [bash(GUARDED_EDIT_2, "pattern not found")],
+        ],
+        "reverify_owed",
+        False,
     ),
     Case(
         "different searches that print the same findings repeat an output",

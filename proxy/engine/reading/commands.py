@@ -18,7 +18,8 @@ reads it, well enough for what the proxy needs:
     removals         `rm`'s operands, and what `mv` moves away
     inline code      an interpreter given its program on the command line (`python -c`) or on
                      its standard input (`python - <<EOF`, `python3 <<EOF`): a probe; the files
-                     a Python program writes are read from its code (`pywrites.py`)
+                     a Python program writes are read from its code (`pywrites.py`); those it
+                     writes under an `if` are kept aside, for its output to tell (`guarded`)
     script           a program file it runs (`python path.py`, `./run.sh`, `bash x.sh`, `bin/test`)
     editor text      SWE-agent's editor commands (`edit 10:12`, `insert 5`, `append`) take the
                      lines after them, up to `end_of_edit`, as the text to put in the open file:
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from proxy.engine.reading.gitwrites import git_writes
-from proxy.engine.reading.pywrites import python_writes
+from proxy.engine.reading.pywrites import Guarded, python_program
 from proxy.engine.reading.shell import split_segments, take_heredocs
 from proxy.engine.reading.shell import words as shell_words
 
@@ -81,6 +82,8 @@ class Segment:
     """It runs code given inline (an interpreter's `-c`, or its standard input)."""
     writes: tuple[Write, ...] = ()
     """The files this segment writes."""
+    guarded: tuple[Guarded, ...] = ()
+    """The files its inline Python program writes under an `if`, if its output tells that ran."""
 
     @property
     def program(self) -> str:
@@ -98,6 +101,10 @@ class Command:
     def inline(self) -> bool:
         """Some segment runs code given inline (an interpreter's `-c`, or its standard input)."""
         return any(s.inline for s in self.segments)
+
+    @property
+    def guarded(self) -> tuple[Guarded, ...]:
+        return tuple(g for s in self.segments for g in s.guarded)
 
     @property
     def scripts(self) -> tuple[str, ...]:
@@ -266,12 +273,14 @@ def _read(command: str, depth: int = 0) -> Command:
         in_place, removed = _segment_writes(words)
         code, script = _runs(words, stdin)
         python = code if code and _python(words[0].rsplit("/", 1)[-1]) else ""
-        coded = [Write(path, whole) for path, whole in python_writes(python)]
+        program = python_program(python)
+        coded = [Write(path, whole) for path, whole in program.writes]
         written = (*redirected, *in_place, *coded)
         writes.extend(written)
         removes.extend(removed)
         noise = len(part) - len(part.lstrip())
-        segments.append(Segment(tuple(words), _strip_noise(part[noise:]), stdin, script, code is not None, written))
+        text = _strip_noise(part[noise:])
+        segments.append(Segment(tuple(words), text, stdin, script, code is not None, written, program.guarded))
     return Command(tuple(segments), tuple(writes), tuple(removes))
 
 

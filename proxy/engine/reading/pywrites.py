@@ -18,7 +18,10 @@ path they go to can be told:
 Only writes that run whatever happens count: those of the program's own statements and of its
 `with` blocks, not those under an `if`, a loop, a `try` or in a function (an agent's careful
 edit writes only `if old in s:`, and says "not found" otherwise: judged on the corpus, counting
-those took edits that never happened for edits). A file the program also reads (`open(P)`,
+those took edits that never happened for edits) unless the program's output tells the branch
+ran: it printed what only that branch prints and not what only its `else` prints (corpus,
+mini-swe-agent 1.x: 140 such programs, 91 printed their branch's `patched`, 20 their `not
+found`; `Guarded`, judged against the output when the call is observed). A file the program also reads (`open(P)`,
 `P.read_text()`) is written in place; one it only writes is written whole (a new file, or one
 replaced outright: the workspace tells which).
 A write whose path cannot be told (a loop variable, an f-string) is left out, and a program
@@ -34,11 +37,13 @@ from __future__ import annotations
 import ast
 import posixpath
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-__all__ = ["python_writes"]
+__all__ = ["Guarded", "Program", "python_program", "python_writes"]
 
 _CODE_CHARS = 20_000
 """Programs longer than this are not parsed (an agent's edit is far shorter)."""
+_PRINTED_CHARS = 4
 _PATH_TYPES = frozenset({"Path", "PurePath", "PosixPath", "PurePosixPath"})
 _WRITE_METHODS = frozenset({"write_text", "write_bytes"})
 _READ_METHODS = frozenset({"read_text", "read_bytes"})
@@ -133,24 +138,101 @@ def _access(call: ast.Call, paths: _Paths) -> tuple[str, bool] | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Guarded:
+    """A write under a top-level `if` (`if old in s:`): made when the program printed what only
+    that branch prints, and not what only its `else` prints."""
+
+    path: str
+    whole: bool
+    ran: tuple[str, ...]
+    """Text only the branch prints (`print('patched')`)."""
+    skipped: tuple[str, ...]
+    """Text only its `else` prints (`print('pattern not found')`)."""
+
+    def made(self, output: str) -> bool:
+        """The program's output tells that the branch ran."""
+        return any(t in output for t in self.ran) and not any(t in output for t in self.skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    writes: tuple[tuple[str, bool], ...] = ()
+    """(path, whole) for each file the program writes whatever happens."""
+    guarded: tuple[Guarded, ...] = ()
+
+
 def python_writes(code: str) -> tuple[tuple[str, bool], ...]:
     """(path, whole) for each file `code` writes, where it can be told (see the module's docstring)."""
+    return python_program(code).writes
+
+
+def python_program(code: str) -> Program:
+    """The files `code` writes whatever happens, and those it writes under a top-level `if`
+    that its output can tell ran (see the module's docstring)."""
     if len(code) > _CODE_CHARS or not any(m in code for m in ("write", "open(")):
-        return ()
+        return Program()
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
         # SystemError: CPython 3.11's tree builder keeps its depth count per interpreter, and a
         # parse run inside it (a finalizer the collector calls that formats a traceback) leaves
         # it wrong ("AST constructor recursion depth mismatch", gh-106905): not the code's fault
-        return ()
+        return Program()
     paths = _Paths(tree)
     read = {a[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and (a := _access(n, paths)) and not a[1]}
     written: dict[str, None] = {}
     for node in _unconditional(tree.body):
         if isinstance(node, ast.Call) and (access := _access(node, paths)) is not None and access[1]:
             written[access[0]] = None
-    return tuple((path, path not in read) for path in written)
+    guarded = [
+        Guarded(path, path not in read, ran, skipped)
+        for branch in _branches(tree.body)
+        for path, ran, skipped in _guarded(branch, paths)
+        if path not in written
+    ]
+    return Program(tuple((path, path not in read) for path in written), tuple(guarded))
+
+
+def _branches(body: list[ast.stmt]) -> Iterator[ast.If]:
+    """The top-level `if` statements, and those of the program's `with` blocks."""
+    for statement in body:
+        if isinstance(statement, ast.If):
+            yield statement
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from _branches(statement.body)
+
+
+def _guarded(branch: ast.If, paths: _Paths) -> Iterator[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(path, what only the branch prints, what only its `else` prints) for each file written
+    under `branch`, when the branch prints something of its own."""
+    said, otherwise = _printed(branch.body), _printed(branch.orelse)
+    ran = tuple(t for t in said if t not in otherwise)
+    if not ran:
+        return
+    skipped = tuple(t for t in otherwise if t not in said)
+    seen: set[str] = set()
+    for statement in branch.body:
+        for node in ast.walk(statement):
+            access = _access(node, paths) if isinstance(node, ast.Call) else None
+            if access is not None and access[1] and access[0] not in seen:
+                seen.add(access[0])
+                yield access[0], ran, skipped
+
+
+def _printed(body: list[ast.stmt]) -> list[str]:
+    """The literal text `print` is given in `body` (four characters or more: not a bare `ok`)."""
+    return [
+        first.value
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Call)
+        and _callee(node.func) == "print"
+        and node.args
+        and isinstance(first := node.args[0], ast.Constant)
+        and isinstance(first.value, str)
+        and len(first.value.strip()) >= _PRINTED_CHARS
+    ]
 
 
 def _unconditional(body: list[ast.stmt]) -> Iterator[ast.AST]:
