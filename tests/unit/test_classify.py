@@ -57,6 +57,13 @@ CLASSIFIER = Classifier(default_policy().classify)
         # removing, creating folders, changing modes change no code
         ("rm reproduce_issue.py", CallKind.OTHER, False),
         ("mkdir -p build && touch build/.keep", CallKind.OTHER, False),
+        # Django's own runner, as SWE-bench agents call it (corpus: read as other)
+        (
+            "cd /testbed && python -m django test auth_tests.test_validators --settings=tests.test_sqlite",
+            CallKind.VERIFY,
+            False,
+        ),
+        ("python -m django check", CallKind.OTHER, False),
         # installing or finding a runner runs no check (corpus: `pip install pytest -q` was read
         # as a passing check, and cleared the live failure)
         ("pip install pytest -q", CallKind.OTHER, False),
