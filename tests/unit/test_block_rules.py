@@ -143,6 +143,18 @@ CASES = [
     Case("another call after three failures", [test_run()] * 3, VIEW, None),
     Case("an edit that just failed, sent again unchanged", [_failed_edit()], BAD_EDIT, "repeat_failed_call"),
     Case(
+        "an edit that failed, the failing test run after it, then the edit again unchanged",
+        [_failed_edit(), test_run()],
+        BAD_EDIT,
+        "repeat_failed_call",
+    ),
+    Case(
+        "an edit that failed, an edit that applied after it, then the first again",
+        [_failed_edit(), edit(), test_run()],
+        BAD_EDIT,
+        None,
+    ),
+    Case(
         "an edit that just failed, sent with other text",
         [_failed_edit()],
         ("str_replace_editor", {**BAD_EDIT[1], "old_str": "return int(a) + int(b) + 1"}),
@@ -602,3 +614,25 @@ def test_a_one_shell_no_op_sed_is_asked_again_held_to_an_in_place_edit(target: s
     judgement = judge(ReplyView("", ("execute_bash",), (orjson.dumps(no_op[1]).decode(),)), planned.decision.reply)
     assert judgement.refusal is not None and judgement.refusal.pattern == "pointless_call"
     assert judgement.refusal.pinned is not None and judgement.refusal.pinned.arguments["command"] == Shaped(held)
+
+
+BANK_SED = (
+    "sed -i 's/def withdraw(self, amount):/def withdraw(self, amount): if amount > self.balance: raise "
+    'ValueError("insufficient funds: " + str(amount)) return self.balance\' bank/bank.py'
+)
+UNTERMINATED = '{"returncode": 1, "output": "sed: -e expression #1, char 137: unterminated `s\' command\\n"}'
+BANK_TEST = '{"returncode": 1, "output": "FAILED tests/test_bank.py::test_withdraw - assert 150 == 50\\n1 failed"}'
+
+
+def test_a_sed_its_parser_rejected_is_refused_again_after_the_failing_test() -> None:
+    """Recovery bench, bank, one shell: the same unterminated substitution and the test, four
+    times over; the test between two tries reset the count, so the second try was never refused."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    chat.turn(("execute_bash", {"command": BANK_SED}, UNTERMINATED))
+    chat.turn(("execute_bash", {"command": "python -m pytest"}, BANK_TEST))
+    rules = analyse(engine(), chat.bytes())
+    assert rules is not None
+    proposal = orjson.dumps({"command": BANK_SED}).decode()
+    judgement = judge(ReplyView("", ("execute_bash",), (proposal,)), rules.decision.reply)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "repeat_failed_call"
+    assert "unterminated" in judgement.refusal.reason

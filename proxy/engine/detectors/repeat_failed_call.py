@@ -12,8 +12,10 @@ required one the call left out. Never worded as a success.
 
 Block: a call that failed last time (`block` times in a row, default `BLOCK`) proposed again
 exactly as it was, with nothing run successfully since, is refused: an edit whose `old_str` was
-just reported not found, a read of a file that is not there, a call the tool turned down. Its
-instead names the argument to change.
+just reported not found, a read of a file that is not there, a call the tool turned down, a
+`sed` its own parser rejected. Its instead names the argument to change. A failing check run
+between two tries (the test, failing as before) is no success and does not count as one:
+recovery bench, bank: the same unterminated `sed -i 's/.../...'` and the test, four times over.
 
 A call that could not run (`javac: command not found`, a connection refused) counts too, the
 failure model never owning it; it is never blocked: a server may come up, a program be
@@ -85,6 +87,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     for call in facts.turn.calls:
         cannot_run = call.outcome is Outcome.ENVIRONMENT  # never the failure model's
         owned = (call.probe or is_check(call)) and not cannot_run  # a probe that fails again is the model's
+        if owned and call.outcome is Outcome.FAIL and not call.succeeded_mutation:
+            continue  # a failing check between two tries changes nothing the failed call met
         if (call.outcome is not Outcome.FAIL and not cannot_run) or owned:
             state = State()
             continue
