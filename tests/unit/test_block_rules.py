@@ -636,3 +636,4 @@ def test_a_sed_its_parser_rejected_is_refused_again_after_the_failing_test() -> 
     judgement = judge(ReplyView("", ("execute_bash",), (proposal,)), rules.decision.reply)
     assert judgement.refusal is not None and judgement.refusal.pattern == "repeat_failed_call"
     assert "unterminated" in judgement.refusal.reason
+    assert "lacks its closing `/`" in judgement.refusal.instead  # the cause, not "change its arguments"

@@ -6,7 +6,7 @@ import pytest
 
 from proxy.engine.detectors.pointless_call import pointless
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.sed import Sought, sought, substitution
+from proxy.engine.reading.sed import Sought, rejected_because, sought, substitution
 from proxy.settings.kinds import CallKind
 
 CASES = [
@@ -88,3 +88,19 @@ def test_a_pattern_with_any_character_is_found_only_where_some_line_matches_it()
     assert dotted.found_in('     2\t    """True for Gregorian leap yearsX"""\n')  # any character, numbered view
     assert not Sought("a.c", start=True, wild=True).found_in("  abc\n")  # held to the line's start
     assert not Sought("a.c", wild=True).found_in("a\nc\n")  # never across a line's end
+
+
+@pytest.mark.parametrize(
+    ("output", "cause"),
+    [
+        ("sed: -e expression #1, char 137: unterminated `s' command\n", "lacks its closing `/`"),
+        ("sed: -e expression #1, char 22: unknown option to `s'\n", "ended it early"),
+        ("sed: -e expression #1, char 9: unterminated address regex\n", "its address"),
+        ("sed: can't read nope.py: No such file or directory\n", None),
+        ("unterminated `s' command", None),  # not sed's own words: no `sed: ` before them
+    ],
+    ids=["no closing slash", "a slash in the text", "a slash in the address", "a missing file", "no sed"],
+)
+def test_why_sed_rejected_a_script(output: str, cause: str | None) -> None:
+    found = rejected_because(output)
+    assert (found is None) if cause is None else (found is not None and cause in found)

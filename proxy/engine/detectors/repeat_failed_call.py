@@ -40,6 +40,7 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.evidence import evidence
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.sed import rejected_because
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
@@ -121,8 +122,11 @@ def _named(argument: str, error: str) -> bool:
 
 
 def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: RemedyContext) -> str:
-    """What to change: a required argument the call left out (one the error names first), else
-    an argument the error names, else its arguments at large."""
+    """What to change: the cause sed gave for a script it could not parse, else a required
+    argument the call left out (one the error names first), else an argument the error names,
+    else its arguments at large."""
+    if (cause := rejected_because(quote)) is not None:
+        return f"Its `sed` script does not parse: {cause}."
     error = quote.lower()
     tool = context.offered.get(tool_name)
     missing = sorted(tool.required - set(arguments)) if tool is not None else []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from proxy.engine.reading.shell import split_segments, words
 
-__all__ = ["Sought", "sought", "substitution"]
+__all__ = ["Sought", "rejected_because", "sought", "substitution"]
 
 _BASIC = frozenset(".[]*^$\\")
 """What a basic regular expression reads as more than itself."""
@@ -122,3 +122,27 @@ def _literal(script: str, special: frozenset[str], anchors: bool) -> tuple[str, 
     if not pattern or special & set(pattern) or "\\" in replacement or "&" in replacement or "\n" in script:
         return None
     return pattern, replacement, start, end
+
+
+_REJECTIONS = (
+    (
+        "unterminated `s' command",
+        "sed's `s` command is `s/old/new/` on one line: this one lacks its closing `/`, or a line break "
+        "inside it ended it (sed cannot take one there: write a file of several lines whole instead)",
+    ),
+    (
+        "unknown option to `s'",
+        "a `/` inside the old or the new text ended it early: write that `/` as `\\/`, or use another "
+        "delimiter (`s|old|new|`)",
+    ),
+    ("unterminated address regex", "a `/` inside its address ended it early: write it as `\\/`"),
+)
+"""GNU sed's complaints about a script it could not parse, and what causes each."""
+
+
+def rejected_because(output: str) -> str | None:
+    """Why sed refused to parse the script, as a fix can be told from its complaint; None when
+    the output holds no complaint known here."""
+    if "sed: " not in output:
+        return None
+    return next((cause for complaint, cause in _REJECTIONS if complaint in output), None)
