@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.engine.reading.commands import Write, read_command
+from proxy.engine.reading.pywrites import Guarded
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
@@ -47,6 +48,9 @@ class CallClass:
     segments: frozenset[CallKind] = frozenset()
     """A shell command's segments' kinds (`pip install -e . | tail` is read by its `tail`, and
     installs); empty for any other call."""
+    guarded: tuple[Guarded, ...] = ()
+    """The files its inline Python program writes under an `if`, if its output tells that ran
+    (`pywrites.Guarded`, judged when the call is observed)."""
 
 
 def _editor_writes(name: str, arguments: Mapping[str, Any] | None, value: str | None = None) -> tuple[Write, ...]:
@@ -161,12 +165,10 @@ class Classifier:
         writes = read.writes
         mutates = bool(writes) or CallKind.EDIT in found
         probe = read.inline and CallKind.VERIFY not in found
+        kind: CallKind = next((k for k in _PRECEDENCE if k in found), CallKind.OTHER)
         if kinds and kinds[0] is CallKind.FINISH:
-            return CallClass(CallKind.FINISH, mutates, writes, probe, frozenset(found))
-        for kind in _PRECEDENCE:
-            if kind in found:
-                return CallClass(kind, mutates, writes, probe, frozenset(found))
-        return CallClass(CallKind.OTHER, mutates, writes, probe, frozenset(found))
+            kind = CallKind.FINISH
+        return CallClass(kind, mutates, writes, probe, frozenset(found), read.guarded)
 
     def _segment_kind(self, text: str, runs_script: bool, writes: bool) -> CallKind:
         """One segment's kind: a check when it runs a program file; an edit when its output

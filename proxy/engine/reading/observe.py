@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from proxy.engine.reading.canonical import call_identity, call_key, output_digest
-from proxy.engine.reading.classify import COMMAND_CHARS, Classifier
-from proxy.engine.reading.commands import Write, read_command
+from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.commands import Write
 from proxy.engine.reading.envelope import unwrap
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
@@ -139,15 +139,6 @@ def _writes_told(writes: tuple[Write, ...], kind: CallKind, output: str) -> tupl
     return (Write(match.group(1), False),) if match else writes
 
 
-def _made(command: str | None, output: str) -> tuple[Write, ...]:
-    """The writes an inline Python program makes under an `if` that its output tells ran
-    (`pywrites.Guarded`)."""
-    if not command or "print" not in command:
-        return ()
-    guarded = read_command(command[:COMMAND_CHARS]).guarded
-    return tuple(Write(g.path, g.whole) for g in guarded if g.made(output))
-
-
 _MOVED_TO = re.compile(r"^\(Current directory: ([^\n]*)\)", re.MULTILINE)
 """The working directory SWE-agent's shell footer names after every command."""
 
@@ -183,7 +174,7 @@ def observe(
         if (kind is CallKind.OTHER or (kind is CallKind.EDIT and cls.probe)) and test_report(output):
             kind = CallKind.VERIFY  # a test report: a check, whatever printed it (an inline edit that then tests)
         command = classifier.command(call.name, call.arguments)
-        made = _made(command, output)
+        made = tuple(Write(g.path, g.whole) for g in cls.guarded if g.made(output))
         if made and kind in (CallKind.OTHER, CallKind.READ, CallKind.SEARCH):
             kind = CallKind.EDIT  # its program said its guarded write ran: an edit
         writes = (*_writes_told(cls.writes, kind, output), *made)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["Guarded", "Program", "python_program", "python_writes"]
@@ -181,10 +181,7 @@ def python_program(code: str) -> Program:
         return Program()
     paths = _Paths(tree)
     read = {a[0] for n in ast.walk(tree) if isinstance(n, ast.Call) and (a := _access(n, paths)) and not a[1]}
-    written: dict[str, None] = {}
-    for node in _unconditional(tree.body):
-        if isinstance(node, ast.Call) and (access := _access(node, paths)) is not None and access[1]:
-            written[access[0]] = None
+    written = _written(_unconditional(tree.body), paths)
     guarded = [
         Guarded(path, path not in read, ran, skipped)
         for branch in _branches(tree.body)
@@ -211,13 +208,17 @@ def _guarded(branch: ast.If, paths: _Paths) -> Iterator[tuple[str, tuple[str, ..
     if not ran:
         return
     skipped = tuple(t for t in otherwise if t not in said)
-    seen: set[str] = set()
-    for statement in branch.body:
-        for node in ast.walk(statement):
-            access = _access(node, paths) if isinstance(node, ast.Call) else None
-            if access is not None and access[1] and access[0] not in seen:
-                seen.add(access[0])
-                yield access[0], ran, skipped
+    for path in _written((node for statement in branch.body for node in ast.walk(statement)), paths):
+        yield path, ran, skipped
+
+
+def _written(nodes: Iterable[ast.AST], paths: _Paths) -> dict[str, None]:
+    """The files the calls among `nodes` write, where the path can be told, in order, once each."""
+    written: dict[str, None] = {}
+    for node in nodes:
+        if isinstance(node, ast.Call) and (access := _access(node, paths)) is not None and access[1]:
+            written[access[0]] = None
+    return written
 
 
 def _printed(body: list[ast.stmt]) -> list[str]:
