@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 import structlog
@@ -29,7 +30,7 @@ from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
 from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
 
-__all__ = ["analyse"]
+__all__ = ["analyse", "remember_stall"]
 
 log = structlog.get_logger("repair_proxy")
 T = TypeVar("T")
@@ -97,6 +98,12 @@ async def _settle(request: web.Request, decision: Decision) -> None:
             await store.clear(decision.request.team, decision.request.task)
     except Exception:
         _store_error(request, decision.request.team, decision.request.conversation)
+
+
+async def remember_stall(request: web.Request, decision: Decision) -> None:
+    """Store this run's verdict: the reply stage handed it back (the block gate's stop rung), so
+    it stalled, though nothing in its request said so yet."""
+    await _settle(request, replace(decision, effects=replace(decision.effects, record_verdict=True)))
 
 
 def _store_error(request: web.Request, team: str, conversation: str) -> None:

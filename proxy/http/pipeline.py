@@ -145,23 +145,9 @@ async def _choose(
 
 
 async def _handback(request: web.Request, analysed: Planned, extra: dict[str, str]) -> web.StreamResponse:
-    decision = analysed.decision
-    hand = decision.halt
+    hand = analysed.decision.halt
     assert hand is not None
-    request[REQUEST_LOG].end = "handback"
-    request.app[METRICS].handbacks.labels(hand.reason, decision.request.team).inc()
-    log_prompts = request[CONTEXT].runtime.settings.logging.log_prompts
-    failure = dict(hand.current_failure or {})
-    if not log_prompts:
-        failure.pop("snippet", None)  # tool output: logged only with logging.log_prompts
-    log.info(
-        "repair_handback",
-        conversation=decision.request.conversation,
-        current_failure=failure or None,
-        reason=hand.reason,
-    )
-    translation = analysed.incoming.translation
-    return await handback_reply(request, analysed.incoming.dialect, hand, translation.model, translation.stream, extra)
+    return await handback_reply(request, analysed, hand, extra)
 
 
 async def proxy_v1(request: web.Request) -> web.StreamResponse:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 
 import orjson
+import structlog
 from aiohttp import web
 
-from proxy.dialects import Dialect
+from proxy.dialects import Planned
 from proxy.engine.plan.handback import Handback
 from proxy.engine.text.identity import CONVERSATION_HEADER
+from proxy.http.ahead import Ahead
+from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
 
 __all__ = [
     "ARM_HEADER",
@@ -28,6 +31,8 @@ __all__ = [
     "handback_reply",
     "openai_error",
 ]
+
+log = structlog.get_logger("repair_proxy")
 
 OUTCOME_HEADER = "X-Repair-Outcome"
 """`incomplete` (a hand-back), or a gate's outcome when a reply passed after its last try:
@@ -58,14 +63,27 @@ def _headers(hand: Handback) -> dict[str, str]:
 
 
 async def handback_reply(
-    request: web.Request, dialect: Dialect, hand: Handback, model: str, stream: bool, extra: dict[str, str]
+    request: web.Request, planned: Planned, hand: Handback, extra: dict[str, str], ahead: Ahead | None = None
 ) -> web.StreamResponse:
-    """The hand-back as the agent's reply, in its dialect, streamed if the request streamed."""
+    """The hand-back as the agent's reply, in its dialect, streamed if the request streamed (on
+    the agent's open stream, written as the rest of it, when text already went `ahead`); the one
+    place a hand-back becomes the request log's end, a metric and a log line."""
+    decision, dialect, translation = planned.decision, planned.incoming.dialect, planned.incoming.translation
+    request[REQUEST_LOG].end = "handback"
+    request.app[METRICS].handbacks.labels(hand.reason, decision.request.team).inc()
+    failure = dict(hand.current_failure or {})
+    if not request[CONTEXT].runtime.settings.logging.log_prompts:
+        failure.pop("snippet", None)  # tool output: logged only with logging.log_prompts
+    conversation = decision.request.conversation
+    log.info("repair_handback", conversation=conversation, current_failure=failure or None, reason=hand.reason)
+    stream = translation.stream
     headers = {**extra, **_headers(hand)}
-    body, content_type = dialect.handback(hand, model, stream)
+    body, content_type = dialect.handback(hand, translation.model, stream)
     if hand.finish_call is not None:  # the agent must be answered with a call: its finish tool's
         calls, ids = [hand.finish_call], [hand.call_id]
         body = dialect.salvaged_stream([body], calls, ids) if stream else dialect.salvaged(body, calls, ids)
+    if ahead is not None and ahead.opened:
+        return await ahead.finish(body, later=True)
     if not stream:
         return web.Response(body=body, headers=headers, content_type=content_type)
     response = web.StreamResponse(

@@ -30,12 +30,14 @@ from multidict import CIMultiDict
 
 from proxy.dialects import Dialect, Planned
 from proxy.engine.detectors import Refusal
-from proxy.engine.plan.reply import Hold, Judgement, ReplyRules, holding, judge, settled
+from proxy.engine.plan.reply import Gate, Hold, Judgement, ReplyRules, holding, judge, settled
 from proxy.http.ahead import Ahead, ClientGone
+from proxy.http.analysis import remember_stall
 from proxy.http.appkeys import CONTEXT, METRICS
 from proxy.http.delivery import Reply, deliver, ended, retries
 from proxy.http.forward import RelayEnd, broken_end, downstream_headers, is_streaming, relay, send
-from proxy.http.steps import Attempt, Deliver, Relay, Step, after_failure, after_reply, after_status
+from proxy.http.replies import handback_reply
+from proxy.http.steps import Attempt, Deliver, Relay, Step, Stop, after_failure, after_reply, after_status
 from proxy.http.tracing import gate_retry
 from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk
 
@@ -192,6 +194,13 @@ async def reply_stage(
                 log.warning("repair_gate_refused", gate=step.gate, conversation=conversation)
             delivered, later = _chosen(step, first, reply, ahead)
             return await deliver(request, planned, delivered, step, {**extra, **retries(attempt)}, ahead, later)
+        if isinstance(step, Stop):  # asked again, the model proposed the call it was refused
+            assert reply is not None and reply.judgement.refusal is not None and rules.stop is not None
+            ended(request, planned, step.end, Gate.BLOCK)
+            hand = rules.stop(reply.judgement.refusal)
+            response = await handback_reply(request, planned, hand, {**extra, **retries(attempt)}, ahead)
+            await remember_stall(request, planned.decision)
+            return response
         if isinstance(step, Relay):  # unreachable: relayed in `_try`, inside the response's context
             raise AssertionError(step)
         if not step.spends:  # the server takes no call schema: the same request without it
@@ -206,7 +215,9 @@ async def reply_stage(
         assert gate is not None and reply is not None
         first = first or reply
         held = reply.judgement.refusal
-        attempt = attempt.retried(gate, rules.gates[gate].edit_for(held).call_schema is not None, first.judgement.acts)
+        schema = rules.gates[gate].edit_for(held).call_schema is not None
+        refused = held.call if gate is Gate.BLOCK and held is not None else ""
+        attempt = attempt.retried(gate, schema, first.judgement.acts, refused)
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
         gate_retry(request, gate.value)

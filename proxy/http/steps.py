@@ -4,6 +4,8 @@
       + the upstream's status, its failure, or the judgement of its reply
       -> Relay     pass the upstream's response through as it came
          Deliver   give the agent this reply, or the first one, ending the request as `End` says
+         Stop      give the agent the hand-back instead: asked again, the model proposed the
+                   very call the block gate refused (`reply.futile_again`)
          Retry     ask the upstream again: through a gate (one extra generation), or the same
                    request without the call schema a server refused (nothing was generated)
 
@@ -21,12 +23,14 @@ from proxy.engine.plan.reply import Gate, Judgement, ReplyRules
 
 __all__ = [
     "GIVEN_UP",
+    "STOP_AFTER",
     "Attempt",
     "Deliver",
     "End",
     "Relay",
     "Retry",
     "Step",
+    "Stop",
     "after_failure",
     "after_reply",
     "after_status",
@@ -46,6 +50,8 @@ class End(enum.Enum):
     """The action gate gave up: the model's own reply, which does not act."""
     FUTILE = "futile"
     """The block gate gave up: the model's own reply, its futile call and all."""
+    HANDBACK = "handback"
+    """The block gate stopped the run: asked again, the model proposed the call it was refused."""
     UPSTREAM_ERROR = "upstream_error"
     """The upstream answered the agent's request with an error: relayed as it came."""
 
@@ -57,6 +63,10 @@ GIVEN_UP: Mapping[Gate, End] = {
     Gate.BLOCK: End.FUTILE,
 }
 """What a request ends as when its gate gives up (or our retry is refused)."""
+STOP_AFTER = 2
+"""The stop rung hands a run back only for a call already made in vain this many times in a row
+(`Refusal.times`): a model that re-runs a test once after it failed, refused and asked again,
+proposing that run again, is not yet a model that loops."""
 _FIRST_REPLY = frozenset({Gate.ACTION, Gate.BLOCK})
 """Gates that give up with the model's first reply, not one it gave under the gate's pressure."""
 
@@ -79,12 +89,15 @@ class Attempt:
     """A reply was held before this one (the model's own, from the agent's request)."""
     first_acts: bool = True
     """That first reply makes a call."""
+    refused: str = ""
+    """The call the block gate refused, that this retry asks the model to replace (its key)."""
 
-    def retried(self, gate: Gate, schema: bool, first_acts: bool = True) -> Attempt:
-        """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls)."""
+    def retried(self, gate: Gate, schema: bool, first_acts: bool = True, refused: str = "") -> Attempt:
+        """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls;
+        `refused`: the call the block gate refused, for its retry)."""
         retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
         acts = self.first_acts if self.first else first_acts
-        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True, acts)
+        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True, acts, refused)
 
     def without_schema(self) -> Attempt:
         """The same attempt sent again without its call schema, and none after it."""
@@ -113,7 +126,14 @@ class Retry:
     """It costs an extra generation (a schema refused generated nothing)."""
 
 
-Step = Relay | Deliver | Retry
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The hand-back instead of the reply (the stop rung)."""
+
+    end: End = End.HANDBACK
+
+
+Step = Relay | Deliver | Retry | Stop
 
 
 def after_status(attempt: Attempt, status: int, encoded: bool) -> Step | None:
@@ -148,6 +168,8 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
     """Once the reply is judged: deliver it, or ask again through the gate that holds it while
     the gate has tries left and the agent request's budget of extra generations allows."""
     gate = judgement.gate
+    if attempt.gate is Gate.BLOCK and gate is Gate.BLOCK and rules.stop is not None and _again(attempt, judgement):
+        return Stop()  # told why its call cannot help, the model proposed that very call again
     if attempt.gate is Gate.BLOCK and not judgement.acts:
         # Refused a futile call, the model answered with none (an empty reply, prose): worse
         # than the call it was asked to replace. The agent gets the model's own reply.
@@ -160,3 +182,12 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
         first = attempt.first and gate in _FIRST_REPLY and (gate is not Gate.BLOCK or attempt.first_acts)
         return Deliver(GIVEN_UP[gate], first=first, gate=gate)
     return Retry(gate, spends=True)
+
+
+def _again(attempt: Attempt, judgement: Judgement) -> bool:
+    """The reply to the block gate's retry proposes the call that retry was asked to replace, a
+    call already made in vain `STOP_AFTER` times."""
+    refusal = judgement.refusal
+    if refusal is None or not attempt.refused:
+        return False
+    return refusal.call == attempt.refused and refusal.times >= STOP_AFTER

@@ -41,3 +41,12 @@ class Placement(StrEnum):
     SYSTEM = "system"
     USER = "user"
     TOOL_SUFFIX = "tool_suffix"
+
+
+class FutileAgain(StrEnum):
+    """What the agent gets when the model, told why its call was refused, proposes that call again."""
+
+    HANDBACK = "handback"
+    """The incomplete hand-back (the stop rung): the run has been told and did not change course."""
+    PASS = "pass"
+    """The model's first reply, as it came, marked `futile`."""

@@ -4,7 +4,8 @@ call, streamed or not. A call that can help passes untouched, with one upstream 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -108,11 +109,44 @@ async def test_a_rerun_after_an_edit_passes_untouched_with_one_upstream_request(
     assert len(upstream.seen) == 1
 
 
-async def test_when_the_answer_is_futile_too_the_models_first_reply_passes_marked(
-    proxy: TestServer, upstream: Upstream
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_told_why_its_call_was_refused_a_model_that_proposes_it_again_gets_the_agent_a_hand_back(
+    proxy: TestServer, upstream: Upstream, stream: bool
 ) -> None:
-    """Never a loop between proxy and model: asked once, futile again, the agent gets the
-    model's own reply, marked `futile`."""
+    """Never a loop between proxy and model: refused, asked again with the reason, the model
+    proposes the very same call: the agent gets the incomplete hand-back (the stop rung), saying
+    why, never the futile call; two upstream requests in all."""
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    first, again = _call("execute_bash", RERUN, "call_1"), _call("execute_bash", RERUN, "call_2")
+    upstream.reply_with(*_replies(stream, first, again))
+    async with sdk(proxy) as client:
+        kwargs: dict[str, Any] = {"model": "m", "messages": chat.messages, "tools": OPENHANDS_TOOLS}
+        if stream:
+            raw = await client.chat.completions.with_raw_response.create(stream=True, **kwargs)
+            text, calls = "", 0
+            async for chunk in raw.parse():
+                for choice in chunk.choices:
+                    text += choice.delta.content or ""
+                    calls += len(choice.delta.tool_calls or [])
+        else:
+            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+            message = raw.parse().choices[0].message
+            text, calls = message.content or "", len(message.tool_calls or [])
+    assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "block:1"
+    assert calls == 0 and "INCOMPLETE" in text
+    assert "proposed a call again after being told why it cannot help" in text
+    assert "failed the same way 3 times in a row" in text  # the reason it was refused, quoted
+    assert len(upstream.seen) == 2
+
+
+async def test_with_futile_again_pass_the_models_first_reply_passes_marked(
+    make_proxy: Callable[..., Awaitable[TestServer]], upstream: Upstream, tmp_path: Path
+) -> None:
+    """`[reply] futile_again = "pass"`: the same call proposed again, the agent gets the model's
+    own first reply, marked `futile`."""
+    policy = tmp_path / "pass.toml"
+    policy.write_text('[reply]\nfutile_again = "pass"\n')
+    proxy = await make_proxy(policy=str(policy))
     chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
     first, again = _call("execute_bash", RERUN, "call_1"), _call("execute_bash", RERUN, "call_2")
     upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("", tool_calls=[again])))
@@ -121,6 +155,22 @@ async def test_when_the_answer_is_futile_too_the_models_first_reply_passes_marke
     assert raw.headers["X-Repair-Retries"] == "block:1"
     calls = raw.parse().choices[0].message.tool_calls or []
     assert [c.id for c in calls] == ["call_1"]
+    assert len(upstream.seen) == 2
+
+
+async def test_a_reask_answered_with_another_futile_call_passes_the_first_reply_marked(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """Refused, asked again, the model proposes a different call that is futile too (an edit that
+    changes nothing, after one already made): it changed course, so no hand-back; the agent gets
+    the model's own first reply, marked `futile`."""
+    noop = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "a + b", "new_str": "a + b"}
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run()).turn(("str_replace_editor", noop, "No change."))
+    first, again = _call("execute_bash", RERUN, "call_1"), _call("str_replace_editor", noop, "call_2")
+    upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("", tool_calls=[again])))
+    raw = await _ask_raw(proxy, chat)
+    assert raw.headers["X-Repair-Outcome"] == "futile"
+    assert [c.id for c in raw.parse().choices[0].message.tool_calls or []] == ["call_1"]
     assert len(upstream.seen) == 2
 
 

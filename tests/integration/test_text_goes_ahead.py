@@ -116,6 +116,23 @@ async def test_text_before_a_futile_call_reaches_the_agent_before_the_call_is_ju
     assert "Your call was not run" in upstream.seen[1].json()["messages"][-1]["content"]
 
 
+async def test_a_hand_back_after_text_went_ahead_ends_the_agents_stream_with_it(
+    client: openai.AsyncOpenAI, upstream: Upstream
+) -> None:
+    """The sentence went ahead, the call was refused, and asked again the model proposed the same
+    call: the agent's one message is its sentence and the hand-back after it, no call."""
+    futile = chat_stream(SAID, "execute_bash", RERUN, "call_again")
+    wait = TextFirst(first_call_at(futile))
+    upstream.reply_with(
+        sse_reply(futile, before_each=wait), sse_reply(chat_stream("", "execute_bash", RERUN, "call_same"))
+    )
+    message = await _stream(client, wait, SAID)
+    assert not wait.waited_out
+    assert message.content.startswith(f"{SAID}\n\n") and "INCOMPLETE" in message.content
+    assert not message.tool_calls
+    assert len(upstream.seen) == 2
+
+
 async def test_text_before_a_call_that_can_help_flows_and_the_stream_is_byte_for_byte(
     proxy: TestServer, upstream: Upstream
 ) -> None:

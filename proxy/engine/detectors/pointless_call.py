@@ -103,7 +103,7 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
     return bool(options.block) and state.count >= options.block
 
 
-def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
+def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
     """A no-op edit or a placeholder; where its text to replace is not in the file either, the
     re-ask carries the lines it meant (or a look at the file), held by the schema (`meant`);
     where it is, that text kept and held, the replacement asked for (`kept`)."""
@@ -118,8 +118,9 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
             reason,
             "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
             pinned=held_in_place(proposal, context),
+            times=state.count,
         )
-    return Refusal(NAME, reason, instead[0], pinned=instead[1])
+    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.count)
 
 
 DETECTOR = Detector(

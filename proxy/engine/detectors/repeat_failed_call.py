@@ -161,8 +161,8 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
     reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
     instead = meant(proposal, context)
     if instead is None:
-        return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context))
-    return Refusal(NAME, reason, instead[0], pinned=instead[1])
+        return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context), times=state.count)
+    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.count)
 
 
 DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, blocks=blocks, futile=futile)

@@ -198,7 +198,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, _next_step(context), tool, pinned)
+    return Refusal(NAME, reason, _next_step(context), tool, pinned, times=streak)
 
 
 def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call | None:

@@ -13,13 +13,13 @@ is a prefix of the next one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from proxy.engine.detectors import BY_NAME, Levers, Trip
+from proxy.engine.detectors import BY_NAME, Levers, Refusal, Trip
 from proxy.engine.plan.action import nagged
 from proxy.engine.plan.gates import reply_rules
-from proxy.engine.plan.handback import Handback, handback_text
-from proxy.engine.plan.reply import ReplyRules
+from proxy.engine.plan.handback import Handback, handback_text, refused_text
+from proxy.engine.plan.reply import Gate, ReplyRules
 from proxy.engine.plan.rewrite import anchor_positions, apply_injections
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool
@@ -28,7 +28,7 @@ from proxy.engine.state.failure import DiagnosticClass
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.salvage import SalvagedCall, offered_tools
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, CallKind, FutileAgain
 
 __all__ = ["Decision", "Effects", "Request", "decide", "passed"]
 
@@ -128,6 +128,28 @@ def _finish_call(rules: Rules, request: Request, text: str) -> SalvagedCall | No
     return None
 
 
+def _handback(rules: Rules, request: Request, state: ConversationState, text: str, reason: str, turn: int) -> Handback:
+    return Handback(
+        text=text,
+        reason=reason,
+        current_failure=state.repair.current_failure(),
+        conversation=request.conversation,
+        turn=turn,
+        finish_call=_finish_call(rules, request, text),
+    )
+
+
+def _stop(rules: Rules, request: Request, state: ConversationState) -> Callable[[Refusal], Handback]:
+    """The stop rung of the block gate: the hand-back for a model that, told why its call was
+    refused, proposes that call again (`reply.futile_again`). Built only when that happens."""
+
+    def stop(refusal: Refusal) -> Handback:
+        text = refused_text(refusal, state.repair, state.turns, state.progress.describe())
+        return _handback(rules, request, state, text, refusal.pattern, state.turns)
+
+    return stop
+
+
 def decide(
     rules: Rules,
     request: Request,
@@ -144,14 +166,7 @@ def decide(
     halt = next((t for t in tail_trips if t.action is Action.HALT), None)
     if halt is not None:
         text = handback_text(halt, state.repair, state.turns, state.progress.describe())
-        handback = Handback(
-            text=text,
-            reason=halt.pattern,
-            current_failure=state.repair.current_failure(),
-            conversation=request.conversation,
-            turn=halt.turn,
-            finish_call=_finish_call(rules, request, text),
-        )
+        handback = _handback(rules, request, state, text, halt.pattern, halt.turn)
         return Decision(request, state, new_trips, handback, None, (), ReplyRules(), effects)
     levers = Levers(
         offered=frozenset(offered_tools(request.translation.tools)),
@@ -185,6 +200,8 @@ def decide(
         tail_trips=tail_trips,
     )
     reply = reply_rules(rules, request.translation, turn, fit)
+    if Gate.BLOCK in reply.gates and rules.policy.reply.futile_again is FutileAgain.HANDBACK:
+        reply = replace(reply, stop=_stop(rules, request, state))
     if edit.empty:
         return Decision(request, state, new_trips, None, None, (), reply, effects)
     return Decision(request, state, new_trips, None, edit, placed, reply, effects)

@@ -12,6 +12,7 @@ next step the state suggests, and a call required (with its schema, for servers 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from proxy.engine.detectors import Refusal, RemedyContext
 from proxy.engine.detectors.wording import PREFIX
@@ -47,7 +48,7 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
             proposal = propose(name, raw, rules.classifier, volatile)
             for judge in judges:
                 if (refusal := judge(proposal, context)) is not None:
-                    return refusal
+                    return replace(refusal, call=proposal.key)
         return None
 
     return refuse

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Trip
+from proxy.engine.detectors.base import Refusal, Trip
 from proxy.engine.detectors.wording import PREFIX, failing_call, fitter
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.salvage import SalvagedCall
 from proxy.engine.text.tokens import TokenCounter
 
-__all__ = ["Handback", "handback_text", "memory_text"]
+__all__ = ["Handback", "handback_text", "memory_text", "refused_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +64,20 @@ def memory_text(verdict: Verdict, counter: TokenCounter, budget: int) -> str:
 
 def handback_text(trip: Trip, state: RepairState, turns: int, progress: str = "") -> str:
     """The incomplete hand-back's message: why it stopped, what is failing, what was tried."""
-    lines = [
-        f"{PREFIX} Stopping here: this run is INCOMPLETE and is being handed back.",
-        f"Reason: {trip.pattern} ({trip.detail}), after {turns} turn(s).",
-    ]
+    return _text(f"{trip.pattern} ({trip.detail}), after {turns} turn(s).", state, progress)
+
+
+def refused_text(refusal: Refusal, state: RepairState, turns: int, progress: str = "") -> str:
+    """The hand-back's message when the model, told why its call was refused, proposed it again."""
+    reason = (
+        f"{refusal.pattern} (the model proposed a call again after being told why it cannot help), "
+        f"after {turns} turn(s):\n{refusal.reason.strip()}"
+    )
+    return _text(reason, state, progress)
+
+
+def _text(reason: str, state: RepairState, progress: str) -> str:
+    lines = [f"{PREFIX} Stopping here: this run is INCOMPLETE and is being handed back.", f"Reason: {reason}"]
     if progress:
         lines.append(f"Partial progress: {progress}")
     if state.live:

@@ -23,6 +23,7 @@ from itertools import zip_longest
 import orjson
 
 from proxy.engine.detectors import Refusal
+from proxy.engine.plan.handback import Handback
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.text.exchange import Edit
 from proxy.engine.text.messages import parse_arguments
@@ -118,6 +119,9 @@ class ReplyRules:
     """Reads a call written as text (a finish command, say); set with `protocol`."""
     refuse: Refuser | None = None
     """The block rung armed: judges each (tool, arguments JSON) the reply proposes (`futility`)."""
+    stop: Callable[[Refusal], Handback] | None = None
+    """The stop rung: the hand-back the agent gets when the model, asked again, proposes the very
+    call it was refused (`reply.futile_again`); None: its first reply passes, marked."""
 
     @property
     def active(self) -> bool:
