@@ -90,6 +90,12 @@ def _cat_parse() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s):\n    return int(a) + int(b) + 1\n")
 
 
+def _git(command: str) -> tuple[str, dict[str, Any], str]:
+    """A git command that puts files back (the agent's own change undone, or a stash applied):
+    the work tree changed, whatever the proxy can tell of which files."""
+    return ("execute_bash", {"command": f"cd /workspace && {command}"}, "")
+
+
 def _grep() -> tuple[str, dict[str, Any], str]:
     return ("execute_bash", {"command": "grep -rn parse /workspace/src"}, "/workspace/src/parse.py:1:def parse(s):")
 
@@ -141,6 +147,15 @@ CASES = [
         None,
     ),
     Case("another call after three failures", [test_run()] * 3, VIEW, None),
+    *(
+        Case(
+            f"the failing check again after three failures and `{command}`",
+            [test_run()] * 3 + [_git(command)],
+            RUN,
+            None,
+        )
+        for command in ("git checkout src/parse.py", "git checkout .", "git stash", "git reset --hard", "git stash pop")
+    ),
     Case("an edit that just failed, sent again unchanged", [_failed_edit()], BAD_EDIT, "repeat_failed_call"),
     Case(
         "an edit that failed, the failing test run after it, then the edit again unchanged",
