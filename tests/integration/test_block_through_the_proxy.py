@@ -234,6 +234,30 @@ async def test_the_responses_and_ollama_dialects_block_the_same_call(
     assert "Your call was not run" in str(last["content"])
 
 
+@pytest.mark.parametrize("dialect", ["responses", "ollama"])
+async def test_the_responses_and_ollama_dialects_hand_back_a_call_proposed_again_after_its_refusal(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """The stop rung in the dialect's own shape: the same futile rerun, refused, proposed again:
+    the agent gets the hand-back as an assistant message of its dialect, no call."""
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    if dialect == "responses":
+        futile, again = _responses_call(RERUN, "c_1"), _responses_call(RERUN, "c_2")
+    else:
+        futile, again = _ollama_call("execute_bash", RERUN), _ollama_call("execute_bash", RERUN)
+    upstream.reply_with(json_reply(orjson.dumps(futile)), json_reply(orjson.dumps(again)))
+    status, headers, body = await post(proxy, body_for(dialect, chat), path=PATHS[dialect])
+    assert status == 200 and headers["X-Repair-Outcome"] == "incomplete" and len(upstream.seen) == 2
+    answer = orjson.loads(body)
+    if dialect == "responses":
+        assert [item["type"] for item in answer["output"]] == ["message"]
+        text = answer["output"][0]["content"][0]["text"]
+    else:
+        assert not answer["message"].get("tool_calls")
+        text = answer["message"]["content"]
+    assert "INCOMPLETE" in text and "being told why it cannot help" in text
+
+
 async def test_a_streamed_ollama_rerun_is_refused_and_the_other_call_streams_whole(
     proxy: TestServer, upstream: Upstream
 ) -> None:
