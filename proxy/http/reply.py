@@ -7,18 +7,20 @@ reply rules say so (see `proxy/engine/plan/reply.py`):
 
 Each gate is bounded by its own attempts; after the last, the reply passes marked with the
 gate's outcome (`X-Repair-Outcome`), except that the action gate passes the model's first
-reply, as it came. A retry the upstream refuses (an error status) ends the gate: the first
-reply passes, as after the last try; our retry's error never reaches the agent. A request or
-retry whose call schema the upstream refuses is sent once more without it (and no schema goes
-up again for that request); a retry the upstream fails (unreachable, silent, broken off) ends
-its gate the same way. Streamed replies are held only while they may still be salvaged or
-gated; once they cannot, what was held goes out and the rest is relayed as it arrives. While
-only a call or the reply's end can be gated (the block rung, the finish gate, the action gate
-after our instruction), the text flows to the agent at once (`ahead.py`), and what is delivered
-in the end goes out on the same stream; a stop while a re-run is owed is held whole.
-Upstream errors and compressed bodies are relayed as they are. Fail-open here too: a reply
-the proxy cannot read (any exception in reading, judging or salvaging it) goes to the agent
-as it came, logged and counted as `analysis_failed`.
+reply, as it came, and that a block gate whose retry brought back the very call it refused (a
+call made in vain before) ends the run with the incomplete hand-back (the stop rung). A retry
+the upstream refuses (an error status) ends the gate: the first reply passes, as after the last
+try; our retry's error never reaches the agent. A request or retry whose call schema the
+upstream refuses is sent once more without it (and no schema goes up again for that request); a
+retry the upstream fails (unreachable, silent, broken off) ends its gate the same way. Streamed
+replies are held only while they may still be salvaged or gated; once they cannot, what was
+held goes out and the rest is relayed as it arrives. While only a call or the reply's end can
+be gated (the block rung, the finish gate, the action gate after our instruction), the text
+flows to the agent at once (`ahead.py`), and what is delivered in the end goes out on the same
+stream; a stop while a re-run is owed is held whole. Upstream errors and compressed bodies are
+relayed as they are. Fail-open here too: a reply the proxy cannot read (any exception in
+reading, judging or salvaging it) goes to the agent as it came, logged and counted as
+`analysis_failed`.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from proxy.http.appkeys import CONTEXT, METRICS
 from proxy.http.delivery import Reply, deliver, ended, retries
 from proxy.http.forward import RelayEnd, broken_end, downstream_headers, is_streaming, relay, send
 from proxy.http.replies import handback_reply
-from proxy.http.steps import Attempt, Deliver, Relay, Step, Stop, after_failure, after_reply, after_status
+from proxy.http.steps import Attempt, Deliver, End, Relay, Step, Stop, after_failure, after_reply, after_status
 from proxy.http.tracing import gate_retry
 from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk
 
@@ -168,6 +170,27 @@ def _chosen(step: Deliver, first: Reply | None, reply: Reply | None, ahead: Ahea
     return delivered, later
 
 
+async def _stopped(
+    request: web.Request, planned: Planned, refusal: Refusal, first: Reply, marks: dict[str, str], ahead: Ahead
+) -> web.StreamResponse:
+    """The stop rung: the hand-back instead of the reply, the run's verdict stored as a stall.
+    Fail-open: a hand-back that cannot be written gives the agent the model's first reply, marked
+    `futile`, as if the rung were off."""
+    stop = planned.decision.reply.stop
+    try:
+        if stop is None:
+            raise AssertionError("the stop rung is not armed")
+        hand = stop(refusal)
+    except Exception:
+        log.exception("handback_unwritable", conversation=planned.decision.request.conversation)
+        request.app[METRICS].analysis_failed.labels(planned.decision.request.team).inc()
+        return await deliver(request, planned, first, Deliver(End.FUTILE, True, Gate.BLOCK), marks, ahead, False)
+    ended(request, planned, End.HANDBACK, Gate.BLOCK)
+    response = await handback_reply(request, planned, hand, marks, ahead)
+    await remember_stall(request, planned.decision)
+    return response
+
+
 async def reply_stage(
     request: web.Request, planned: Planned, headers: CIMultiDict[str], extra: dict[str, str]
 ) -> web.StreamResponse:
@@ -195,12 +218,9 @@ async def reply_stage(
             delivered, later = _chosen(step, first, reply, ahead)
             return await deliver(request, planned, delivered, step, {**extra, **retries(attempt)}, ahead, later)
         if isinstance(step, Stop):  # asked again, the model proposed the call it was refused
-            assert reply is not None and reply.judgement.refusal is not None and rules.stop is not None
-            ended(request, planned, step.end, Gate.BLOCK)
-            hand = rules.stop(reply.judgement.refusal)
-            response = await handback_reply(request, planned, hand, {**extra, **retries(attempt)}, ahead)
-            await remember_stall(request, planned.decision)
-            return response
+            assert reply is not None and reply.judgement.refusal is not None and first is not None
+            marks = {**extra, **retries(attempt)}
+            return await _stopped(request, planned, reply.judgement.refusal, first, marks, ahead)
         if isinstance(step, Relay):  # unreachable: relayed in `_try`, inside the response's context
             raise AssertionError(step)
         if not step.spends:  # the server takes no call schema: the same request without it

@@ -16,6 +16,8 @@ from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from dialects import body_for
 from support import Upstream, chunk_event, completion, json_reply, post, sdk, sse_chunks, sse_reply
 
+from proxy.engine.plan import decide
+
 RERUN = {"command": "cd /workspace && python -m pytest tests/test_parse.py"}
 LOOK = {"command": "view", "path": "/workspace/tests/test_parse.py"}
 PATHS = {"responses": "/v1/responses", "ollama": "/api/chat"}
@@ -137,6 +139,24 @@ async def test_told_why_its_call_was_refused_a_model_that_proposes_it_again_gets
     assert "proposed a call again after being told why it cannot help" in text
     assert "failed the same way 3 times in a row" in text  # the reason it was refused, quoted
     assert len(upstream.seen) == 2
+
+
+async def test_a_hand_back_that_cannot_be_written_gives_the_agent_the_models_first_reply(
+    proxy: TestServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fail-open: the stop rung's hand-back raises while it is written; the agent gets the model's
+    own first reply, marked `futile`, as if the rung were off."""
+
+    def broken(*_args: Any) -> str:
+        raise RuntimeError("hand-back text")
+
+    monkeypatch.setattr(decide, "refused_text", broken)
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
+    first, again = _call("execute_bash", RERUN, "call_1"), _call("execute_bash", RERUN, "call_2")
+    upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("", tool_calls=[again])))
+    raw = await _ask_raw(proxy, chat)
+    assert raw.headers["X-Repair-Outcome"] == "futile"
+    assert [c.id for c in raw.parse().choices[0].message.tool_calls or []] == ["call_1"]
 
 
 async def test_with_futile_again_pass_the_models_first_reply_passes_marked(
