@@ -13,7 +13,7 @@ from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, ReplyView, judge
-from proxy.engine.reading.vocabulary import Shaped
+from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped
 
 RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
 NOT_FOUND = (
@@ -241,7 +241,7 @@ TEST_READ = ("execute_bash", {"command": "sed -n '1,27p' /workspace/tests/test_p
 CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
 
 
-HELD_SED = r"^sed -i 's/[^']*' (/workspace/parse\.py|(\./)?parse\.py)$"
+HELD_SED = rf"^sed -i 's/{SED_SCRIPT}' (/workspace/parse\.py|(\./)?parse\.py)$"
 """An in-place sed of parse.py, named as the agent wrote it or by its name from its folder."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import jsonschema
@@ -151,3 +152,29 @@ def test_the_held_sed_script_is_one_single_quoted_substitution() -> None:
     assert not re.match(pattern.pattern, 'sed -i "s/a/b/" vowels.py')
     assert re.match(pattern.pattern, "sed -i 's/a\\/b/c/g' vowels.py")
     assert not re.match(pattern.pattern, "sed -i '1,3d' vowels.py")  # a substitution, not a deletion
+
+
+@pytest.mark.parametrize(
+    ("command", "held"),
+    [
+        ("sed -i 's/self.balance -= amount/self.balance += amount/' bank.py", True),
+        ("""sed -i 's/raise ValueError("no")/raise ValueError("insufficient funds")/' bank.py""", True),
+        ("sed -i 's/def f(\\(x\\)):/def f(\\1, y):/' bank.py", True),
+        ("sed -i 's/def withdraw(self, amount):/def withdraw(self, amount):\n    if amount > 0:/' bank.py", False),
+    ],
+    ids=[
+        "one line",
+        "double quotes in it (escaped in JSON)",
+        "a back-reference",
+        "a line break inside the s command: sed rejects it unterminated",
+    ],
+)
+def test_the_held_sed_script_stays_on_one_line_read_decoded_or_as_the_model_writes_it(command: str, held: bool) -> None:
+    """Recovery bench, bank and vowels: multi-line replacements in `sed -i 's/...'`, rejected
+    as unterminated, sent turn after turn. The pattern holds the decoded command (JSON Schema's
+    reading) and the JSON text the model writes between the quotes (llama.cpp's grammar reads
+    that) alike."""
+    pattern = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit("bank.py").arguments["command"]
+    written = json.dumps(command)[1:-1]  # as the model writes it inside the JSON string
+    assert bool(re.match(pattern.pattern, command)) is held
+    assert bool(re.match(pattern.pattern, written)) is held

@@ -15,7 +15,7 @@ import orjson
 from proxy.engine.reading.classify import Classifier
 from proxy.settings.kinds import CallKind
 
-__all__ = ["Call", "Shaped", "Vocabulary", "learn_vocabulary"]
+__all__ = ["SED_SCRIPT", "Call", "Shaped", "Vocabulary", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
@@ -139,10 +139,12 @@ class Vocabulary:
         `s/`: left free, the model deleted the function, `sed -i '1,3d' leap.py`): with any text
         allowed before the file (`.*`), llama.cpp's grammar let the model write past the name
         it was held to, to the test's, and run on to the token limit (vowels stuck point, 10
-        seeds: 6 of 10 cut at 256 tokens; quoted, 9 of 9 edits named vowels.py)."""
+        seeds: 6 of 10 cut at 256 tokens; quoted, 9 of 9 edits named vowels.py). On one line
+        (`SED_SCRIPT`): a line break inside an `s` command is a script sed rejects unterminated
+        (recovery bench, bank and vowels: multi-line replacements sent turn after turn)."""
         if self.shell is None or self.shell.array:
             return None
-        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i 's/[^']*' {_operand(path)}$")})
+        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i 's/{SED_SCRIPT}' {_operand(path)}$")})
 
     def run(self, command: str) -> Call | None:
         """The call that runs a shell command, in the shell tool's own argument shape."""
@@ -150,6 +152,14 @@ class Vocabulary:
             return None
         value: Any = ["bash", "-lc", command] if self.shell.array else command
         return Call(self.shell.name, {self.shell.arg: value})
+
+
+SED_SCRIPT = r"([^'\n\\]|[\\][^n])*"
+r"""A single-quoted `sed` script on one line, as a pattern that reads the same on the JSON string's
+decoded value (JSON Schema's `pattern`) and on its escaped text (llama.cpp's grammar, which
+matches the characters the model writes between the quotes: a line break there is the two
+characters `\n`): no quote, no line break, and a backslash only before something else than `n`
+(`\"`, `\\`, `\1`)."""
 
 
 def _operand(path: str) -> str:
