@@ -72,6 +72,17 @@ def _half_sed() -> tuple[str, dict[str, Any], str]:
     )
 
 
+def _refused_sed() -> tuple[str, dict[str, Any], str]:
+    """A substitution whose replacement spans lines: sed refuses the script before it opens a
+    file (recovery bench, bank: sent turn after turn, the test re-run between)."""
+    script = "s/return a + b + 1/if a:\n    return a + b/"
+    return (
+        "execute_bash",
+        {"command": f"cd /workspace && sed -i '{script}' src/parse.py"},
+        "sed: -e expression #1, char 34: unterminated `s' command\n[Command finished with exit code 1]",
+    )
+
+
 def _inline_write() -> tuple[str, dict[str, Any], str]:
     """Inline Python that rewrites a source file (corpus: mswea1-cam-gpt5-nano/sphinx-doc__sphinx-8035,
     request 20): the proxy cannot see what it wrote."""
@@ -121,6 +132,12 @@ CASES = [
         "stuck_same_diagnostic",
     ),
     Case("the failing check again after a shell edit that failed on one file", [test_run(), _half_sed()], RUN, None),
+    Case(
+        "the failing check again, only a sed whose script sed refused since",
+        [test_run(), _refused_sed()],
+        RUN,
+        "stuck_same_diagnostic",
+    ),
     Case(
         "the failing check again, only a substitution of a line the file, seen whole, lacks since",
         [test_run(), _cat_parse(), _anchored_sed("")],

@@ -6,7 +6,7 @@ import pytest
 
 from proxy.engine.detectors.pointless_call import pointless
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.sed import Sought, rejected_because, sought, substitution
+from proxy.engine.reading.sed import Sought, rejected_because, script_refused, sought, substitution
 from proxy.settings.kinds import CallKind
 
 CASES = [
@@ -104,3 +104,31 @@ def test_a_pattern_with_any_character_is_found_only_where_some_line_matches_it()
 def test_why_sed_rejected_a_script(output: str, cause: str | None) -> None:
     found = rejected_because(output)
     assert (found is None) if cause is None else (found is not None and cause in found)
+
+
+UNTERMINATED = "sed: -e expression #1, char 40: unterminated `s' command"
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "refused"),
+    [
+        ("sed -i 's/a/b\nc/' f.py", UNTERMINATED, True),
+        ("cd /repo && sed -i 's/a/b\nc/' f.py", UNTERMINATED, True),
+        ("sed -i 's/a/b/x' f.py", "sed: -e expression #1, char 7: unknown option to `s'", True),
+        ("sed -i 's/a/b/' f.py g.py", "sed: can't read g.py: No such file or directory", False),
+        ("sed -i 's/a/b\nc/' f.py; python fix.py", UNTERMINATED, False),
+        ("sed -i 's/a/b/' f.py && sed -i 's/c/d\ne/' g.py", UNTERMINATED, False),
+        ("python -m pytest", UNTERMINATED, False),
+    ],
+    ids=[
+        "one sed, its script refused: nothing written",
+        "after a cd",
+        "an unknown option to s",
+        "a file it could not read: it may have changed the other",
+        "another command after it, run whatever sed did",
+        "two seds: the first may have run",
+        "no sed at all",
+    ],
+)
+def test_a_sed_whose_script_sed_refused_wrote_nothing(command: str, output: str, refused: bool) -> None:
+    assert script_refused(command, output) is refused

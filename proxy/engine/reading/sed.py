@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from proxy.engine.reading.shell import split_segments, words
 
-__all__ = ["Sought", "rejected_because", "sought", "substitution"]
+__all__ = ["Sought", "rejected_because", "script_refused", "sought", "substitution"]
 
 _BASIC = frozenset(".[]*^$\\")
 """What a basic regular expression reads as more than itself."""
@@ -146,3 +146,13 @@ def rejected_because(output: str) -> str | None:
     if "sed: " not in output:
         return None
     return next((cause for complaint, cause in _REJECTIONS if complaint in output), None)
+
+
+def script_refused(command: str, output: str) -> bool:
+    """`command` is one `sed` (after `cd`s, if any) whose script sed refused to parse: GNU sed
+    reads its whole script before it opens a file, so nothing was written. Not so for a sed that
+    failed on one of its files (`can't read`): it may have changed the others."""
+    if rejected_because(output) is None:
+        return False
+    argvs = [words(part) for part, _line in split_segments(command)]
+    return sum(_is_sed(argv) for argv in argvs) == 1 and all(_is_sed(argv) or argv[:1] == ["cd"] for argv in argvs)
