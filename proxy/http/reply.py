@@ -7,8 +7,8 @@ reply rules say so (see `proxy/engine/plan/reply.py`):
 
 Each gate is bounded by its own attempts; after the last, the reply passes marked with the
 gate's outcome (`X-Repair-Outcome`), except that the action gate passes the model's first
-reply, as it came, and that a block gate whose retry brought back the very call it refused (a
-call made in vain before) ends the run with the incomplete hand-back (the stop rung). A retry
+reply, as it came, and that a block gate whose retry brought back a call it refuses too, one made
+in vain before, ends the run with the incomplete hand-back (the stop rung). A retry
 the upstream refuses (an error status) ends the gate: the first reply passes, as after the last
 try; our retry's error never reaches the agent. A request or retry whose call schema the
 upstream refuses is sent once more without it (and no schema goes up again for that request); a
@@ -217,7 +217,7 @@ async def reply_stage(
                 log.warning("repair_gate_refused", gate=step.gate, conversation=conversation)
             delivered, later = _chosen(step, first, reply, ahead)
             return await deliver(request, planned, delivered, step, {**extra, **retries(attempt)}, ahead, later)
-        if isinstance(step, Stop):  # asked again, the model proposed the call it was refused
+        if isinstance(step, Stop):  # asked again, the model proposed a call made in vain before
             assert reply is not None and reply.judgement.refusal is not None and first is not None
             marks = {**extra, **retries(attempt)}
             return await _stopped(request, planned, reply.judgement.refusal, first, marks, ahead)
@@ -236,8 +236,7 @@ async def reply_stage(
         first = first or reply
         held = reply.judgement.refusal
         schema = rules.gates[gate].edit_for(held).call_schema is not None
-        refused = held.call if gate is Gate.BLOCK and held is not None else ""
-        attempt = attempt.retried(gate, schema, first.judgement.acts, refused)
+        attempt = attempt.retried(gate, schema, first.judgement.acts)
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
         gate_retry(request, gate.value)

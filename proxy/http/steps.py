@@ -4,8 +4,8 @@
       + the upstream's status, its failure, or the judgement of its reply
       -> Relay     pass the upstream's response through as it came
          Deliver   give the agent this reply, or the first one, ending the request as `End` says
-         Stop      give the agent the hand-back instead: asked again, the model proposed the
-                   very call the block gate refused (`reply.futile_again`)
+         Stop      give the agent the hand-back instead: asked again, the model proposed a call
+                   the block gate refuses too, one already made in vain (`reply.futile_again`)
          Retry     ask the upstream again: through a gate (one extra generation), or the same
                    request without the call schema a server refused (nothing was generated)
 
@@ -51,7 +51,7 @@ class End(enum.Enum):
     FUTILE = "futile"
     """The block gate gave up: the model's own reply, its futile call and all."""
     HANDBACK = "handback"
-    """The block gate stopped the run: asked again, the model proposed the call it was refused."""
+    """The block gate stopped the run: asked again, the model proposed a call made in vain before."""
     UPSTREAM_ERROR = "upstream_error"
     """The upstream answered the agent's request with an error: relayed as it came."""
 
@@ -64,9 +64,11 @@ GIVEN_UP: Mapping[Gate, End] = {
 }
 """What a request ends as when its gate gives up (or our retry is refused)."""
 STOP_AFTER = 2
-"""The stop rung hands a run back only for a call already made in vain this many times in a row
-(`Refusal.times`): a model that re-runs a test once after it failed, refused and asked again,
-proposing that run again, is not yet a model that loops."""
+"""The stop rung hands a run back only when the call the model proposes once told why its own
+cannot help was already made in vain this many times in a row (`Refusal.times`): a model that
+re-runs a test once after it failed, refused and asked again, proposing that run again, is not
+yet a model that loops; one that answers a refused sed with the test it has seen fail the same
+way three times, or the sed sed rejected twice, is."""
 _FIRST_REPLY = frozenset({Gate.ACTION, Gate.BLOCK})
 """Gates that give up with the model's first reply, not one it gave under the gate's pressure."""
 
@@ -89,15 +91,12 @@ class Attempt:
     """A reply was held before this one (the model's own, from the agent's request)."""
     first_acts: bool = True
     """That first reply makes a call."""
-    refused: str = ""
-    """The call the block gate refused, that this retry asks the model to replace (its key)."""
 
-    def retried(self, gate: Gate, schema: bool, first_acts: bool = True, refused: str = "") -> Attempt:
-        """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls;
-        `refused`: the call the block gate refused, for its retry)."""
+    def retried(self, gate: Gate, schema: bool, first_acts: bool = True) -> Attempt:
+        """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls)."""
         retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
         acts = self.first_acts if self.first else first_acts
-        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True, acts, refused)
+        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True, acts)
 
     def without_schema(self) -> Attempt:
         """The same attempt sent again without its call schema, and none after it."""
@@ -168,8 +167,8 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
     """Once the reply is judged: deliver it, or ask again through the gate that holds it while
     the gate has tries left and the agent request's budget of extra generations allows."""
     gate = judgement.gate
-    if attempt.gate is Gate.BLOCK and gate is Gate.BLOCK and rules.stop is not None and _again(attempt, judgement):
-        return Stop()  # told why its call cannot help, the model proposed that very call again
+    if gate is Gate.BLOCK and rules.stop is not None and _again(attempt, judgement):
+        return Stop()  # told why its call cannot help, the model proposed one made in vain before
     if attempt.gate is Gate.BLOCK and not judgement.acts:
         # Refused a futile call, the model answered with none (an empty reply, prose): worse
         # than the call it was asked to replace. The agent gets the model's own reply.
@@ -185,9 +184,8 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
 
 
 def _again(attempt: Attempt, judgement: Judgement) -> bool:
-    """The reply to the block gate's retry proposes the call that retry was asked to replace, a
-    call already made in vain `STOP_AFTER` times."""
+    """The reply to the block gate's retry proposes a call the rung refuses too, one already made
+    in vain `STOP_AFTER` times in a row: told why its call cannot help, the model answered with
+    another it has seen fail (the same one, or the other of two it alternates between)."""
     refusal = judgement.refusal
-    if refusal is None or not attempt.refused:
-        return False
-    return refusal.call == attempt.refused and refusal.times >= STOP_AFTER
+    return attempt.gate is Gate.BLOCK and refusal is not None and refusal.times >= STOP_AFTER

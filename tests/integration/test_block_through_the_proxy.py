@@ -141,6 +141,22 @@ async def test_told_why_its_call_was_refused_a_model_that_proposes_it_again_gets
     assert len(upstream.seen) == 2
 
 
+async def test_a_model_that_answers_a_refused_sed_with_the_test_seen_failing_three_times_is_handed_back(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """Recovery bench, bank, one shell: the model alternates a sed that sed rejects and the test
+    that fails the same way, each refused, each re-ask answered with the other. The re-ask's call
+    was made in vain three times: the agent gets the hand-back."""
+    sed = {"command": "cd /workspace && sed -i 's/a + b + 1/if a:\\n    a + b/' src/parse.py"}
+    rejected = "sed: -e expression #1, char 30: unterminated `s' command\n[Command finished with exit code 1]"
+    chat = Chat().turn(test_run()).turn(test_run()).turn(test_run()).turn(("execute_bash", sed, rejected))
+    first, again = _call("execute_bash", sed, "call_sed"), _call("execute_bash", RERUN, "call_test")
+    upstream.reply_with(json_reply(completion("", tool_calls=[first])), json_reply(completion("", tool_calls=[again])))
+    raw = await _ask_raw(proxy, chat)
+    assert raw.headers["X-Repair-Outcome"] == "incomplete" and len(upstream.seen) == 2
+    assert "INCOMPLETE" in (raw.parse().choices[0].message.content or "")
+
+
 async def test_a_hand_back_that_cannot_be_written_gives_the_agent_the_models_first_reply(
     proxy: TestServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,12 +194,12 @@ async def test_with_futile_again_pass_the_models_first_reply_passes_marked(
     assert len(upstream.seen) == 2
 
 
-async def test_a_reask_answered_with_another_futile_call_passes_the_first_reply_marked(
+async def test_a_reask_answered_with_a_call_made_in_vain_once_passes_the_first_reply_marked(
     proxy: TestServer, upstream: Upstream
 ) -> None:
-    """Refused, asked again, the model proposes a different call that is futile too (an edit that
-    changes nothing, after one already made): it changed course, so no hand-back; the agent gets
-    the model's own first reply, marked `futile`."""
+    """Refused, asked again, the model proposes a different call that is futile too, but made in
+    vain once only (an edit that changes nothing, after one already made): no hand-back yet; the
+    agent gets the model's own first reply, marked `futile`."""
     noop = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "a + b", "new_str": "a + b"}
     chat = Chat().turn(test_run()).turn(test_run()).turn(test_run()).turn(("str_replace_editor", noop, "No change."))
     first, again = _call("execute_bash", RERUN, "call_1"), _call("str_replace_editor", noop, "call_2")

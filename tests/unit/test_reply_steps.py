@@ -166,46 +166,37 @@ def test_when_block_gives_up_after_an_empty_first_reply_the_agent_gets_the_call(
 
 STOPPING = ReplyRules(gates=RULES.gates, stop=lambda refusal: Handback("", refusal.pattern, None, "c", 1))
 """The rules with the stop rung armed (`reply.futile_again = "handback"`, the default)."""
-REFUSED_RERUN = OWN.retried(Gate.BLOCK, schema=True, refused="execute_bash:rerun")
-"""The block gate's re-ask after it refused the call keyed `execute_bash:rerun`."""
+BLOCK_REASK = OWN.retried(Gate.BLOCK, schema=True)
+"""The block gate's re-ask after it refused the model's call."""
 
 
-def _refused(call: str, times: int = STOP_AFTER) -> Judgement:
-    """The block gate's judgement of a call keyed `call`, made in vain `times` in a row before."""
-    refusal = Refusal("stuck_same_diagnostic", "why", "instead", call=call, times=times)
-    return Judgement(Gate.BLOCK, refusal=refusal, acts=True)
+def _refused(times: int = STOP_AFTER) -> Judgement:
+    """The block gate's judgement of a call made in vain `times` in a row before."""
+    return Judgement(Gate.BLOCK, refusal=Refusal("stuck_same_diagnostic", "why", "instead", times=times), acts=True)
 
 
 @pytest.mark.parametrize(
     ("attempt", "judgement", "rules", "budget", "step"),
     [
-        (REFUSED_RERUN, _refused("execute_bash:rerun"), STOPPING, 1, Stop()),
-        (REFUSED_RERUN, _refused("execute_bash:rerun"), STOPPING, 3, Stop()),
-        (REFUSED_RERUN, _refused("execute_bash:rerun", times=1), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
-        (REFUSED_RERUN, _refused("execute_bash:rerun"), RULES, 1, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
-        (REFUSED_RERUN, _refused("str_replace_editor:noop"), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
-        (REFUSED_RERUN, Judgement(None, acts=True), STOPPING, 1, Deliver(End.COMPLETE)),
-        (
-            OWN.retried(Gate.ACTION, schema=True),
-            _refused("execute_bash:rerun"),
-            STOPPING,
-            1,
-            Deliver(End.FUTILE, True, Gate.BLOCK),
-        ),
-        (OWN, _refused("execute_bash:rerun"), STOPPING, 1, Retry(Gate.BLOCK, spends=True)),
+        (BLOCK_REASK, _refused(), STOPPING, 1, Stop()),
+        (BLOCK_REASK, _refused(), STOPPING, 3, Stop()),
+        (BLOCK_REASK, _refused(times=1), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
+        (BLOCK_REASK, _refused(), RULES, 1, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
+        (BLOCK_REASK, Judgement(None, acts=True), STOPPING, 1, Deliver(End.COMPLETE)),
+        (OWN.retried(Gate.ACTION, schema=True), _refused(), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
+        (OWN, _refused(), STOPPING, 1, Retry(Gate.BLOCK, spends=True)),
     ],
     ids=[
-        "told why, the model proposes the refused call again: the hand-back",
+        "told why, the model proposes a call refused again, made in vain twice before: the hand-back",
         "the same, whatever budget is left: asking a third time is a loop",
-        "the same call made in vain once only: its first reply passes marked, no hand-back yet",
+        "a refused call made in vain once only: its first reply passes marked, no hand-back yet",
         "futile_again = pass: the model's first reply, marked",
-        "another futile call: it changed course, its first reply passes marked",
-        "another call that can help: delivered",
+        "a call that can help: delivered",
         "a futile call after the action gate's retry: never told why, no hand-back",
         "the agent's own request proposing it: refused and asked again first",
     ],
 )
-def test_the_stop_rung_only_for_the_very_call_refused(
+def test_the_stop_rung_only_for_a_model_told_why_that_proposes_a_call_made_in_vain(
     attempt: Attempt, judgement: Judgement, rules: ReplyRules, budget: int, step: Step
 ) -> None:
     assert after_reply(attempt, judgement, rules, budget) == step

@@ -87,9 +87,6 @@ class Refusal:
     """The next call's tool and the arguments it must carry, as the proxy has seen them (an edit's
     text to replace, exactly as the file has it): the re-ask's call schema holds them to these
     values, the rest is the model's to write."""
-    call: str = ""
-    """The refused call's canonical key (`Proposal.key`), set by the block rung's judge: a re-ask
-    that proposes it again has been told why and did not change course."""
     times: int = 1
     """How many times in a row such a call has already been made in vain (the failing check's
     identical failures, the same call's identical errors, the pointless calls made): the stop

@@ -12,7 +12,6 @@ next step the state suggests, and a call required (with its schema, for servers 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from proxy.engine.detectors import Refusal, RemedyContext
 from proxy.engine.detectors.wording import PREFIX
@@ -48,7 +47,7 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
             proposal = propose(name, raw, rules.classifier, volatile)
             for judge in judges:
                 if (refusal := judge(proposal, context)) is not None:
-                    return replace(refusal, call=proposal.key)
+                    return refusal
         return None
 
     return refuse

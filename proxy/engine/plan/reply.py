@@ -120,8 +120,8 @@ class ReplyRules:
     refuse: Refuser | None = None
     """The block rung armed: judges each (tool, arguments JSON) the reply proposes (`futility`)."""
     stop: Callable[[Refusal], Handback] | None = None
-    """The stop rung: the hand-back the agent gets when the model, asked again, proposes the very
-    call it was refused (`reply.futile_again`); None: its first reply passes, marked."""
+    """The stop rung: the hand-back the agent gets when the model, asked again, proposes a call
+    refused too, made in vain before (`reply.futile_again`); None: its first reply passes, marked."""
 
     @property
     def active(self) -> bool:
