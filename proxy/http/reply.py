@@ -235,8 +235,7 @@ async def reply_stage(
         assert gate is not None and reply is not None
         first = first or reply
         held = reply.judgement.refusal
-        schema = rules.gates[gate].edit_for(held).call_schema is not None
-        attempt = attempt.retried(gate, schema, first.judgement.acts)
+        attempt = attempt.retried(gate, rules.gates[gate].edit_for(held).call_schema is not None, first.judgement.acts)
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
         gate_retry(request, gate.value)

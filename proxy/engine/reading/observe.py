@@ -17,6 +17,7 @@ from proxy.engine.reading.commands import Write
 from proxy.engine.reading.envelope import unwrap
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
+from proxy.engine.reading.sed import script_refused
 from proxy.engine.reading.workspace import Workspace
 from proxy.engine.text.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
@@ -66,7 +67,8 @@ class ObservedCall:
     """A shell command's segments' kinds (see `CallClass.segments`)."""
     no_op: bool = False
     """An edit that changed nothing, whatever it printed: its replacement is the text it replaces
-    (`noop`), or it substitutes text its file, as last shown whole, lacks (`state.seen.settled`)."""
+    (`noop`), it is a `sed` whose script sed refused to parse (`sed.script_refused`), or it
+    substitutes text its file, as last shown whole, lacks (`state.seen.settled`)."""
 
     @property
     def result(self) -> str:
@@ -193,7 +195,8 @@ def observe(
             probe=cls.probe and kind is not CallKind.VERIFY,
             edits_source=mutates and space.edits_source(writes),
             segments=cls.segments,
-            no_op=len(writes) <= 1 and unchanging(cls.kind, call.arguments) is not None,
+            no_op=(len(writes) <= 1 and unchanging(cls.kind, call.arguments) is not None)
+            or (kind is CallKind.EDIT and command is not None and script_refused(command, output)),
         )
         calls.append(observed)
         if observed.succeeded_mutation or kind in (CallKind.READ, CallKind.SEARCH):

@@ -34,7 +34,6 @@ from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
 from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.sed import script_refused
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.seen import Seen, seen_after, settled, shown_whole
 from proxy.settings.kinds import CallKind
@@ -199,12 +198,11 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
 def _quiet(calls: tuple[ObservedCall, ...]) -> bool:
     """Only reads and searches (every segment of a command too: `pip install -e . | tail`
     installs), and edits that changed nothing: an editor tool's edit that failed (`old_str` not
-    found), one that writes the text it replaces, a `sed` whose script sed refused to parse. Not
-    another shell edit that failed: it may have written part of what it meant to."""
+    found), one that writes the text it replaces, a `sed` whose script sed refused to parse
+    (`no_op`). Not another shell edit that failed: it may have written part of what it meant to."""
     return all(
         (c.kind in _QUIET and c.segments <= _QUIET and not c.changed_sources)
         or (c.kind is CallKind.EDIT and (c.no_op or (c.command is None and not c.succeeded_mutation)))
-        or (c.kind is CallKind.EDIT and c.command is not None and script_refused(c.command, c.result))
         for c in calls
     )
 
