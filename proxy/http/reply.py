@@ -12,6 +12,8 @@ in vain before, ends the run with the incomplete hand-back (the stop rung). A re
 the upstream refuses (an error status) ends the gate: the first reply passes, as after the last
 try; our retry's error never reaches the agent. A request or retry whose call schema the
 upstream refuses is sent once more without it (and no schema goes up again for that request); a
+retry whose reply the server could not read as its own tool-call format (llama.cpp's 500) is sent
+once more without the tools, its schema kept (the call comes back as JSON text, salvaged); a
 retry the upstream fails (unreachable, silent, broken off) ends its gate the same way. Streamed
 replies are held only while they may still be salvaged or gated; once they cannot, what was
 held goes out and the rest is relayed as it arrives. While only a call or the reply's end can
@@ -39,13 +41,26 @@ from proxy.http.appkeys import CONTEXT, METRICS
 from proxy.http.delivery import Reply, deliver, ended, retries
 from proxy.http.forward import RelayEnd, broken_end, downstream_headers, is_streaming, relay, send
 from proxy.http.replies import handback_reply
-from proxy.http.steps import Attempt, Deliver, End, Relay, Step, Stop, after_failure, after_reply, after_status
+from proxy.http.steps import (
+    Attempt,
+    Deliver,
+    End,
+    Relay,
+    Step,
+    Stop,
+    after_failure,
+    after_reply,
+    after_status,
+    unreadable_as_call,
+)
 from proxy.http.tracing import gate_retry
 from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk
 
 __all__ = ["reply_stage"]
 
 log = structlog.get_logger("repair_proxy")
+_ERROR_READ = 64 * 1024
+"""How much of a retry's server error is searched for the reason."""
 
 
 async def _read_all(upstream: aiohttp.ClientResponse, timeouts: Timeouts) -> list[bytes]:
@@ -87,6 +102,15 @@ async def _watch(
         return held, Judgement()
 
 
+async def _unreadable(upstream: aiohttp.ClientResponse, attempt: Attempt, timeouts: Timeouts) -> bool:
+    """A gate's retry with our call schema that failed at the server: whether the server says it
+    could not read the reply as a call (read only then: any other response is not ours to read)."""
+    if upstream.status < 500 or attempt.gate is None or not attempt.schema or attempt.bare:
+        return False
+    body = b"".join(await _read_all(upstream, timeouts))
+    return unreadable_as_call(body[:_ERROR_READ])
+
+
 def _judge_whole(body: bytes, dialect: Dialect, rules: ReplyRules) -> Judgement:
     try:
         view = dialect.read_reply(body)
@@ -120,7 +144,8 @@ async def _try(
     upstream = await send(request, body, headers)
     async with upstream:
         encoded = upstream.headers.get("Content-Encoding", "identity").lower() != "identity"
-        step = after_status(attempt, upstream.status, encoded)
+        unreadable = await _unreadable(upstream, attempt, request[CONTEXT].timeouts)
+        step = after_status(attempt, upstream.status, encoded, unreadable)
         if isinstance(step, Relay):
             response, relayed = await relay(request, upstream, request[CONTEXT].timeouts, extra)
             ended(request, planned, relayed if relayed is not RelayEnd.COMPLETE else step.end)
@@ -223,6 +248,12 @@ async def reply_stage(
             return await _stopped(request, planned, reply.judgement.refusal, first, marks, ahead)
         if isinstance(step, Relay):  # unreachable: relayed in `_try`, inside the response's context
             raise AssertionError(step)
+        if not step.tools:  # the server could not read its reply as a call: the retry without tools
+            assert step.gate is not None
+            log.warning("repair_call_unreadable", gate=step.gate.value, conversation=conversation)
+            attempt = attempt.without_tools()
+            body = planned.retry(step.gate, attempt.retries[step.gate], refusal=held, tools=False)
+            continue
         if not step.spends:  # the server takes no call schema: the same request without it
             log.warning("repair_schema_refused")
             attempt = attempt.without_schema()
@@ -239,4 +270,4 @@ async def reply_stage(
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
         gate_retry(request, gate.value)
-        body = planned.retry(gate, attempt.retries[gate], constrained=not attempt.plain, refusal=held)
+        body = planned.retry(gate, attempt.retries[gate], not attempt.plain, held, tools=not attempt.bare)

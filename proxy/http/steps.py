@@ -6,8 +6,10 @@
          Deliver   give the agent this reply, or the first one, ending the request as `End` says
          Stop      give the agent the hand-back instead: asked again, the model proposed a call
                    the block gate refuses too, one already made in vain (`reply.futile_again`)
-         Retry     ask the upstream again: through a gate (one extra generation), or the same
-                   request without the call schema a server refused (nothing was generated)
+         Retry     ask the upstream again: through a gate (one extra generation), the same
+                   request without the call schema a server refused (nothing was generated),
+                   or a gate's retry without the tools, when the server could not read the
+                   reply our schema made as its own tool-call format
 
 Pure: no I/O, no aiohttp, tested as a table (tests/unit/test_reply_steps.py). The loop in
 `reply.py` only sends, reads and answers; `End` is what logs and metrics are made of.
@@ -34,6 +36,7 @@ __all__ = [
     "after_failure",
     "after_reply",
     "after_status",
+    "unreadable_as_call",
 ]
 
 
@@ -91,16 +94,23 @@ class Attempt:
     """A reply was held before this one (the model's own, from the agent's request)."""
     first_acts: bool = True
     """That first reply makes a call."""
+    bare: bool = False
+    """Sent without the request's tools (the server could not read its reply with them)."""
 
     def retried(self, gate: Gate, schema: bool, first_acts: bool = True) -> Attempt:
         """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls)."""
         retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
         acts = self.first_acts if self.first else first_acts
-        return Attempt(gate, schema and not self.plain, self.plain, retries, self.spent + 1, True, acts)
+        schema = schema and not self.plain
+        return Attempt(gate, schema, self.plain, retries, self.spent + 1, True, acts, self.bare and schema)
 
     def without_schema(self) -> Attempt:
         """The same attempt sent again without its call schema, and none after it."""
         return replace(self, schema=False, plain=True)
+
+    def without_tools(self) -> Attempt:
+        """The same retry sent again without the request's tools, its call schema kept."""
+        return replace(self, bare=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +132,10 @@ class Retry:
     gate: Gate | None
     """The gate asking again; None: the same request, without its refused call schema."""
     spends: bool
-    """It costs an extra generation (a schema refused generated nothing)."""
+    """It counts against the budget (a schema refused generated nothing; a reply the server
+    could not read reached no one)."""
+    tools: bool = True
+    """It carries the request's tools; False: sent without them, its call schema kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,17 +148,22 @@ class Stop:
 Step = Relay | Deliver | Retry | Stop
 
 
-def after_status(attempt: Attempt, status: int, encoded: bool) -> Step | None:
+def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool = False) -> Step | None:
     """Before reading the reply: what an error status or an encoded body means for this
     attempt; None: read the reply.
 
     A request carrying our call schema refused (4xx) generated nothing: it goes again without
-    the schema, free. A server error (5xx) may come after the generation (llama.cpp answers 500
-    when a structured reply cut at `max_tokens` does not parse as its tool-call format): a
-    retry of ours that errs ends its gate with the first reply, as when it cannot be reached;
-    sent again without the schema it would come back as prose. The agent's own request, which
-    carries the schema only at the force rung, goes again without it: what it would have sent."""
+    the schema, free. A server error (5xx) may come after the generation: a retry of ours that
+    errs ends its gate with the first reply, as when it cannot be reached; sent again without
+    the schema it would come back as prose. One 5xx is read (`unreadable`, see
+    `unreadable_as_call`): the server generated the call our schema asked for and then failed
+    to read it as its own tool-call format (llama.cpp); the retry goes once more without the
+    tools, the schema kept, and the call written as JSON text is made real by the salvage. The
+    agent's own request, which carries the schema only at the force rung, goes again without it:
+    what it would have sent."""
     if status >= 400:
+        if status >= 500 and unreadable and attempt.gate is not None and attempt.schema and not attempt.bare:
+            return Retry(attempt.gate, spends=False, tools=False)  # the same retry, without the tools
         if attempt.schema and not attempt.plain and (status < 500 or attempt.gate is None):
             return Retry(attempt.gate, spends=False)  # the server takes no call schema: send it without
         if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
@@ -154,6 +172,16 @@ def after_status(attempt: Attempt, status: int, encoded: bool) -> Step | None:
     if encoded:  # a compressed body is never read: relayed as it is, or a retry's left unused
         return Relay(End.COMPLETE) if attempt.gate is None else Deliver(GIVEN_UP[attempt.gate], True, attempt.gate)
     return None
+
+
+_UNREADABLE = b"The model produced output that does not match the expected"
+"""llama.cpp's error (`common/chat.cpp`) when the reply does not parse as the chat template's
+tool-call format: with `tools` and a `response_format` schema, the grammar makes bare JSON."""
+
+
+def unreadable_as_call(body: bytes) -> bool:
+    """A server error's body says the server could not read the model's reply as a call."""
+    return _UNREADABLE in body
 
 
 def after_failure(attempt: Attempt) -> Deliver | None:

@@ -98,20 +98,74 @@ async def test_a_retry_the_upstream_refuses_ends_the_gate_with_the_first_reply(
 async def test_a_retry_that_fails_at_the_server_ends_the_gate_without_asking_a_third_time(
     proxy: TestServer, upstream: Upstream, dialect: str
 ) -> None:
-    """llama.cpp answers 500 when a structured reply cut at `max_tokens` does not parse as its
-    tool-call format: the schema was taken and a generation spent. The agent gets the model's
-    first reply; the retry is not sent again without the schema (it came back as prose)."""
+    """A server error on our retry, for a reason not ours to read: the schema was taken and a
+    generation may have been spent. The agent gets the model's first reply; the retry is not
+    sent again (without the schema it came back as prose)."""
 
-    async def cut(request: web.Request, raw: bytes) -> web.StreamResponse:
-        message = "The model produced output that does not match the expected peg-native format"
-        return web.json_response({"error": {"code": 500, "message": message, "type": "server_error"}}, status=500)
+    async def broken(request: web.Request, raw: bytes) -> web.StreamResponse:
+        return web.json_response(
+            {"error": {"code": 500, "message": "slot unavailable", "type": "server_error"}}, status=500
+        )
 
     first = MISCALLS["unknown_tool"]
-    upstream.reply_with(reply(dialect, first), cut, reply(dialect, "I would run the tests."))
+    upstream.reply_with(reply(dialect, first), broken, reply(dialect, "I would run the tests."))
     got = await post(proxy, body_for(dialect, Chat(), stream=False), path=PATHS[dialect])
     assert got.status == 200 and got.body == reply_bytes(dialect, first)[0]
     assert got.headers["X-Repair-Outcome"] == "no_action"
     assert len(upstream.seen) == 2 and schema_sent(dialect, upstream.seen[1].json()) is not None
+
+
+UNREADABLE = "The model produced output that does not match the expected peg-native format"
+"""llama.cpp's 500 when a request carries both tools and a reply schema and the JSON the schema
+made does not parse as the template's tool-call format (seen on the recovery bench)."""
+
+
+def _llama_cpp(dialect: str, answer: Any) -> Any:
+    """A server that fails the way llama.cpp 11434 does on tools beside a call schema, and
+    answers the same request without tools with the call as JSON text."""
+
+    async def respond(request: web.Request, raw: bytes) -> web.StreamResponse:
+        sent = orjson.loads(raw)
+        if sent.get("tools") and schema_sent(dialect, sent) is not None:
+            error = {"code": 500, "message": UNREADABLE, "type": "server_error"}
+            return web.json_response({"error": error}, status=500)
+        return await answer(request, raw)
+
+    return respond
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_retry_whose_reply_the_server_cannot_read_as_a_call_goes_again_without_tools(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """The schema kept, the tools (and any choice among them) dropped: the server's grammar
+    makes the call as JSON text, the salvage makes it real, and the agent gets it."""
+    server = _llama_cpp(dialect, reply(dialect, CONSTRAINED))
+    upstream.reply_with(reply(dialect, MISCALLS["unknown_tool"]), server, server)
+    got = await post(proxy, body_for(dialect, Chat(), stream=False), path=PATHS[dialect])
+    _text, calls = received(dialect, got.body, False)
+    assert got.status == 200 and [(n, a) for n, a, _ in calls] == [("execute_bash", {"command": "python -m pytest"})]
+    assert got.headers["X-Repair-Retries"] == "action:1" and len(upstream.seen) == 3
+    failed, bare = upstream.seen[1].json(), upstream.seen[2].json()
+    assert failed.get("tools") and schema_sent(dialect, bare) == schema_sent(dialect, failed)
+    assert "tools" not in bare and "tool_choice" not in bare
+    assert bare == {k: v for k, v in failed.items() if k not in ("tools", "tool_choice")}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_a_retry_unreadable_without_tools_too_ends_the_gate_with_the_first_reply(
+    proxy: TestServer, upstream: Upstream, dialect: str
+) -> None:
+    """Sent without tools, the retry fails the same way: once, never a loop; the first reply."""
+
+    async def unreadable(request: web.Request, raw: bytes) -> web.StreamResponse:
+        return web.json_response({"error": {"code": 500, "message": UNREADABLE, "type": "server_error"}}, status=500)
+
+    first = MISCALLS["unknown_tool"]
+    upstream.reply_with(reply(dialect, first), unreadable, unreadable, unreadable)
+    got = await post(proxy, body_for(dialect, Chat(), stream=False), path=PATHS[dialect])
+    assert got.status == 200 and got.body == reply_bytes(dialect, first)[0]
+    assert got.headers["X-Repair-Outcome"] == "no_action" and len(upstream.seen) == 3
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -21,6 +21,7 @@ from proxy.http.steps import (
     after_failure,
     after_reply,
     after_status,
+    unreadable_as_call,
 )
 
 RULES = ReplyRules(gates={gate: GatePlan(Edit, 2) for gate in Gate})
@@ -66,6 +67,55 @@ PLAIN_RETRY = Attempt(Gate.ACTION, schema=False, plain=True, retries={Gate.ACTIO
 )
 def test_after_status(attempt: Attempt, status: int, encoded: bool, step: Step | None) -> None:
     assert after_status(attempt, status, encoded) == step
+
+
+BARE_RETRY = RETRY.without_tools()
+"""The action gate's retry sent again without the request's tools, its schema kept."""
+
+
+@pytest.mark.parametrize(
+    ("attempt", "status", "step"),
+    [
+        (RETRY, 500, Retry(Gate.ACTION, spends=False, tools=False)),
+        (OWN.retried(Gate.BLOCK, schema=True), 500, Retry(Gate.BLOCK, spends=False, tools=False)),
+        (BARE_RETRY, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (PLAIN_RETRY, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (OWN_WITH_SCHEMA, 500, Retry(None, spends=False)),
+        (RETRY, 400, Retry(Gate.ACTION, spends=False)),
+        (BARE_RETRY.retried(Gate.ACTION, schema=True), 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+    ],
+    ids=[
+        "a retry's call unreadable to the server: the same retry without tools, schema kept",
+        "the block gate's retry, the same",
+        "unreadable without tools too: the first reply, never a loop",
+        "a retry with no schema of ours: not ours to read, the first reply",
+        "the agent's own request at the force rung: without the schema, as before",
+        "a 4xx is a refusal, whatever it says: without the schema",
+        "a later retry of the same request goes without tools from the start",
+    ],
+)
+def test_after_status_when_the_server_could_not_read_the_reply_as_a_call(
+    attempt: Attempt, status: int, step: Step
+) -> None:
+    assert after_status(attempt, status, False, unreadable=True) == step
+
+
+@pytest.mark.parametrize(
+    ("body", "unreadable"),
+    [
+        (
+            b'{"error":{"code":500,"message":"The model produced output that does not match the expected'
+            b' peg-native format","type":"server_error"}}',
+            True,
+        ),
+        (b'{"error":{"code":500,"message":"slot unavailable","type":"server_error"}}', False),
+        (b"", False),
+        (b"<html>502 Bad Gateway</html>", False),
+    ],
+    ids=["llama.cpp's parse failure", "another server error", "no body", "a gateway's page"],
+)
+def test_unreadable_as_call(body: bytes, unreadable: bool) -> None:
+    assert unreadable_as_call(body) is unreadable
 
 
 @pytest.mark.parametrize(
