@@ -78,3 +78,20 @@ def test_a_frame_of_code_given_inline_is_no_file_to_read(pseudo: str) -> None:
         "AssertionError\n"
     )
     assert pointers(through) == Pointers(None, None, "/workspace/app/calc.py", 7)
+
+
+def test_a_syntax_error_points_at_the_file_that_does_not_parse_not_the_import_of_it() -> None:
+    """A module that does not parse is named in a frame of its own with no function (corpus,
+    mswea1 django-12406: an edit had doubled `widgets.py`'s lines; the proxy pointed at line 4 of
+    `boundfield.py`, its import, and told the agent to leave `widgets.py` alone)."""
+    out = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.6/runpy.py", line 193, in _run_module_as_main\n'
+        '  File "/testbed/django/forms/boundfield.py", line 4, in <module>\n'
+        "    from django.forms.widgets import Textarea, TextInput\n"
+        '  File "/testbed/django/forms/widgets.py", line 3\n'
+        "    HTML Widget classes\n"
+        "              ^\n"
+        "SyntaxError: invalid syntax\n"
+    )
+    assert pointers(out) == Pointers(None, None, "/testbed/django/forms/widgets.py", 3)

@@ -46,6 +46,13 @@ def test_first_the_failing_test() -> None:
     assert "read the failing test tests/test_calc.py::test_add in /workspace/tests/test_calc.py" in _nudge(chat)
 
 
+def test_a_file_edited_under_two_spellings_is_named_once() -> None:
+    """The agent edited calc.py as a relative and as an absolute path (corpus, mswea1
+    django-12406: "Do not edit widgets.py, widgets.py again yet")."""
+    chat = Chat().turn(run()).turn(edit("calc.py")).turn(run()).turn(edit("/workspace/calc.py")).turn(run())
+    assert "Do not edit calc.py again yet." in _nudge(chat)
+
+
 def test_then_the_code_the_test_exercises() -> None:
     chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py")).turn(run()).turn(run())
     text = _nudge(chat)

@@ -131,7 +131,7 @@ def _next_step(context: RemedyContext) -> str:
     """What to do instead of running the failing check again: read what the failure points at
     and has not been read, else make a different change."""
     state = context.repair
-    edited = ", ".join(p.rsplit("/", 1)[-1] for p in state.edited_since_failure)
+    edited = ", ".join(dict.fromkeys(p.rsplit("/", 1)[-1] for p in state.edited_since_failure))
     read = next_read(state, context.vocabulary)
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not

@@ -93,7 +93,9 @@ _PYTEST_LOCATION = re.compile(
     r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): (?:in \S+|\w*(?:Error|Exception)\b)", re.MULTILINE
 )
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE)
-_PY_FRAME = re.compile(r'^[ \t]*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)', re.MULTILINE)
+_PY_FRAME = re.compile(r'^[ \t]*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in \S+|[ \t]*$)', re.MULTILINE)
+"""A traceback's frame, or the file a `SyntaxError` names (no function: it did not parse), which
+is the failure's place, not the `import` frame above it."""
 _JEST_FILE = re.compile(r"^[ \t]*FAIL\s+(?P<file>\S+\.(?:[jt]sx?|mjs|cjs))", re.MULTILINE)
 _JEST_TITLE = re.compile(r"^[ \t]*●\s+(?P<title>.+?)\s*$", re.MULTILINE)
 _JEST_AT = re.compile(r"\((?P<file>[^\s()]+\.(?:[jt]sx?|mjs|cjs)):(?P<line>\d+):\d+\)")
