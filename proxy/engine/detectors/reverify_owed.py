@@ -7,7 +7,8 @@ Remedy: re-run the failing check exactly as it was made. `force` pins the policy
 tool, else the tool that ran the failing check.
 
 Must never fire on: edits with no live failure; an edit followed by the re-run in the
-same turn; anything while `post_edit_reverify` is off.
+same turn; an edit put back as it was before (nothing left to re-verify); anything while
+`post_edit_reverify` is off.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ text) is refused: run again it fails again. From a streak of `block_quiet` (defa
 or held to the next read's exact call (one shell for all).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
-streak to 1); a streak held at the threshold by an edit-only turn (it did not advance).
+streak to 1); a streak held at the threshold by an edit-only turn (it did not advance); the
+same failure seen again once the edited files were put back as they were (`git checkout --
+f.py`, a kept copy copied back: the failure without the agent's changes, `state.checks`).
 """
 
 from __future__ import annotations

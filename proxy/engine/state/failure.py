@@ -13,7 +13,10 @@ Folded once per turn by `fold_failure`, by these rules:
 2. A failure with the live failure's signature extends the streak, even across edits; a
    different signature starts a new streak at 1; a passing check clears the model. When the
    agent rewrote the check itself since (the script the failing command runs), the same
-   failure again holds the streak: that is a new way of reproducing it, not a repeat.
+   failure again holds the streak: that is a new way of reproducing it, not a repeat. So does
+   the same failure once the agent put the files it changed back as they were (`git checkout
+   -- f.py`, a kept copy copied back): that is the failure without its changes, and the edits
+   before it are not edits that failed to change it.
 3. A successful edit of the sources with no check after it, on a live failure, keeps the
    model and owes a re-verify. An edit's own success is not verification, and a write to a
    file of the agent's own (a script it created, a backup, a temporary file:
@@ -35,8 +38,8 @@ from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import same_file
+from proxy.engine.state.checks import DIAGNOSTIC_KINDS, READS, first_failure, is_check, quiet, restores, rewrites
 from proxy.engine.state.seen import Seen, seen_after, settled, shown_whole
-from proxy.settings.kinds import CallKind
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
 
@@ -45,18 +48,6 @@ _MAX_READ = 64
 _MAX_PROBES = 16
 _MAX_CALLED = 24
 _CALLED_SCAN = 32_000
-DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
-"""Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
-
-
-def is_check(call: ObservedCall, probes: tuple[tuple[str, str], ...] = ()) -> bool:
-    """The call is a check (rule 1): it verifies, or it is a probe run before (`probes`), and
-    the tool ran it."""
-    if call.rejected:
-        return False
-    if call.probe:
-        return any(key == call.key for key, _ in probes)
-    return call.kind in DIAGNOSTIC_KINDS
 
 
 def _plain(value: object) -> object:
@@ -113,6 +104,10 @@ class RepairState:
     quiet_since_failure: bool = False
     """Since the live failure was last seen, only reads, searches and edits that changed nothing
     ran: nothing that could change what the failing check sees."""
+    put_back: bool = False
+    """Since the live failure was last seen, the agent put the files it had changed back as they
+    were (`checks.restores`), and edited nothing after: the same failure next is the code without
+    its changes, not one more that failed to change it."""
 
     @property
     def live(self) -> bool:
@@ -148,20 +143,6 @@ SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
 """The current-failure model's own fields (the first six), in the order they are shown."""
 
 
-def _first_failure(calls: tuple[ObservedCall, ...], probes: tuple[tuple[str, str], ...]) -> int | None:
-    for index, call in enumerate(calls):
-        if is_check(call, probes) and call.outcome is Outcome.FAIL:
-            return index
-    return None
-
-
-def _rewrites(calls: tuple[ObservedCall, ...], scripts: tuple[str, ...]) -> bool:
-    """Some call wrote one of `scripts` (the failing check's own program files)."""
-    return bool(scripts) and any(
-        same_file(w.path, s) for c in calls if c.succeeded_mutation for w in c.writes for s in scripts
-    )
-
-
 def _probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
     """The probes with this turn's runs recorded (each with its failure's signature, or empty)."""
     runs = [(c.key, evidence(c.result).signature if c.outcome is Outcome.FAIL else "") for c in calls if c.probe]
@@ -179,32 +160,22 @@ def _called(pointers: Pointers, output: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*tested, *called_names(output[:_CALLED_SCAN]))))[:_MAX_CALLED]
 
 
-_QUIET = frozenset((CallKind.READ, CallKind.SEARCH))
-
-
-def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """The live failure's read and edited files, with this turn's added."""
-    read = {c.target for c in calls if c.kind in _QUIET and c.target}
-    edited = [c.target for c in calls if c.changed_sources and c.target]
-    edited_all = (
-        *state.edited_since_failure,
-        *(p for p in dict.fromkeys(edited) if p not in state.edited_since_failure),
-    )
+def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...], bool]:
+    """The live failure's read and edited files, with this turn's added (an edited file put back
+    as it was leaves the list), and whether the last change to the sources put files back."""
+    read = {c.target for c in calls if c.kind in READS and c.target}
+    edited, back = list(state.edited_since_failure), state.put_back
+    for call in calls:
+        if restores(call):
+            undone = [p for p in edited if any(same_file(w.path, p) for w in call.writes)]
+            back = back or bool(undone)  # putting back a file not changed changes nothing
+            edited = [p for p in edited if p not in undone]
+        elif call.changed_sources:
+            back = False
+            edited += [call.target] if call.target and call.target not in edited else []
     known = state.read_since_failure
     read_all = known | frozenset(p for p in read if p) if len(known) < _MAX_READ else known
-    return read_all, edited_all[-_MAX_FILES:]
-
-
-def _quiet(calls: tuple[ObservedCall, ...]) -> bool:
-    """Only reads and searches (every segment of a command too: `pip install -e . | tail`
-    installs), and edits that changed nothing: an editor tool's edit that failed (`old_str` not
-    found), one that writes the text it replaces, a `sed` whose script sed refused to parse
-    (`no_op`). Not another shell edit that failed: it may have written part of what it meant to."""
-    return all(
-        (c.kind in _QUIET and c.segments <= _QUIET and not c.changed_sources)
-        or (c.kind is CallKind.EDIT and (c.no_op or (c.command is None and not c.succeeded_mutation)))
-        for c in calls
-    )
+    return read_all, tuple(edited[-_MAX_FILES:]), back
 
 
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:
@@ -212,24 +183,28 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
     calls = settled(turn.calls, state.seen, state.whole)  # a substitution of text not there: no change
     if not calls:
         return state
-    read, edited = _touched(state, calls)
+    read, edited, back = _touched(state, calls)
     seen, whole = seen_after(state.seen, state.whole, calls)
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
-    failed_at = _first_failure(calls, state.probes)
+    failed_at = first_failure(calls, state.probes)
     probes = _probes_after(state.probes, calls)
     until = len(calls) if failed_at is None else failed_at + 1  # a check may write its script first
-    rewritten = state.check_rewritten or _rewrites(calls[:until], state.failing_scripts)
+    rewritten = state.check_rewritten or rewrites(calls[:until], state.failing_scripts)
 
     if failed_at is not None:
         failing = calls[failed_at]
         found = evidence(failing.result)
         same = state.live and found.signature == state.last_diagnostic_signature
         again = failing.probe and not same and (failing.key, found.signature) in state.probes
-        held = same and rewritten  # the check itself was rewritten: a new reproduction, no repeat
+        _, edited_at, undone = _touched(state, calls[: failed_at + 1])
+        back = _touched(replace(state, edited_since_failure=edited_at, put_back=False), calls[failed_at + 1 :])[2]
+        # the check itself was rewritten, or the sources put back as they were before the
+        # agent's changes: a new reproduction, or the failure without those changes, no repeat
+        held = same and (rewritten or undone)
         pointers = state.pointers if same else extract_pointers(failing.result)
         if not same:  # a new failure: what was read or edited for the old one does not count
-            read, edited = _touched(RepairState(), calls[failed_at + 1 :])
+            read, edited, back = _touched(RepairState(), calls[failed_at + 1 :])
         # An edit after the failing check in the same turn has not been re-verified yet.
         edited_after = any(i > failed_at for i in mutated)
         edited_before = any(i < failed_at for i in mutated)
@@ -246,20 +221,23 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             failing_arguments=failing.call.raw_arguments,
             failing_key=failing.key,
             edits_on_failure=(
-                state.edits_on_failure + (1 if state.edit_since_failure or edited_before else 0) if same else 0
+                state.edits_on_failure + (1 if (state.edit_since_failure or edited_before) and not undone else 0)
+                if same
+                else 0
             ),
             pointers=pointers,
             called=state.called if same else _called(pointers, failing.result),
             read_since_failure=read,
             edited_since_failure=edited,
             failing_scripts=read_command(failing.command).scripts if failing.command else (),
-            check_rewritten=_rewrites(calls[failed_at + 1 :], read_command(failing.command).scripts)
+            check_rewritten=rewrites(calls[failed_at + 1 :], read_command(failing.command).scripts)
             if failing.command
             else False,
             seen=seen,
             whole=whole,
             probes=probes,
-            quiet_since_failure=_quiet(calls[failed_at + 1 :]),
+            quiet_since_failure=quiet(calls[failed_at + 1 :]),
+            put_back=back,
         )
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
         return RepairState(
@@ -278,6 +256,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             edit_since_failure=True,
             quiet_since_failure=False,
             reverify_owed=post_edit_reverify,
+            put_back=back,
             read_since_failure=read,
             edited_since_failure=edited,
             check_rewritten=rewritten,
@@ -285,14 +264,18 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             whole=whole,
             probes=probes,
         )
+    undone = back and not edited  # every file changed since the failure put back: nothing to re-verify
     return replace(
         state,
         write_epoch=epoch,
+        edit_since_failure=state.edit_since_failure and not undone,
+        reverify_owed=state.reverify_owed and not undone,
         read_since_failure=read,
         edited_since_failure=edited,
         check_rewritten=rewritten,
         seen=seen,
         whole=whole,
         probes=probes,
-        quiet_since_failure=state.quiet_since_failure and _quiet(calls),
+        quiet_since_failure=state.quiet_since_failure and quiet(calls),
+        put_back=back,
     )

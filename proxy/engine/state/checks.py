@@ -1,0 +1,64 @@
+"""What one turn's calls say to the failure model (`failure.py`), call by call: which is a
+check and which fails first, whether the failing check's own script was written, whether only
+reads ran, and whether a call put files back as the repository had them.
+
+Pure functions of the observed calls; the failure model folds their answers.
+"""
+
+from __future__ import annotations
+
+from proxy.engine.reading.observe import ObservedCall
+from proxy.engine.reading.outcome import Outcome
+from proxy.engine.reading.workspace import same_file
+from proxy.settings.kinds import CallKind
+
+__all__ = ["DIAGNOSTIC_KINDS", "READS", "first_failure", "is_check", "quiet", "restores", "rewrites"]
+
+DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
+"""Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
+READS = frozenset((CallKind.READ, CallKind.SEARCH))
+
+
+def is_check(call: ObservedCall, probes: tuple[tuple[str, str], ...] = ()) -> bool:
+    """The call is a check (rule 1): it verifies, or it is a probe run before (`probes`), and
+    the tool ran it."""
+    if call.rejected:
+        return False
+    if call.probe:
+        return any(key == call.key for key, _ in probes)
+    return call.kind in DIAGNOSTIC_KINDS
+
+
+def first_failure(calls: tuple[ObservedCall, ...], probes: tuple[tuple[str, str], ...]) -> int | None:
+    """The index of the first check that failed, if one did."""
+    for index, call in enumerate(calls):
+        if is_check(call, probes) and call.outcome is Outcome.FAIL:
+            return index
+    return None
+
+
+def rewrites(calls: tuple[ObservedCall, ...], scripts: tuple[str, ...]) -> bool:
+    """Some call wrote one of `scripts` (the failing check's own program files)."""
+    return bool(scripts) and any(
+        same_file(w.path, s) for c in calls if c.succeeded_mutation for w in c.writes for s in scripts
+    )
+
+
+def quiet(calls: tuple[ObservedCall, ...]) -> bool:
+    """Only reads and searches (every segment of a command too: `pip install -e . | tail`
+    installs), and edits that changed nothing: an editor tool's edit that failed (`old_str` not
+    found), one that writes the text it replaces, a `sed` whose script sed refused to parse
+    (`no_op`). Not another shell edit that failed: it may have written part of what it meant to."""
+    return all(
+        (c.kind in READS and c.segments <= READS and not c.changed_sources)
+        or (c.kind is CallKind.EDIT and (c.no_op or (c.command is None and not c.succeeded_mutation)))
+        for c in calls
+    )
+
+
+def restores(call: ObservedCall) -> bool:
+    """The call puts files back as the repository or a kept copy had them (`git checkout --
+    f.py`, `git restore f.py`, `cp f.py.bak f.py`): every file it writes, restored, and it ran
+    (a check that fails ran what came before it)."""
+    ran = call.outcome is not Outcome.FAIL or call.kind is CallKind.VERIFY
+    return bool(call.writes) and all(w.restores for w in call.writes) and ran
