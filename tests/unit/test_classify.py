@@ -54,6 +54,13 @@ CLASSIFIER = Classifier(default_policy().classify)
         # inline code is a probe: its `>` is no redirect, and it writes nothing
         ("python - <<'PY'\nprint(1 > 0)\nPY", CallKind.OTHER, False),
         ('python -c "import x; print(x.a > 2)"', CallKind.OTHER, False),
+        # perl's program given after bundled flags (`-pe`, `-ne`): inline code, not a program file
+        # (corpus, mswea1 sphinx-10435: a failed `perl -0777 -pe '...' -i latex.py` was read as
+        # the failing check, and the agent told to re-run it)
+        ("perl -0777 -pe 's/a/b/s' -i src/parse.py", CallKind.EDIT, True),
+        ("perl -i -pe 's/a/b/' src/parse.py && nl -ba src/parse.py | head", CallKind.EDIT, True),
+        ("perl -ne 'print if /def/' src/parse.py", CallKind.OTHER, False),
+        ("perl scripts/check.pl", CallKind.VERIFY, False),
         # removing, creating folders, changing modes change no code
         ("rm reproduce_issue.py", CallKind.OTHER, False),
         ("mkdir -p build && touch build/.keep", CallKind.OTHER, False),
@@ -221,3 +228,15 @@ def test_the_text_an_editor_command_puts_in_the_file_is_not_read_as_shell() -> N
     assert edit.writes == () and [s.words for s in edit.segments] == [("edit", "604:604")]
     assert edit.segments[0].stdin == "    if (n > MAX_KEY_LENGTH) { x >> 1; }"
     assert [w.path for w in read_command("editor notes.txt > out.txt").writes] == ["out.txt"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "perl -0777 -pe 's/a/b/s' -i src/parse.py",
+        "perl -i -pe 's/a/b/' src/parse.py",
+        "perl -pi -e 's/a/b/' src/parse.py",
+    ],
+)
+def test_perls_program_is_not_a_file_it_writes_in_place(command: str) -> None:
+    assert [w.path for w in read_command(command).writes] == ["src/parse.py"]

@@ -162,10 +162,11 @@ def _segment_writes(words: list[str]) -> tuple[list[Write], list[str]]:
     """In-place edits, `tee` targets and `rm` operands of one segment's words."""
     program = words[0].rsplit("/", 1)[-1] if words else ""
     if program in ("sed", "perl") and any(w.startswith("-i") or (w.startswith("-") and "i" in w[1:]) for w in words):
-        script_seen = program == "perl"
+        script_seen, skip = program == "perl", False
         targets = []
         for word in words[1:]:
-            if word.startswith("-"):
+            if skip or word.startswith("-"):  # a flag, or perl's program after its `-e` (`-pe`)
+                skip = not skip and program == "perl" and _inline_flag(word, _INLINE_FLAGS["perl"])
                 continue
             if not script_seen:
                 script_seen = True  # sed's script comes first
@@ -199,7 +200,7 @@ def _runs(words: list[str], stdin: str) -> tuple[str | None, str | None]:
     if _INTERPRETERS.match(program) or program in _SHELLS:
         flags = _INLINE_FLAGS.get("python" if _python(program) else program, ())
         operands = [w for w in words[1:] if not w.startswith("-")]
-        given = next((at for at, w in enumerate(words[1:], 1) if w in flags), None)
+        given = next((at for at, w in enumerate(words[1:], 1) if _inline_flag(w, flags, not _python(program))), None)
         if given is not None:
             return (words[given + 1] if given + 1 < len(words) else ""), None
         if "-m" in words[1:]:
@@ -210,6 +211,12 @@ def _runs(words: list[str], stdin: str) -> tuple[str | None, str | None]:
     if "/" in words[0] or words[0].endswith((".py", ".sh")):
         return None, words[0]
     return None, None
+
+
+def _inline_flag(word: str, flags: tuple[str, ...], bundled: bool = True) -> bool:
+    """A flag giving the program inline: one of `flags`, or (`bundled`) letters ending in one (`-pe`)."""
+    ends = bundled and word[:1] == "-" and word[1:-1].isalnum()
+    return word in flags or (ends and any(len(f) == 2 and word[-1] == f[1] for f in flags))
 
 
 def _python(program: str) -> bool:
