@@ -249,13 +249,14 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         # the check ran again and could not run here: the failure it showed is not seen any more,
         # and nothing more can be known of it on this machine
         return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes)
+    undone = back and not edited  # every file changed since the failure put back: nothing to re-verify
     if mutated:
         return replace(
             state,
             write_epoch=epoch,
-            edit_since_failure=True,
+            edit_since_failure=not undone,
             quiet_since_failure=False,
-            reverify_owed=post_edit_reverify,
+            reverify_owed=post_edit_reverify and not undone,
             put_back=back,
             read_since_failure=read,
             edited_since_failure=edited,
@@ -264,7 +265,6 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             whole=whole,
             probes=probes,
         )
-    undone = back and not edited  # every file changed since the failure put back: nothing to re-verify
     return replace(
         state,
         write_epoch=epoch,
