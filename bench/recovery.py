@@ -22,7 +22,8 @@ to a request carrying a new instruction of ours was a real call. Then wasted tur
 the repository shows them (the same failing call again with no file changed since, an edit that
 changed no file, the same read of unchanged files, no call, a finish while the tests fail), and
 upstream generations in all and per solved run (a gate's retry is a generation). Every run is
-also written as one JSON line (`--out`). Each run starts from a fresh copy and a fresh
+also written as one JSON line (`--out`), with the proxy's warnings logged while it went, by event
+(`proxy_warnings`: a retry whose reply the server could not read as a call, a schema refused). Each run starts from a fresh copy and a fresh
 conversation: the proxy keys a conversation by its history, so runs share no state.
 
 Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10] [--arms direct,proxy,full]
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
@@ -110,7 +112,9 @@ def proxies(upstream: str, workdir: Path, wanted: list[str]) -> Iterator[dict[st
         port = free_port()
         command = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", upstream]
         extra = {"REPAIR_PROXY_VERDICTS": "", "REPAIR_PROXY_POLICY": policy, "REPAIR_PROXY_LOG_LEVEL": "warning"}
-        procs.append(subprocess.Popen(command, env={**env, **extra}, cwd=ROOT, stdout=subprocess.DEVNULL))
+        log = (workdir / f"{name}.log").open("wb")  # its warnings: what each run made it do (`events`)
+        procs.append(subprocess.Popen(command, env={**env, **extra}, cwd=ROOT, stdout=log))
+        log.close()
         urls[name] = f"http://127.0.0.1:{port}/v1"
     try:
         for url in urls.values():
@@ -120,6 +124,22 @@ def proxies(upstream: str, workdir: Path, wanted: list[str]) -> Iterator[dict[st
         for proc in procs:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def events(log: Path, since: int) -> tuple[dict[str, int], int]:
+    """The proxy's warnings logged past `since` (a byte offset), counted by event, and the new offset."""
+    if not log.exists():
+        return {}, since
+    with log.open("rb") as f:
+        f.seek(since)
+        new = f.read()
+    counts: Counter[str] = Counter()
+    for line in new.splitlines():
+        try:
+            counts[str(json.loads(line).get("event"))] += 1
+        except (ValueError, AttributeError):
+            continue
+    return dict(counts), since + len(new)
 
 
 def one_run(base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path) -> Run:
@@ -211,16 +231,18 @@ def main() -> None:
         out as sink,
     ):
         urls["direct"] = model
+        logged = dict.fromkeys(arms, 0)
         for seed in range(args.first_seed, args.first_seed + args.k):
             for index, repo in enumerate(repos):
                 style = styles[index % len(styles)]
                 for start in starts:
                     for arm in arms:
                         run = one_run(urls[arm], repo, style, start, seed, args.turns, Path(tmp))
+                        warned, logged[arm] = events(Path(tmp) / f"{arm}.log", logged[arm])
                         green = run.first_green
                         record = {
                             "arm": arm, "start": start, "repo": repo, "style": style, "seed": seed,
-                            "run": asdict(run), "first_green": green,
+                            "run": asdict(run), "first_green": green, "proxy_warnings": warned,
                             "tokens_to_green": sum(t.completion_tokens for t in run.turns[: green or 0]),
                         }  # fmt: skip
                         records.append(record)
