@@ -202,6 +202,9 @@ def test_a_call_the_tool_turned_down_is_a_rejected_failure_whatever_its_kind(out
         "cat: src/missing.py: No such file or directory",
         "ERROR:\nThe path /workspace/src/missing.py does not exist. Please provide a valid path.",
         "Error: /workspace/src is a directory",
+        # SWE-agent's `open`, with the footer it prints after every command (corpus, gson-1787:
+        # the same failed `open` three times was read as "the same call succeeded 3 times")
+        "File gson/src/X.java not found\n(Open file: /ReproduceIssue.java)\n(Current directory: /google__gson)\nbash-$",
     ],
 )
 def test_a_read_of_nothing_fails(output: str) -> None:

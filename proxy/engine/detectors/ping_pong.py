@@ -1,13 +1,15 @@
 """`ping_pong`: two calls alternate, A, B, A, B, ..., and neither result changes.
 
-Tracks the run of successful calls that alternate between two distinct call keys where
+Tracks the run of calls (not failing checks) that alternate between two distinct call keys where
 each call's output equals its previous occurrence; fires when the run reaches a rung of the
 ladder (first `after`, default `AFTER`).
 
 Remedy: name both calls and ask for a different step.
 
 Must never fire on: A, B, C, A, B, C (three calls); an alternation whose results change;
-failing calls (the failure model's), which break the run.
+failing checks (the failure model's), which break the run. Other calls that fail the same way
+each time alternate like any (SWE-agent's `open` of two paths that do not exist, turn after
+turn: corpus, gson-1391).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -38,7 +40,7 @@ class State:
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        if call.outcome is Outcome.FAIL:
+        if call.outcome is Outcome.FAIL and call.kind is CallKind.VERIFY:
             state = State()
             continue
         entry = (call.key, call.digest, call.describe())

@@ -103,7 +103,7 @@ _ERROR_HEAD = re.compile(
 """A result that opens as an error does (not file contents that happen to mention one)."""
 _READ_FAILURE = re.compile(
     r"^[^\n]*(?:\bno such file or directory\b|\bdoes not exist\b|\bis a directory\b|\bpermission denied\b)|"
-    r"^File [^\n]* not found$|"
+    r"^File [^\n]* not found(?:\n|$)|"  # SWE-agent's `open`, its footer after it
     r"^\s*error\b",
     re.IGNORECASE,
 )
