@@ -102,22 +102,19 @@ class Planned:
         return self.incoming.write(replace(edit, call_schema=None))
 
     def retry(
-        self, gate: Gate, attempt: int = 1, constrained: bool = True, refusal: Refusal | None = None, tools: bool = True
+        self, gate: Gate, attempt: int = 1, constrained: bool = True, refusal: Refusal | None = None, redraw: int = 0
     ) -> bytes:
         """The request a gate sends instead when it holds the reply (written when needed); from
         its second attempt on (from its first, for the block gate: its reply was a call the model
         should not make again), a seed the request pins is moved on by one per attempt, or the
-        same body would draw the same reply again. Not `constrained`: without the call schema
-        (for a server that refused it). Not `tools`: without the request's tools and any choice
-        among them (for a server that could not read the schema's reply as its tool-call format).
-        `refusal`: why the block gate holds it."""
+        same body would draw the same reply again; `redraw` moves it further (a reply the server
+        could not read, drawn again). Not `constrained`: without the call schema (for a server
+        that refused it). `refusal`: why the block gate holds it."""
         edit = self.decision.reply.gates[gate].edit_for(refusal)
         if not constrained:
             edit = replace(edit, call_schema=None)
-        if not tools:
-            edit = replace(edit, tools=[], tool_choice=None, require_call=False)
         seed = self.incoming.data.get("seed")
-        moved = attempt if gate is Gate.BLOCK else attempt - 1
+        moved = (attempt if gate is Gate.BLOCK else attempt - 1) + redraw
         if moved > 0 and isinstance(seed, int) and not isinstance(seed, bool):
             edit = replace(edit, seed=seed + moved)
         return self.incoming.write(edit)

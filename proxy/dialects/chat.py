@@ -71,9 +71,7 @@ def message_changes(
     if edit.messages is not None:
         originals = data.get("messages")
         out["messages"] = Array(kept_or_fresh(originals if isinstance(originals, list) else [], edit.messages))
-    if edit.tools == []:  # none at all: no tools member, and no choice among them
-        out.update({member: REMOVED for member in ("tools", "tool_choice") if member in data})
-    elif edit.tools is not None:
+    if edit.tools is not None:
         tools = data.get("tools")
         keep = edit.tools
         out["tools"] = Array(

@@ -12,8 +12,8 @@ in vain before, ends the run with the incomplete hand-back (the stop rung). A re
 the upstream refuses (an error status) ends the gate: the first reply passes, as after the last
 try; our retry's error never reaches the agent. A request or retry whose call schema the
 upstream refuses is sent once more without it (and no schema goes up again for that request); a
-retry whose reply the server could not read as its own tool-call format (llama.cpp's 500) is sent
-once more without the tools, its schema kept (the call comes back as JSON text, salvaged); a
+retry whose reply the server could not read (llama.cpp's 500 on a JSON escape its grammar let
+through) is drawn once more, its seed moved on; a
 retry the upstream fails (unreachable, silent, broken off) ends its gate the same way. Streamed
 replies are held only while they may still be salvaged or gated; once they cannot, what was
 held goes out and the rest is relayed as it arrives. While only a call or the reply's end can
@@ -105,7 +105,7 @@ async def _watch(
 async def _unreadable(upstream: aiohttp.ClientResponse, attempt: Attempt, timeouts: Timeouts) -> bool:
     """A gate's retry with our call schema that failed at the server: whether the server says it
     could not read the reply as a call (read only then: any other response is not ours to read)."""
-    if upstream.status < 500 or attempt.gate is None or not attempt.schema or attempt.bare:
+    if upstream.status < 500 or attempt.gate is None or not attempt.schema or attempt.redrawn:
         return False
     body = b"".join(await _read_all(upstream, timeouts))
     return unreadable_as_call(body[:_ERROR_READ])
@@ -248,11 +248,11 @@ async def reply_stage(
             return await _stopped(request, planned, reply.judgement.refusal, first, marks, ahead)
         if isinstance(step, Relay):  # unreachable: relayed in `_try`, inside the response's context
             raise AssertionError(step)
-        if not step.tools:  # the server could not read its reply as a call: the retry without tools
+        if step.redraw:  # the server could not read the reply it drew: the same retry, drawn again
             assert step.gate is not None
             log.warning("repair_call_unreadable", gate=step.gate.value, conversation=conversation)
-            attempt = attempt.without_tools()
-            body = planned.retry(step.gate, attempt.retries[step.gate], refusal=held, tools=False)
+            attempt = attempt.drawn_again()
+            body = planned.retry(step.gate, attempt.retries[step.gate], not attempt.plain, held, redraw=1)
             continue
         if not step.spends:  # the server takes no call schema: the same request without it
             log.warning("repair_schema_refused")
@@ -270,4 +270,4 @@ async def reply_stage(
         log.info("repair_gate", gate=gate.value, conversation=conversation, attempt=attempt.retries[gate])
         request.app[METRICS].gate_retries.labels(gate.value, planned.decision.request.team).inc()
         gate_retry(request, gate.value)
-        body = planned.retry(gate, attempt.retries[gate], not attempt.plain, held, tools=not attempt.bare)
+        body = planned.retry(gate, attempt.retries[gate], not attempt.plain, held, redraw=int(attempt.redrawn))

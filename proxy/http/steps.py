@@ -8,8 +8,8 @@
                    the block gate refuses too, one already made in vain (`reply.futile_again`)
          Retry     ask the upstream again: through a gate (one extra generation), the same
                    request without the call schema a server refused (nothing was generated),
-                   or a gate's retry without the tools, when the server could not read the
-                   reply our schema made as its own tool-call format
+                   or a gate's retry drawn again, when the server could not read the reply
+                   our schema let the model write (nothing reached the agent)
 
 Pure: no I/O, no aiohttp, tested as a table (tests/unit/test_reply_steps.py). The loop in
 `reply.py` only sends, reads and answers; `End` is what logs and metrics are made of.
@@ -94,23 +94,23 @@ class Attempt:
     """A reply was held before this one (the model's own, from the agent's request)."""
     first_acts: bool = True
     """That first reply makes a call."""
-    bare: bool = False
-    """Sent without the request's tools (the server could not read its reply with them)."""
+    redrawn: bool = False
+    """A reply the server could not read was drawn again, once, for this agent request."""
 
     def retried(self, gate: Gate, schema: bool, first_acts: bool = True) -> Attempt:
         """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls)."""
         retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
         acts = self.first_acts if self.first else first_acts
         schema = schema and not self.plain
-        return Attempt(gate, schema, self.plain, retries, self.spent + 1, True, acts, self.bare and schema)
+        return Attempt(gate, schema, self.plain, retries, self.spent + 1, True, acts, self.redrawn)
 
     def without_schema(self) -> Attempt:
         """The same attempt sent again without its call schema, and none after it."""
         return replace(self, schema=False, plain=True)
 
-    def without_tools(self) -> Attempt:
-        """The same retry sent again without the request's tools, its call schema kept."""
-        return replace(self, bare=True)
+    def drawn_again(self) -> Attempt:
+        """The same retry sent again with the next seed (none after it is drawn again)."""
+        return replace(self, redrawn=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +134,9 @@ class Retry:
     spends: bool
     """It counts against the budget (a schema refused generated nothing; a reply the server
     could not read reached no one)."""
-    tools: bool = True
-    """It carries the request's tools; False: sent without them, its call schema kept."""
+    redraw: bool = False
+    """The same retry with its seed moved on: the reply the server could not read was drawn
+    from this seed, and would be again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,14 +157,14 @@ def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool 
     the schema, free. A server error (5xx) may come after the generation: a retry of ours that
     errs ends its gate with the first reply, as when it cannot be reached; sent again without
     the schema it would come back as prose. One 5xx is read (`unreadable`, see
-    `unreadable_as_call`): the server generated the call our schema asked for and then failed
-    to read it as its own tool-call format (llama.cpp); the retry goes once more without the
-    tools, the schema kept, and the call written as JSON text is made real by the salvage. The
-    agent's own request, which carries the schema only at the force rung, goes again without it:
-    what it would have sent."""
+    `unreadable_as_call`): the server generated the call our schema asked for and then could not
+    parse it (llama.cpp's grammar lets through a JSON escape its parser rejects, `\'` in a held
+    `sed` script: seen on the recovery bench, and the same request drawn with another seed was
+    read); the retry goes once more with the next seed. The agent's own request, which carries
+    the schema only at the force rung, goes again without it: what it would have sent."""
     if status >= 400:
-        if status >= 500 and unreadable and attempt.gate is not None and attempt.schema and not attempt.bare:
-            return Retry(attempt.gate, spends=False, tools=False)  # the same retry, without the tools
+        if status >= 500 and unreadable and attempt.gate is not None and attempt.schema and not attempt.redrawn:
+            return Retry(attempt.gate, spends=False, redraw=True)  # the same retry, drawn again
         if attempt.schema and not attempt.plain and (status < 500 or attempt.gate is None):
             return Retry(attempt.gate, spends=False)  # the server takes no call schema: send it without
         if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
@@ -175,8 +176,8 @@ def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool 
 
 
 _UNREADABLE = b"The model produced output that does not match the expected"
-"""llama.cpp's error (`common/chat.cpp`) when the reply does not parse as the chat template's
-tool-call format: with `tools` and a `response_format` schema, the grammar makes bare JSON."""
+"""llama.cpp's error (`common/chat.cpp`) when the reply does not parse as its chat format (with a
+`response_format` schema, whether or not the request has `tools`)."""
 
 
 def unreadable_as_call(body: bytes) -> bool:

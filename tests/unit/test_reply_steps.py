@@ -69,32 +69,32 @@ def test_after_status(attempt: Attempt, status: int, encoded: bool, step: Step |
     assert after_status(attempt, status, encoded) == step
 
 
-BARE_RETRY = RETRY.without_tools()
-"""The action gate's retry sent again without the request's tools, its schema kept."""
+REDRAWN = RETRY.drawn_again()
+"""The action gate's retry, drawn again after the server could not read its reply."""
 
 
 @pytest.mark.parametrize(
     ("attempt", "status", "step"),
     [
-        (RETRY, 500, Retry(Gate.ACTION, spends=False, tools=False)),
-        (OWN.retried(Gate.BLOCK, schema=True), 500, Retry(Gate.BLOCK, spends=False, tools=False)),
-        (BARE_RETRY, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, 500, Retry(Gate.ACTION, spends=False, redraw=True)),
+        (OWN.retried(Gate.BLOCK, schema=True), 500, Retry(Gate.BLOCK, spends=False, redraw=True)),
+        (REDRAWN, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
         (PLAIN_RETRY, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
         (OWN_WITH_SCHEMA, 500, Retry(None, spends=False)),
         (RETRY, 400, Retry(Gate.ACTION, spends=False)),
-        (BARE_RETRY.retried(Gate.ACTION, schema=True), 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (REDRAWN.retried(Gate.ACTION, schema=True), 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
     ],
     ids=[
-        "a retry's call unreadable to the server: the same retry without tools, schema kept",
+        "a retry's reply the server could not read: the same retry drawn again",
         "the block gate's retry, the same",
-        "unreadable without tools too: the first reply, never a loop",
+        "unreadable when drawn again too: the first reply, never a loop",
         "a retry with no schema of ours: not ours to read, the first reply",
         "the agent's own request at the force rung: without the schema, as before",
         "a 4xx is a refusal, whatever it says: without the schema",
-        "a later retry of the same request goes without tools from the start",
+        "one redraw per agent request: a later retry's unreadable reply ends its gate",
     ],
 )
-def test_after_status_when_the_server_could_not_read_the_reply_as_a_call(
+def test_after_status_when_the_server_could_not_read_the_reply_it_drew(
     attempt: Attempt, status: int, step: Step
 ) -> None:
     assert after_status(attempt, status, False, unreadable=True) == step

@@ -161,12 +161,14 @@ def test_the_held_sed_script_is_one_single_quoted_substitution() -> None:
         ("""sed -i 's/raise ValueError("no")/raise ValueError("insufficient funds")/' bank.py""", True),
         ("sed -i 's/def f(\\(x\\)):/def f(\\1, y):/' bank.py", True),
         ("sed -i 's/def withdraw(self, amount):/def withdraw(self, amount):\n    if amount > 0:/' bank.py", False),
+        ("sed -i 's/ch in VOWELS/ch in \\'aeiou\\'/' bank.py", False),
     ],
     ids=[
         "one line",
         "double quotes in it (escaped in JSON)",
         "a back-reference",
         "a line break inside the s command: sed rejects it unterminated",
+        "a quote after a backslash: no JSON escape (llama.cpp's 500), and the shell's quote ends",
     ],
 )
 def test_the_held_sed_script_stays_on_one_line_read_decoded_or_as_the_model_writes_it(command: str, held: bool) -> None:

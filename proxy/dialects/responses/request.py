@@ -132,9 +132,7 @@ def changes(data: dict[str, Any], edit: Edit) -> dict[str, Change]:
     if edit.messages is not None:
         _originals, plan = _input_items(data, edit.messages, edit.leaves_out)
         out["input"] = Array(plan) if isinstance(data.get("input"), list) else Value(_materialise(data, plan))
-    if edit.tools == []:  # none at all: no tools member, and no choice among them
-        out.update({member: REMOVED for member in ("tools", "tool_choice") if member in data})
-    elif edit.tools is not None:
+    if edit.tools is not None:
         tools = data.get("tools") or []
         out["tools"] = Array(
             [Kept(i) for i, t in enumerate(tools) if isinstance(t, dict) and t.get("name") in edit.tools]

@@ -154,12 +154,14 @@ class Vocabulary:
         return Call(self.shell.name, {self.shell.arg: value})
 
 
-SED_SCRIPT = r"([^'\n\\]|[\\][^n])*"
+SED_SCRIPT = r"([^'\n\\]|[\\][^n'])*"
 r"""A single-quoted `sed` script on one line, as a pattern that reads the same on the JSON string's
 decoded value (JSON Schema's `pattern`) and on its escaped text (llama.cpp's grammar, which
 matches the characters the model writes between the quotes: a line break there is the two
 characters `\n`): no quote, no line break, and a backslash only before something else than `n`
-(`\"`, `\\`, `\1`)."""
+or a quote (`\"`, `\\`, `\1`). Not `\'`: in the JSON text no escape (llama.cpp's grammar let
+it through and its parser then failed the reply, HTTP 500: recovery bench, vowels seed 0, a
+model putting `'aeiou'` in the script), and in the shell the end of the quoted script."""
 
 
 def _operand(path: str) -> str:

@@ -35,7 +35,7 @@ class Edit:
     require_call: bool = False
     """Require some tool call (`tool_choice: "required"`), when no one tool is forced."""
     tools: list[str] | None = None
-    """The names of the tools to keep; empty: the request goes with no tools, nor a choice of one."""
+    """The names of the tools to keep."""
     seed: int | None = None
     """A sampling seed in place of the request's (chat completions): a gate's later retries, which
     would otherwise send the same body with the same seed and get the same reply back."""
