@@ -13,8 +13,8 @@ the upstream refuses (an error status) ends the gate: the first reply passes, as
 try; our retry's error never reaches the agent. A request or retry whose call schema the
 upstream refuses is sent once more without it (and no schema goes up again for that request); a
 retry whose reply the server could not read (llama.cpp's 500 on a JSON escape its grammar let
-through) is drawn once more, its seed moved on; a
-retry the upstream fails (unreachable, silent, broken off) ends its gate the same way. Streamed
+through) is drawn once more, its seed moved on; a retry the upstream fails (unreachable, silent,
+broken off) ends its gate the same way. Streamed
 replies are held only while they may still be salvaged or gated; once they cannot, what was
 held goes out and the rest is relayed as it arrives. While only a call or the reply's end can
 be gated (the block rung, the finish gate, the action gate after our instruction), the text
@@ -107,7 +107,9 @@ async def _unreadable(upstream: aiohttp.ClientResponse, attempt: Attempt, timeou
     could not read the reply as a call (read only then: any other response is not ours to read)."""
     if upstream.status < 500 or attempt.gate is None or not attempt.schema or attempt.redrawn:
         return False
-    body = b"".join(await _read_all(upstream, timeouts))
+    body = b""
+    while len(body) < _ERROR_READ and (chunk := await next_chunk(upstream, timeouts)):
+        body += chunk
     return unreadable_as_call(body[:_ERROR_READ])
 
 

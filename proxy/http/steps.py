@@ -158,7 +158,7 @@ def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool 
     errs ends its gate with the first reply, as when it cannot be reached; sent again without
     the schema it would come back as prose. One 5xx is read (`unreadable`, see
     `unreadable_as_call`): the server generated the call our schema asked for and then could not
-    parse it (llama.cpp's grammar lets through a JSON escape its parser rejects, `\'` in a held
+    parse it (llama.cpp's grammar lets through a JSON escape its parser rejects, `\\'` in a held
     `sed` script: seen on the recovery bench, and the same request drawn with another seed was
     read); the retry goes once more with the next seed. The agent's own request, which carries
     the schema only at the force rung, goes again without it: what it would have sent."""

@@ -17,6 +17,7 @@ __all__ = ["DIAGNOSTIC_KINDS", "READS", "first_failure", "is_check", "quiet", "r
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
 READS = frozenset((CallKind.READ, CallKind.SEARCH))
+"""Calls that only look: what the failing check sees is as it was."""
 
 
 def is_check(call: ObservedCall, probes: tuple[tuple[str, str], ...] = ()) -> bool:
