@@ -51,6 +51,7 @@ from proxy.http.steps import (
     after_failure,
     after_reply,
     after_status,
+    reads_error,
     unreadable_as_call,
 )
 from proxy.http.tracing import gate_retry
@@ -103,9 +104,9 @@ async def _watch(
 
 
 async def _unreadable(upstream: aiohttp.ClientResponse, attempt: Attempt, timeouts: Timeouts) -> bool:
-    """A gate's retry with our call schema that failed at the server: whether the server says it
-    could not read the reply as a call (read only then: any other response is not ours to read)."""
-    if upstream.status < 500 or attempt.gate is None or not attempt.schema or attempt.redrawn:
+    """Whether the server says it could not read the reply it drew, for an error `reads_error`
+    says is ours to read."""
+    if not reads_error(attempt, upstream.status):
         return False
     body = b""
     while len(body) < _ERROR_READ and (chunk := await next_chunk(upstream, timeouts)):

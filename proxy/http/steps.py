@@ -36,6 +36,7 @@ __all__ = [
     "after_failure",
     "after_reply",
     "after_status",
+    "reads_error",
     "unreadable_as_call",
 ]
 
@@ -163,7 +164,8 @@ def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool 
     read); the retry goes once more with the next seed. The agent's own request, which carries
     the schema only at the force rung, goes again without it: what it would have sent."""
     if status >= 400:
-        if status >= 500 and unreadable and attempt.gate is not None and attempt.schema and not attempt.redrawn:
+        if unreadable and reads_error(attempt, status):
+            assert attempt.gate is not None
             return Retry(attempt.gate, spends=False, redraw=True)  # the same retry, drawn again
         if attempt.schema and not attempt.plain and (status < 500 or attempt.gate is None):
             return Retry(attempt.gate, spends=False)  # the server takes no call schema: send it without
@@ -178,6 +180,12 @@ def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool 
 _UNREADABLE = b"The model produced output that does not match the expected"
 """llama.cpp's error (`common/chat.cpp`) when the reply does not parse as its chat format (with a
 `response_format` schema, whether or not the request has `tools`)."""
+
+
+def reads_error(attempt: Attempt, status: int) -> bool:
+    """A server error on this attempt is read for its reason (`unreadable_as_call`): a gate's
+    retry carrying our call schema, not drawn again yet. Any other error is not ours to read."""
+    return status >= 500 and attempt.gate is not None and attempt.schema and not attempt.redrawn
 
 
 def unreadable_as_call(body: bytes) -> bool:
