@@ -254,7 +254,11 @@ def _one_shell_judgement(*turns: tuple[str, dict[str, Any], str]) -> Any:
     return judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), planned.decision.reply)
 
 
-TEST_READ = ("execute_bash", {"command": "sed -n '1,27p' /workspace/tests/test_parse.py"}, "def test_addition(): ...")
+TEST_READ = (
+    "execute_bash",
+    {"command": "sed -n '1,27p' /workspace/tests/test_parse.py"},
+    "from parse import parse\n\n\ndef test_addition(): ...",
+)
 CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
 
 
@@ -312,8 +316,8 @@ def test_a_refused_check_in_a_one_shell_agent_is_asked_again_for_the_next_read_h
     assert refusal.pinned is not None and dict(refusal.pinned.arguments) == read
     assert edit_.tool_choice == "execute_bash" and edit_.pinned == read
     assert edit_.call_schema["properties"]["arguments"]["properties"]["command"] == {"enum": [read["command"]]}
-    _refusal, then = _one_shell_refusal(("execute_bash", read, "def test_addition(): ..."), test_run())
-    assert then.pinned == {"command": "cat /workspace/parse.py"}  # the code under test, by pytest's naming
+    _refusal, then = _one_shell_refusal(TEST_READ, test_run())
+    assert then.pinned == {"command": "cat /workspace/parse.py"}  # the code under test, which the test imports
 
 
 def test_a_refused_check_in_a_one_shell_agent_is_asked_for_an_edit_of_the_file_once_everything_is_read() -> None:
@@ -519,9 +523,9 @@ WRONG_FILE = {
 TEST_VIEW = view(TEST_FILE, "from parse import parse\n\n\ndef test_addition():\n    assert parse('1 + 2') == 3\n")
 
 
-def _wrong_file_instead(code_known: bool) -> Any:
+def _wrong_file_instead(code_known: bool, test_view: tuple[str, dict[str, Any], str] = TEST_VIEW) -> Any:
     not_found = f"ERROR:\nNo replacement was performed, old_str `return int(a) + int(b) + 1` did not appear verbatim in {TEST_FILE}."
-    turns = [test_run(), TEST_VIEW, ("str_replace_editor", WRONG_FILE, not_found)]
+    turns = [test_run(), test_view, ("str_replace_editor", WRONG_FILE, not_found)]
     rules = _rules(([view("/workspace/parse.py", PARSE)] if code_known else []) + turns)
     judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(WRONG_FILE).decode(),)), rules)
     assert judgement.refusal is not None
@@ -539,10 +543,24 @@ def test_code_sent_as_an_edit_of_its_test_is_asked_again_with_the_lines_of_the_c
 
 
 def test_code_sent_as_an_edit_of_its_test_is_asked_for_a_look_at_a_code_file_the_proxy_never_saw() -> None:
-    """`parse.py` is only a guess from the test's name until the proxy has seen it exist: no lines
-    of it are quoted or held, the re-ask is held to a look at it (a read that may find nothing)."""
-    refusal = _wrong_file_instead(code_known=False)
+    """`parse.py` is only a guess from the test's name until the transcript shows it exists (the
+    test as read does not import it): no lines of it are quoted or held, the re-ask is held to a
+    look at it (a read that may find nothing)."""
+    unimported = view(
+        TEST_FILE, "from parsing import parse\n\n\ndef test_addition():\n    assert parse('1 + 2') == 3\n"
+    )
+    refusal = _wrong_file_instead(code_known=False, test_view=unimported)
     assert "the code it tests is likely /workspace/parse.py" in refusal.instead
+    assert refusal.pinned is not None and refusal.pinned.arguments == {"command": "view", "path": "/workspace/parse.py"}
+
+
+def test_code_sent_as_an_edit_of_its_test_that_imports_the_code_is_asked_for_a_look_at_that_file() -> None:
+    """The test as read imports `parse`: the file is named as the code it tests, its lines not
+    seen yet, so the re-ask is the look."""
+    refusal = _wrong_file_instead(code_known=False)
+    assert (
+        f"That text is not in {TEST_FILE}, a test: the code it tests is /workspace/parse.py. Look at" in refusal.instead
+    )
     assert refusal.pinned is not None and refusal.pinned.arguments == {"command": "view", "path": "/workspace/parse.py"}
 
 

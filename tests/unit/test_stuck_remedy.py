@@ -53,13 +53,33 @@ def test_a_file_edited_under_two_spellings_is_named_once() -> None:
     assert "Do not edit calc.py again yet." in _nudge(chat)
 
 
+TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
 def test_then_the_code_the_test_exercises() -> None:
-    chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py")).turn(run()).turn(run())
+    """The test as read imports `calc`: calc.py, beside the tests folder, is the code to read."""
+    chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py", TEST_CALC)).turn(run()).turn(run())
     text = _nudge(chat)
     assert (
         'read the code the failing test exercises in /workspace/calc.py: call str_replace_editor with {"command":"view","path":"/workspace/calc.py"}'
         in text
     )
+
+
+def test_a_code_file_made_from_the_tests_name_alone_is_never_named() -> None:
+    """`tests/test_ext_autodoc.py` tests `sphinx/ext/autodoc/__init__.py`: a file named
+    `ext_autodoc.py` is nowhere in the transcript (corpus, mswea1 sphinx-8035 r44: "read the code
+    the failing test exercises in ext_autodoc.py", a file that is not there)."""
+    failing = (
+        "execute_bash",
+        {"command": "cd /workspace && python -m pytest"},
+        FAILING.replace("test_calc", "test_ext_autodoc"),
+    )
+    shown = "from sphinx.ext.autodoc import ModuleLevelDocumenter\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    chat = Chat().turn(failing).turn(view("/workspace/tests/test_ext_autodoc.py", shown)).turn(failing).turn(failing)
+    text = _nudge(chat)
+    assert "The same failure came back 3 times" in text and "You have read the failing test. Make a change" in text
+    assert "ext_autodoc.py" not in text.replace("test_ext_autodoc.py", "")
 
 
 def test_once_everything_is_read_a_different_change() -> None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from proxy.engine.detectors.wording import resolve_path, working_dir
 from proxy.engine.reading.excerpt import excerpt, file_text
-from proxy.engine.reading.imports import imported_callees
+from proxy.engine.reading.imports import imported_callees, imports
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 
-__all__ = ["callee", "edit_target", "evidence_to_read", "next_read", "resolved"]
+__all__ = ["callee", "edit_target", "evidence_to_read", "next_read", "resolved", "tested_code"]
 
 
 def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
@@ -32,8 +32,8 @@ def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
     if p.source_file and p.source_file != p.test_file:
         where = f"line {p.source_line} where it fails" if p.source_line else "where it fails"
         options.append((p.source_file, p.source_line, where))
-    tested = code_under_test(p.test_file) if p.test_file else None
-    if tested and tested != p.source_file:
+    tested = tested_code(state, p.test_file) if p.test_file else None
+    if tested and not same_file(tested, p.source_file or ""):
         options.append((tested, None, "the code the failing test exercises"))
     if (deeper := callee(state)) is not None:
         options.append((deeper[0], None, f"`{deeper[1]}`, which the failing code calls,"))
@@ -45,7 +45,7 @@ def callee(state: RepairState) -> tuple[str, str] | None:
     imports from another module, once an edit of that file left the failure as it was: the
     fault may be one call deeper. None before such an edit, or while the code is not read."""
     p = state.pointers
-    tested = code_under_test(p.test_file) if p.test_file else None
+    tested = tested_code(state, p.test_file) if p.test_file else None
     code = tested or (p.source_file if p.source_file != p.test_file else None)
     if code is None or not state.edits_on_failure:
         return None
@@ -56,6 +56,25 @@ def callee(state: RepairState) -> tuple[str, str] | None:
     function = excerpt(shown, state.called)
     found = imported_callees(function, file_text(shown), full) if function is not None else ()
     return (found[0][1], found[0][0]) if found else None
+
+
+def tested_code(state: RepairState, test_file: str) -> str | None:
+    """The code a test file tests (its runner's naming convention), as the agent wrote its path,
+    where the transcript shows that file exists: read, edited or named by the live failure, or
+    imported by the test as the agent last read it (Go's tests share their package: beside the
+    test, always). A name made from the test's alone is not said: `tests/test_ext_autodoc.py`
+    tests `sphinx/ext/autodoc/__init__.py`, and "read ext_autodoc.py" sent an agent to a file
+    that is not there (corpus, sphinx-8035 r44)."""
+    guess = code_under_test(test_file)
+    if guess is None:
+        return None
+    seen = (k for k, _ in state.seen)
+    known = (*state.edited_since_failure, *state.read_since_failure, *seen, state.pointers.source_file or "")
+    found = next((k for k in known if k and same_file(k, guess)), None)
+    if found is not None:
+        return found
+    test = state.shown(test_file)
+    return guess if test_file.endswith("_test.go") or (test is not None and imports(file_text(test), guess)) else None
 
 
 def resolved(state: RepairState, path: str) -> str:

@@ -19,12 +19,11 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
 from __future__ import annotations
 
 from proxy.engine.detectors.base import RemedyContext
+from proxy.engine.detectors.failure_reads import tested_code
 from proxy.engine.reading.excerpt import closest_span, excerpt, file_text
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call
-from proxy.engine.reading.workspace import same_file
-from proxy.engine.state.failure import RepairState
 
 __all__ = ["held_edit", "held_in_place", "kept", "meant"]
 
@@ -42,7 +41,7 @@ def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None]
     found = _meant(proposal.name, path, shown, replaced, context)
     if found is not None or closest_span(shown, replaced[1]) is not None:
         return found
-    code = _tested(path, context.repair)
+    code = tested_code(context.repair, path)
     if code is None:  # the code file only a guess from the test's name: a look at it, never lines
         guess = code_under_test(path)
         look = _look(guess, context) if guess is not None else None
@@ -99,19 +98,8 @@ def held_in_place(proposal: Proposal, context: RemedyContext) -> Call | None:
     path = next((w.path for w in proposal.writes), None)
     if path is None:
         return None
-    target = _tested(path, context.repair) if code_under_test(path) is not None else path
+    target = tested_code(context.repair, path) if code_under_test(path) is not None else path
     return held_edit(target, proposal.name, context) if target is not None else None
-
-
-def _tested(path: str, repair: RepairState) -> str | None:
-    """The code a test file tests, when the proxy saw that file exists (read, edited or named by
-    the live failure, as the agent wrote its path)."""
-    guess = code_under_test(path)
-    if guess is None:
-        return None
-    seen = (k for k, _ in repair.seen)
-    known = (*repair.edited_since_failure, *repair.read_since_failure, *seen, repair.pointers.source_file or "")
-    return next((k for k in known if k and same_file(k, guess)), None)
 
 
 def _look(path: str, context: RemedyContext) -> tuple[str, Call | None] | None:

@@ -157,8 +157,9 @@ def _next_step(context: RemedyContext) -> str:
             how = f". The code as you last saw it:\n{lines}\n"
         else:
             how = ""
+        read_all = "the failing test and the code it exercises" if target is not None else "the failing test"
         return (
-            f"You have read the failing test and the code it exercises. Make {change}, one that "
+            f"You have read {read_all}. Make {change}, one that "
             f"addresses the failure{how}. Then re-run {failing_call(state)}."
         )
     what, call = read

@@ -23,7 +23,7 @@ import sys
 
 from proxy.engine.reading.excerpt import called_names
 
-__all__ = ["imported_callees"]
+__all__ = ["imported_callees", "imports"]
 
 _FROM = re.compile(r"^from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^#\n]*))", re.MULTILINE)
 _NAME = re.compile(r"^(\w+)(?:\s+as\s+(\w+))?$")
@@ -41,6 +41,16 @@ def imported_callees(code: str, source: str, path: str) -> tuple[tuple[str, str]
         for name in called_names(code)
         if name in imported and (own is None or name != own.group(1))
     )
+
+
+def imports(source: str, path: str) -> bool:
+    """`source` (a test) imports the module whose file is `path`, by the module's name and not
+    from a package (where the file is then another): Python's `from calc import ...`,
+    `from .calc import`, `import calc`; a script's `from './calc'` or `require('./calc')`."""
+    stem = re.escape(posixpath.splitext(posixpath.basename(path))[0])
+    python = rf"^[ \t]*(?:from[ \t]+\.*{stem}[ \t]+import\b|import[ \t]+{stem}\b(?!\.))"
+    script = rf"""(?:\bfrom|\brequire\()[ \t]*['"][^'"\n]*/{stem}(?:\.[cm]?[jt]sx?)?['"]"""
+    return re.search(python, source, re.MULTILINE) is not None or re.search(script, source) is not None
 
 
 def _imports(source: str, folder: str) -> dict[str, str]:
