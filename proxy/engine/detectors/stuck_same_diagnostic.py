@@ -23,7 +23,9 @@ or held to the next read's exact call (one shell for all).
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance); the
 same failure seen again once the edited files were put back as they were (`git checkout --
-f.py`, a kept copy copied back: the failure without the agent's changes, `state.checks`).
+f.py`, a kept copy copied back: the failure without the agent's changes, `state.checks`);
+short of the hand-back, a failure seen with every file the agent changed put back (it is there
+without the agent's work: `RepairState.predates`, corpus sphinx-8035).
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     if not facts.failure_model or after <= before:
         return state, []
     action = ladder.action_at(after)
-    if action is None:
-        return state, []
+    if action is None or (facts.after.predates and action is not Action.HALT):
+        return state, []  # a failure there without the agent's work: no change of its is asked for
     detail = (
         f"the same failure came back {after} times in a row; "
         f"{facts.after.edits_on_failure} edit(s) since it appeared did not change it"
@@ -174,7 +176,7 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
     """The failing check has failed `block` times in a row, or `block_quiet` times, and only
     reads, searches and edits that changed nothing ran since (a command the proxy cannot see
     into may have written: a `python - <<EOF` that rewrites a file, a `git restore`)."""
-    if not repair.live or repair.edit_since_failure or not repair.quiet_since_failure:
+    if not repair.live or repair.predates or repair.edit_since_failure or not repair.quiet_since_failure:
         return False
     streak = repair.same_diagnostic_streak
     return (bool(options.block_quiet) and streak >= options.block_quiet) or (

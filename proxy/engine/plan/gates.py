@@ -64,6 +64,8 @@ def _finish(
     failure = turn.state.repair
     if not (failure.live and reply.finish_gate and reply.max_finish_attempts > 0 and turn.levers.offered):
         return None
+    if failure.predates:
+        return None  # a failure there without the agent's work is no reason to hold its finish
     if failure.pointers.test_id is None:
         # Only a failing test its runner names holds a finish. Real agents end with a failure of
         # another kind left standing on purpose and rightly: their own script showing the error

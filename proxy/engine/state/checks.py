@@ -7,12 +7,25 @@ Pure functions of the observed calls; the failure model folds their answers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from proxy.engine.reading.evidence import evidence
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import same_file
 from proxy.settings.kinds import CallKind
 
-__all__ = ["DIAGNOSTIC_KINDS", "READS", "first_failure", "is_check", "quiet", "restores", "rewrites"]
+__all__ = [
+    "DIAGNOSTIC_KINDS",
+    "READS",
+    "Changes",
+    "first_failure",
+    "is_check",
+    "probes_after",
+    "quiet",
+    "restores",
+    "rewrites",
+]
 
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
@@ -63,3 +76,47 @@ def restores(call: ObservedCall) -> bool:
     (a check that fails ran what came before it)."""
     ran = call.outcome is not Outcome.FAIL or call.kind is CallKind.VERIFY
     return bool(call.writes) and all(w.restores for w in call.writes) and ran
+
+
+MAX_PROBES = 16
+"""Probes remembered (the most recent)."""
+
+
+def probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
+    """The probes with this turn's runs recorded (each with its failure's signature, or empty)."""
+    runs = [(c.key, evidence(c.result).signature if c.outcome is Outcome.FAIL else "") for c in calls if c.probe]
+    if not runs:
+        return probes
+    kept = [p for p in probes if p[0] not in {key for key, _ in runs}]
+    return (*kept, *dict(runs).items())[-MAX_PROBES:]
+
+
+_MAX_CHANGED = 16
+_UNKNOWN = "\x00"
+"""A change whose file is not known (a command that may have written, or a file past
+`_MAX_CHANGED`): no put-back can undo it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """The source files the agent changed in the whole conversation and has not put back, and
+    whether it put back every one it had changed and changed nothing since (`pristine`): the
+    code then is as the repository had it before the agent's work."""
+
+    changed: tuple[str, ...] = ()
+    pristine: bool = False
+
+    def after(self, calls: tuple[ObservedCall, ...]) -> Changes:
+        files, pristine = list(self.changed), self.pristine
+        for call in calls:
+            if restores(call):
+                undone = [p for p in files if any(same_file(w.path, p) for w in call.writes)]
+                files = [p for p in files if p not in undone]
+                pristine = pristine or (bool(undone) and not files)
+            elif call.changed_sources or (call.succeeded_mutation and not call.writes):
+                pristine = False  # a command that writes where the proxy cannot see: unknown
+                target = (call.target if call.changed_sources else None) or _UNKNOWN
+                files += [target] if target not in files else []
+        if len(files) > _MAX_CHANGED:
+            files = [_UNKNOWN, *files[-_MAX_CHANGED:]]
+        return self if (tuple(files), pristine) == (self.changed, self.pristine) else Changes(tuple(files), pristine)

@@ -38,14 +38,23 @@ from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import same_file
-from proxy.engine.state.checks import DIAGNOSTIC_KINDS, READS, first_failure, is_check, quiet, restores, rewrites
+from proxy.engine.state.checks import (
+    DIAGNOSTIC_KINDS,
+    READS,
+    Changes,
+    first_failure,
+    is_check,
+    probes_after,
+    quiet,
+    restores,
+    rewrites,
+)
 from proxy.engine.state.seen import Seen, seen_after, settled, shown_whole
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
 
 _MAX_FILES = 12
 _MAX_READ = 64
-_MAX_PROBES = 16
 _MAX_CALLED = 24
 _CALLED_SCAN = 32_000
 
@@ -99,7 +108,7 @@ class RepairState:
     whole: frozenset[str] = frozenset()
     """Of `seen`, the files whose last read showed them whole."""
     probes: tuple[tuple[str, str], ...] = ()
-    """Probes run so far (the most recent `_MAX_PROBES`): each call's key and the signature its
+    """Probes run so far (the most recent `checks.MAX_PROBES`): each call's key and the signature its
     last run failed with (empty: it did not fail)."""
     quiet_since_failure: bool = False
     """Since the live failure was last seen, only reads, searches and edits that changed nothing
@@ -108,6 +117,15 @@ class RepairState:
     """Since the live failure was last seen, the agent put the files it had changed back as they
     were (`checks.restores`), and edited nothing after: the same failure next is the code without
     its changes, not one more that failed to change it."""
+    changes: Changes = field(default_factory=Changes)
+    """The source files changed and not put back over the whole conversation (`checks.Changes`)."""
+    arose_on_changes: bool = False
+    """The live failure first appeared with changes of the agent's in place (not the one it began from)."""
+    predates: bool = False
+    """The live failure arose on the agent's changes and was seen again with every one of them
+    put back (`Changes.pristine`): it is there without the agent's work, and not the failure the
+    agent began from (corpus, sphinx-8035: a docutils warning that failed a test on the
+    repository as it was, which the proxy told the agent to change the code for)."""
 
     @property
     def live(self) -> bool:
@@ -141,15 +159,6 @@ class RepairState:
 
 SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
 """The current-failure model's own fields (the first six), in the order they are shown."""
-
-
-def _probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
-    """The probes with this turn's runs recorded (each with its failure's signature, or empty)."""
-    runs = [(c.key, evidence(c.result).signature if c.outcome is Outcome.FAIL else "") for c in calls if c.probe]
-    if not runs:
-        return probes
-    kept = [p for p in probes if p[0] not in {key for key, _ in runs}]
-    return (*kept, *dict(runs).items())[-_MAX_PROBES:]
 
 
 def _called(pointers: Pointers, output: str) -> tuple[str, ...]:
@@ -188,7 +197,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
     failed_at = first_failure(calls, state.probes)
-    probes = _probes_after(state.probes, calls)
+    probes = probes_after(state.probes, calls)
     until = len(calls) if failed_at is None else failed_at + 1  # a check may write its script first
     rewritten = state.check_rewritten or rewrites(calls[:until], state.failing_scripts)
 
@@ -198,6 +207,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         same = state.live and found.signature == state.last_diagnostic_signature
         again = failing.probe and not same and (failing.key, found.signature) in state.probes
         _, edited_at, undone = _touched(state, calls[: failed_at + 1])
+        at_check = state.changes.after(calls[: failed_at + 1])
         back = _touched(replace(state, edited_since_failure=edited_at, put_back=False), calls[failed_at + 1 :])[2]
         # the check itself was rewritten, or the sources put back as they were before the
         # agent's changes: a new reproduction, or the failure without those changes, no repeat
@@ -238,17 +248,20 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             probes=probes,
             quiet_since_failure=quiet(calls[failed_at + 1 :]),
             put_back=back,
+            changes=at_check.after(calls[failed_at + 1 :]),
+            arose_on_changes=state.arose_on_changes if same else bool(at_check.changed),
+            predates=same and (state.predates or (at_check.pristine and state.arose_on_changes)),
         )
+    changes = state.changes.after(calls)
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
-        return RepairState(
-            last_diagnostic_class=DiagnosticClass.PASS, write_epoch=epoch, seen=seen, whole=whole, probes=probes
-        )
+        passed = DiagnosticClass.PASS
+        return RepairState(passed, write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
     if not state.live:
-        return replace(state, write_epoch=epoch, seen=seen, whole=whole, probes=probes)
+        return replace(state, write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
     if any(is_check(c, state.probes) and c.outcome is Outcome.ENVIRONMENT for c in calls):
         # the check ran again and could not run here: the failure it showed is not seen any more,
         # and nothing more can be known of it on this machine
-        return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes)
+        return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
     undone = back and not edited  # every file changed since the failure put back: nothing to re-verify
     if mutated:
         return replace(
@@ -264,6 +277,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             seen=seen,
             whole=whole,
             probes=probes,
+            changes=changes,
         )
     return replace(
         state,
@@ -278,4 +292,5 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         probes=probes,
         quiet_since_failure=state.quiet_since_failure and quiet(calls),
         put_back=back,
+        changes=changes,
     )
