@@ -1,13 +1,14 @@
 """`read_stagnation`: turn after turn of reading and searching, and no change is made.
 
-Counts consecutive turns that only read and search (at least `read_share` of their calls,
-an option of its own) with no successful change; fires when that run reaches a rung of the ladder (first
-`after`, default `AFTER`) once it has re-read something it already read in the run (reads
-are keyed by the canonical call, path and range included), or later, on the turn it first
-does. Whether or not any edit ever failed. A successful change, or a turn that does
-something else (runs a check, a command), ends the run; so does the agent's complaint that a
-reply made no valid call (the model tried to act and its edit was turned down for its format:
-a mini-swe-agent run grepping between six rejected edit attempts is not stuck reading).
+Counts consecutive turns that only read and search (at least `read_share` of their calls, an
+option of its own) with no successful change; fires when that run reaches a rung of the ladder
+(first `after`, default `AFTER`) once it has re-read something it already read in the run (reads
+are keyed by the canonical call, path and range included) within its last `reread_within`
+turns, or later, on the turn it does. Whether or not any edit ever failed. A successful change,
+or a turn that does something else (runs a check, a command), ends the run; so does the agent's
+complaint that a reply made no valid call (the model tried to act and its edit was turned down
+for its format: a mini-swe-agent run grepping between six rejected edit attempts is not stuck
+reading).
 
 Remedy: stop reading, state a hypothesis, make the edit it calls for (no file named: that is
 the agent's finding). `force` pins an edit tool.
@@ -21,8 +22,9 @@ been written since) is refused: it says the same. Navigation that names no file 
 `scroll_down`) is never refused.
 
 Must never fire on: paging through one large file; reading many distinct files and then
-editing; a run that keeps editing; a role whose own prompt forbids it to edit the code (a
-multi-agent scaffold's locator or tester: `text.roles`).
+editing; a straight trail of new reads after one early re-read; a run that keeps editing; a
+role whose own prompt forbids it to edit the code (a multi-agent scaffold's locator or tester:
+`text.roles`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,14 @@ READ_SHARE = 0.75
 """A turn is read-dominated when at least this share of its calls read or search."""
 
 
+REREAD_WITHIN = 5
+"""The run's latest re-read is among its last this many turns: it is going back over what it read
+now, not once early on. Judged on real runs (bench/trajectories.py --within 4, the runs with a
+judged trip): with a re-read at any distance 59 right, 9 wrong, 1 unclear fired; within 5, 56, 5
+and 0 (gone: a directory walked down level by level after one repeated `find_file`, gson-1787; a
+search repeated while finding the file, then a straight read of it, dubbo-9187, jackson-4265; and
+three right ones, wandering whose one re-read was early)."""
+
 BLOCK = 2
 """Turns back within which the same read, proposed again with nothing written since, is refused."""
 
@@ -59,6 +69,8 @@ class Options(Ladder):
 
     read_share: float = Field(default=READ_SHARE, gt=0, le=1)
     """A turn is read-dominated when at least this share of its calls read or search."""
+    reread_within: int = Field(default=REREAD_WITHIN, ge=1)
+    """The latest re-read is among the run's last this many turns."""
     block: int = Field(default=BLOCK, ge=0)
     """How many turns back a read proposed again exactly is refused, within a run of reads (0: never)."""
 
@@ -77,6 +89,8 @@ class State:
     """Read-only turns in a row."""
     seen: frozenset[str] = frozenset()
     reread: bool = False
+    reread_at: int = 0
+    """The run's turn of its latest re-read."""
     fired: frozenset[int] = frozenset()
     """Rungs already fired in this run."""
     reads: tuple[tuple[str, int], ...] = ()
@@ -101,15 +115,18 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         return State(), []
     keys = {f"{c.key}\x00{c.digest}" for c in reads}  # the same read showing something else is paging
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
+    again = bool(keys & state.seen)
     state = State(
         run=state.run + 1,
         seen=state.seen | keys if len(state.seen) < _MAX_KEYS else state.seen,
-        reread=state.reread or bool(keys & state.seen),
+        reread=state.reread or again,
+        reread_at=state.run + 1 if again else state.reread_at,
         fired=state.fired,
         reads=_count(state.reads, paths),
         recent=(*state.recent, tuple(sorted(c.key for c in reads if c.kind is CallKind.READ and c.target)))[-_RECENT:],
     )
-    reached = [n for n in ladder.counts if n <= state.run and n not in state.fired] if state.reread else []
+    recent = state.reread and state.run - state.reread_at < ladder.reread_within
+    reached = [n for n in ladder.counts if n <= state.run and n not in state.fired] if recent else []
     if not reached:
         return state, []
     action = ladder.action_at(max(reached))
