@@ -126,3 +126,37 @@ def test_a_text_agents_reply_without_a_command_is_asked_again_and_one_with_a_com
     assert judge(ReplyView("I apologise, I will do better."), rules).gate is Gate.ACTION
     assert judge(ReplyView("THOUGHT: read it.\n\n```bash\ncat src/calc.py\n```"), rules).gate is None
     assert "```bash" in decision.placed[-1].text
+
+
+def _kept_with(reply: str) -> list[list[dict[str, Any]]]:
+    """mini-swe-agent 1.x, each refused reply being `reply`."""
+    messages, out = _start(True), []
+    for _ in range(3):
+        messages = [*messages, {"role": "assistant", "content": reply}]
+        messages = [*messages, {"role": "user", "content": MINI_1.format(n=0)}]
+        out.append(messages)
+    return out
+
+
+GLUED = "THOUGHT: patch it.\n\n```bash\npython - <<'PY'\nprint('patched')\nPY```"
+UNCLOSED = "THOUGHT: patch it.\n\n```bash\npython - <<'PY'\nprint('patched')\nPY\n"
+
+
+@pytest.mark.parametrize(
+    ("reply", "named"),
+    [
+        (GLUED, "Your last reply put its closing ``` on the same line as `PY`: put it on a line of its own."),
+        (UNCLOSED, "Your last reply opened a ``` block and never closed it"),
+    ],
+)
+def test_the_nudge_names_the_slip_the_refused_reply_shows(reply: str, named: str) -> None:
+    """The agent's parser wants the closing fence on a line of its own (corpus, mini-swe-agent
+    1.x with gpt-5-nano: `PY```` and unclosed heredocs, refused with "found 0 actions" turn
+    after turn): the nudge says which slip it was."""
+    assert named in plans(_kept_with(reply), tools=False)[-1].placed[-1].text
+
+
+def test_a_refused_reply_with_no_fenced_block_gets_no_slip_named() -> None:
+    """Prose with no fence: nothing to name but the format asked for."""
+    text = plans(kept(3), tools=False)[-1].placed[-1].text
+    assert "Your last reply" not in text and "Reply with" in text

@@ -10,10 +10,13 @@ Counts those complaints in a row (a turn with a real call ends the run); fires w
 reaches a rung of the ladder (first `after`, default `AFTER`), on the request that carries the
 complaint, so the reply to it can be made to act.
 
-Remedy: say plainly that the last replies were refused and ask for exactly one call in the
-agent's own format (a fenced command for a text protocol, a tool call otherwise). `force` asks
-for a call: the agent's one tool, or any of its tools (a JSON schema for servers that ignore
-`tool_choice`); a text protocol's reply is held until it writes a call (`plan.gates`).
+Remedy: say plainly that the last replies were refused, name the slip where the last refused
+reply shows one (`slip`: a closing fence glued to the line before it, as in `PY```, or a block
+never closed, where the agent's parser finds no block: most of mini-swe-agent 1.x's format-error
+loops in the corpus), and ask for exactly one call in the agent's own format (a fenced command
+for a text protocol, a tool call otherwise). `force` asks for a call: the agent's one tool, or
+any of its tools (a JSON schema for servers that ignore `tool_choice`); a text protocol's reply
+is held until it writes a call (`plan.gates`).
 
 Must never fire on: a person's new messages, however many; one or two complaints the model
 then answers with a call; "please continue" after replies, however often (no complaint).
@@ -21,6 +24,7 @@ then answers with a call; "please continue" after replies, however often (no com
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
@@ -37,6 +41,22 @@ NAME = "format_error_loop"
 AFTER = 3
 """The agent's complaints in a row (no call of the model's between them) that trip the pattern."""
 OPTIONS = Ladder(after=AFTER, action=Action.FORCE)
+
+
+_FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
+_GLUED = re.compile(r"^[ \t]*(\S[^\n`]*?)[ \t]*```[ \t]*$", re.MULTILINE)
+
+
+def slip(reply: str) -> str:
+    """What keeps a fenced reply from being read as a block, in words: a closing fence written on
+    the line before it (`PY```), or a block opened and never closed; empty when neither."""
+    if glued := _GLUED.search(reply):
+        line = glued.group(1).strip()
+        quoted = line if len(line) <= 40 else f"{line[:37]}..."
+        return f"Your last reply put its closing ``` on the same line as `{quoted}`: put it on a line of its own."
+    if len(_FENCE.findall(reply)) % 2:
+        return "Your last reply opened a ``` block and never closed it: end it with ``` on a line of its own."
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +78,9 @@ def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> 
     if action is None:
         return state, []
     detail = f"the agent rejected {state.count} replies in a row for making no valid call"
-    return state, [facts.trip(NAME, action, detail, state.count, excerpt=excerpt(facts.text))]
+    return state, [
+        facts.trip(NAME, action, detail, state.count, excerpt=excerpt(facts.text), slip=slip(facts.answered))
+    ]
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
@@ -70,10 +92,11 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
         form = f"exactly one tool call ({', '.join(tools)}), made as a tool call, not written as text.{shown}"
     else:
         form = f"{form}."
+    fix = f"{trip.slip} " if trip.slip else ""
     return context.fit(
         f"{PREFIX} Your last {trip.count} replies were rejected: they made no valid call. The agent said:",
         trip.excerpt,
-        f"Do not explain or apologise. Reply with {form}",
+        f"{fix}Do not explain or apologise. Reply with {form}",
     )
 
 

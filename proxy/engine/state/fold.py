@@ -143,7 +143,9 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     repeated = digest in state.user_texts
     complaint = nudges.complains(message.text)
     nudge = complaint or nudges.continues(message.text)
-    facts = UserFacts(message.text, message.message_index, state.turns, repeated, nudge, complaint, state.protocol)
+    facts = UserFacts(
+        message.text, message.message_index, state.turns, repeated, nudge, complaint, state.protocol, message.answered
+    )
     detectors = state.detectors
     if not repeated and not nudge:
         detectors = detectors.reset(rules.episodic)

@@ -55,6 +55,8 @@ class Trip:
     """The one tool the pattern is about, when there is one (what `restrict` takes away)."""
     arguments: tuple[str, ...] = ()
     """The argument names of the call the pattern is about (what a remedy may tell it to change)."""
+    slip: str = ""
+    """What was wrong with the evidence, read from it (a reply's closing fence glued to a line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +130,14 @@ class UserFacts:
     """The nudge says the last reply made no (valid) call, or had the wrong format."""
     protocol: str
     """The text protocol the agent writes its calls in, if any (`text.protocols`)."""
+    answered: str = ""
+    """The text of the model's reply it answers, if the transcript kept it."""
 
-    def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "") -> Trip:
+    def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "", slip: str = "") -> Trip:
         """A trip of `pattern` on this message, anchored right after it."""
-        return Trip(pattern, action, detail, self.ordinal, f"msg:{self.index}", count, self.protocol, excerpt)
+        return Trip(
+            pattern, action, detail, self.ordinal, f"msg:{self.index}", count, self.protocol, excerpt, slip=slip
+        )
 
 
 class Folding(Protocol):

@@ -72,6 +72,8 @@ class Turn:
 class UserMessage:
     message_index: int
     text: str
+    answered: str = ""
+    """The text of the model's reply right before it, if any (what a complaint is about)."""
 
 
 @dataclass(slots=True)
@@ -161,6 +163,7 @@ class _Reader:
 
     def user(self, message: Message, index: int) -> None:
         text = content_text(message.get("content"))
+        answered = self.open.text if self.open is not None else ""
         if textcalls.ends_examples(text):
             self.turns, self.users, self.open, self.last_run = [], [], None, None
             return
@@ -180,7 +183,7 @@ class _Reader:
         self.close()
         self.last_run = None
         if not textcalls.is_framework_context(text):
-            self.users.append(UserMessage(index, text))
+            self.users.append(UserMessage(index, text, answered))
 
     def _ran(self, ran: tuple[str, str], text: str, index: int) -> None:
         """aider's report of a command it ran: a turn of its own; the same report sent again
