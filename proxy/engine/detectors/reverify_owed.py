@@ -7,16 +7,21 @@ Remedy: re-run the failing check exactly as it was made. `force` pins the policy
 tool, else the tool that ran the failing check.
 
 Must never fire on: edits with no live failure; an edit followed by the re-run in the
-same turn; an edit put back as it was before (nothing left to re-verify); anything while
-`post_edit_reverify` is off.
+same turn; an edit put back as it was before (nothing left to re-verify); edits the check
+cannot see (a Python check after edits of Java, Go, Rust... sources only: `unseen_by`; corpus,
+SWE-agent on Java, a `python reproduce_bug.py` that raises on purpose, told to be re-run after
+edits of TextBuffer.java); anything while `post_edit_reverify` is off.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.reading.commands import read_command
+from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
@@ -33,6 +38,27 @@ so 1 costs tokens on long runs."""
 OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
 
 
+_PYTHON = frozenset({"python", "python3", "pytest", "py.test"})
+_AROUND = frozenset({"cd", "echo", "head", "tail", "tee", "grep", "sort", "true", "export", "printf"})
+"""Commands in a check's pipeline that run nothing of the project's."""
+_UNIMPORTABLE = frozenset(
+    {".java", ".kt", ".kts", ".scala", ".groovy", ".go", ".rs", ".cs", ".swift", ".rb", ".php", ".ts", ".tsx", ".js"}
+)
+"""Sources no Python program imports or builds by running it (C and C++ left out: an extension
+built by the check itself would see them)."""
+
+
+def unseen_by(repair: RepairState) -> bool:
+    """Every file edited since the failure is a source in a language the failing check cannot
+    load: it runs only Python (`python x.py`, `pytest`), and the edits are Java, Go, Rust..."""
+    edited = repair.edited_since_failure
+    if not edited or not repair.failing_command:
+        return False
+    runs = [s for s in read_command(repair.failing_command).segments if s.program not in _AROUND]
+    python = bool(runs) and all(s.program in _PYTHON or (s.script or "").endswith(".py") for s in runs)
+    return python and all(posixpath.splitext(path)[1] in _UNIMPORTABLE for path in edited)
+
+
 @dataclass(frozen=True, slots=True)
 class State:
     edit_turns: int = 0
@@ -40,7 +66,7 @@ class State:
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
-    if not facts.failure_model or not facts.after.reverify_owed:
+    if not facts.failure_model or not facts.after.reverify_owed or unseen_by(facts.after):
         return State(), []
     if not any(c.changed_sources for c in facts.turn.calls):
         return state, []
