@@ -1,6 +1,7 @@
 """What one turn's calls say to the failure model (`failure.py`), call by call: which is a
 check and which fails first, whether the failing check's own script was written, whether only
-reads ran, and whether a call put files back as the repository had them.
+reads ran, whether a call put files back as the repository had them, and the probes run; over
+the whole conversation, the source files changed and not put back (`Changes`).
 
 Pure functions of the observed calls; the failure model folds their answers.
 """
@@ -93,8 +94,9 @@ def probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall,
 
 _MAX_CHANGED = 16
 _UNKNOWN = "\x00"
-"""A change whose file is not known (a command that may have written, or a file past
-`_MAX_CHANGED`): no put-back can undo it."""
+"""A change whose file is not known (a command that writes files it does not name, or a file
+past `_MAX_CHANGED`): no put-back can undo it. (A `python - <<EOF` that writes through a module
+it imports is read as writing nothing: the proxy cannot tell, and such a change goes unseen.)"""
 
 
 @dataclass(frozen=True, slots=True)

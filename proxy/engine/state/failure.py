@@ -16,7 +16,8 @@ Folded once per turn by `fold_failure`, by these rules:
    failure again holds the streak: that is a new way of reproducing it, not a repeat. So does
    the same failure once the agent put the files it changed back as they were (`git checkout
    -- f.py`, a kept copy copied back): that is the failure without its changes, and the edits
-   before it are not edits that failed to change it.
+   before it are not edits that failed to change it. A failure that arose with the agent's
+   changes in place and is seen with every one of them put back predates its work (`predates`).
 3. A successful edit of the sources with no check after it, on a live failure, keeps the
    model and owes a re-verify. An edit's own success is not verification, and a write to a
    file of the agent's own (a script it created, a backup, a temporary file:
