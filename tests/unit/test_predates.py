@@ -35,6 +35,16 @@ CASES: list[tuple[str, list[Turn], bool]] = [
     ("a change to files the command does not name", [UNSEEN, edit(), test_run(), PUT_BACK_AND_RUN], False),
     ("never seen without the change", [edit(), test_run(), test_run(), test_run()], False),
     (
+        "seen on a change, cleared by a pass, then seen with every change put back",
+        [edit(), test_run(), test_run("@pytest_pass"), PUT_BACK_AND_RUN],
+        True,
+    ),
+    (
+        "the task's own failure, brought back by a change and then seen with it put back",
+        [test_run(), edit(), test_run("@pytest_pass"), edit(new="a - b"), test_run(), PUT_BACK_AND_RUN],
+        False,
+    ),
+    (
         "a new failure after the put-back",
         [edit(), test_run(), PUT_BACK, test_run("@pytest_addition_other_value")],
         False,

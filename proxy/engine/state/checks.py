@@ -8,7 +8,7 @@ Pure functions of the observed calls; the failure model folds their answers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from proxy.engine.reading.evidence import evidence
 from proxy.engine.reading.observe import ObservedCall
@@ -93,6 +93,7 @@ def probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall,
 
 
 _MAX_CHANGED = 16
+_MAX_SIGNATURES = 8
 _UNKNOWN = "\x00"
 """A change whose file is not known (a command that writes files it does not name, or a file
 past `_MAX_CHANGED`): no put-back can undo it. (A `python - <<EOF` that writes through a module
@@ -107,6 +108,27 @@ class Changes:
 
     changed: tuple[str, ...] = ()
     pristine: bool = False
+    began: tuple[str, ...] = ()
+    """Signatures of the failures seen before the agent changed anything: the task's own."""
+    arisen: tuple[str, ...] = ()
+    """Signatures of the failures first seen with changes of the agent's in place."""
+    without: tuple[str, ...] = ()
+    """Of `arisen`, those seen since with every change put back: there without the agent's work."""
+
+    def saw(self, signature: str) -> Changes:
+        """A failure with `signature` seen with the code as it is now."""
+        if not self.changed and not self.pristine and signature not in self.began:
+            return replace(self, began=(*self.began, signature)[-_MAX_SIGNATURES:])
+        if self.changed and signature not in self.began and signature not in self.arisen:
+            return replace(self, arisen=(*self.arisen, signature)[-_MAX_SIGNATURES:])
+        if self.pristine and signature in self.arisen and signature not in self.without:
+            return replace(self, without=(*self.without, signature)[-_MAX_SIGNATURES:])
+        return self
+
+    def predates(self, signature: str) -> bool:
+        """A failure with `signature` is there without the agent's work: it first appeared on the
+        agent's changes (not before any) and was seen with every one of them put back."""
+        return signature in self.without
 
     def after(self, calls: tuple[ObservedCall, ...]) -> Changes:
         files, pristine = list(self.changed), self.pristine
@@ -121,4 +143,5 @@ class Changes:
                 files += [target] if target not in files else []
         if len(files) > _MAX_CHANGED:
             files = [_UNKNOWN, *files[-_MAX_CHANGED:]]
-        return self if (tuple(files), pristine) == (self.changed, self.pristine) else Changes(tuple(files), pristine)
+        same = (tuple(files), pristine) == (self.changed, self.pristine)
+        return self if same else replace(self, changed=tuple(files), pristine=pristine)

@@ -120,11 +120,9 @@ class RepairState:
     its changes, not one more that failed to change it."""
     changes: Changes = field(default_factory=Changes)
     """The source files changed and not put back over the whole conversation (`checks.Changes`)."""
-    arose_on_changes: bool = False
-    """The live failure first appeared with changes of the agent's in place (not the one it began from)."""
     predates: bool = False
-    """The live failure arose on the agent's changes and was seen again with every one of them
-    put back (`Changes.pristine`): it is there without the agent's work, and not the failure the
+    """The live failure first appeared on the agent's changes and was seen with every one of them
+    put back (`Changes.predates`): it is there without the agent's work, and not a failure the
     agent began from (corpus, sphinx-8035: a docutils warning that failed a test on the
     repository as it was, which the proxy told the agent to change the code for)."""
 
@@ -208,7 +206,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         same = state.live and found.signature == state.last_diagnostic_signature
         again = failing.probe and not same and (failing.key, found.signature) in state.probes
         _, edited_at, undone = _touched(state, calls[: failed_at + 1])
-        at_check = state.changes.after(calls[: failed_at + 1])
+        at_check = state.changes.after(calls[: failed_at + 1]).saw(found.signature)
         back = _touched(replace(state, edited_since_failure=edited_at, put_back=False), calls[failed_at + 1 :])[2]
         # the check itself was rewritten, or the sources put back as they were before the
         # agent's changes: a new reproduction, or the failure without those changes, no repeat
@@ -250,8 +248,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             quiet_since_failure=quiet(calls[failed_at + 1 :]),
             put_back=back,
             changes=at_check.after(calls[failed_at + 1 :]),
-            arose_on_changes=state.arose_on_changes if same else bool(at_check.changed),
-            predates=same and (state.predates or (at_check.pristine and state.arose_on_changes)),
+            predates=at_check.predates(found.signature),
         )
     changes = state.changes.after(calls)
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
