@@ -12,7 +12,9 @@ Remedy: quote the result the agent already has and ask for a different next step
 Must never fire on: read, write, read (any distinct call between resets the count); calls
 with varied arguments; the same call whose result changes each time; failing calls, or calls
 that could not run (`javac: command not found`: they belong to the failure model or to
-`repeat_failed_call`, and neither count nor reset); polling tools (exempt, see
+`repeat_failed_call`, and neither count nor reset), except a write that failed, which resets:
+the same read after it checks whether the write landed (corpus, mini-swe-agent 1.x
+django-12774: the same `nl | sed` after each of five patch attempts); polling tools (exempt, see
 `excessive_polling`).
 """
 
@@ -24,7 +26,7 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt, is_poll
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "HALT_AT", "NAME"]
@@ -52,6 +54,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
             state = State(call.key, call.digest, 0)
             continue
         if call.outcome in (Outcome.FAIL, Outcome.ENVIRONMENT):
+            if call.mutates or call.kind is CallKind.EDIT:
+                state = State()  # a write tried: the same read after it checks whether it landed
             continue  # failed, or could not run: `repeat_failed_call`'s
         same = call.key == state.key and call.digest == state.digest
         state = State(call.key, call.digest, state.count + 1 if same else 1)
