@@ -152,6 +152,14 @@ def _repro(error: str = "key too long") -> Call:
     return bash("python reproduce_bug.py", TRACE + f"ValueError: {error}", None)
 
 
+def _java_test() -> Call:
+    out = (
+        "[ERROR] Tests run: 1, Failures: 1, Errors: 0, Skipped: 0\n"
+        "[ERROR] TestTextBuffer.testExpand:41 expected:<722> but was:<721>\n[INFO] BUILD FAILURE"
+    )
+    return bash("mvn -q test -Dtest=TestTextBuffer", out, 1)
+
+
 CASES = [
     # An installed package that cannot import under this Python is the machine's problem.
     Case(
@@ -711,13 +719,26 @@ CASES = [
         "editor edits with `>` in their code, on a live failure, owe a re-run of the check",
         "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
         [
-            [_repro()],
+            [_java_test()],
             [_editor_edit(604, 721)],
             [_editor_edit(611, 722)],
             [bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)],
         ],
         "reverify_owed",
         True,
+    ),
+    # A Python script cannot load the Java it was edited in: re-running it cannot show the edits.
+    Case(
+        "editor edits of Java sources after a failing Python script owe it no re-run",
+        "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
+        [
+            [_repro()],
+            [_editor_edit(604, 721)],
+            [_editor_edit(611, 722)],
+            [bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)],
+        ],
+        "reverify_owed",
+        False,
     ),
     Case(
         "editor edits each followed by the check owe nothing",
