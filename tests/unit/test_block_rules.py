@@ -262,7 +262,7 @@ TEST_READ = (
 CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
 
 
-HELD_SED = rf"^sed -i 's/{SED_SCRIPT}' (/workspace/parse\.py|(\./)?parse\.py)$"
+HELD_SED = rf"^sed -i '{SED_SCRIPT}' (/workspace/parse\.py|(\./)?parse\.py)$"
 """An in-place sed of parse.py, named as the agent wrote it or by its name from its folder."""
 
 

@@ -152,6 +152,7 @@ def test_the_held_sed_script_is_one_single_quoted_substitution() -> None:
     assert not re.match(pattern.pattern, 'sed -i "s/a/b/" vowels.py')
     assert re.match(pattern.pattern, "sed -i 's/a\\/b/c/g' vowels.py")
     assert not re.match(pattern.pattern, "sed -i '1,3d' vowels.py")  # a substitution, not a deletion
+    assert not re.match(pattern.pattern, "sed -i 's/a/b' vowels.py")  # whole: sed rejects it unterminated
 
 
 @pytest.mark.parametrize(
@@ -162,6 +163,7 @@ def test_the_held_sed_script_is_one_single_quoted_substitution() -> None:
         ("sed -i 's/def f(\\(x\\)):/def f(\\1, y):/' bank.py", True),
         ("sed -i 's/def withdraw(self, amount):/def withdraw(self, amount):\n    if amount > 0:/' bank.py", False),
         ("sed -i 's/ch in VOWELS/ch in \\'aeiou\\'/' bank.py", False),
+        ("sed -i 's/if ch in VOWELS)/if ch in VOWELS and ch != ' bank.py", False),
     ],
     ids=[
         "one line",
@@ -169,6 +171,7 @@ def test_the_held_sed_script_is_one_single_quoted_substitution() -> None:
         "a back-reference",
         "a line break inside the s command: sed rejects it unterminated",
         "a quote after a backslash: no JSON escape (llama.cpp's 500), and the shell's quote ends",
+        "cut at the quote the new text meant to hold: no closing delimiter, sed rejects it",
     ],
 )
 def test_the_held_sed_script_stays_on_one_line_read_decoded_or_as_the_model_writes_it(command: str, held: bool) -> None:

@@ -141,10 +141,14 @@ class Vocabulary:
         it was held to, to the test's, and run on to the token limit (vowels stuck point, 10
         seeds: 6 of 10 cut at 256 tokens; quoted, 9 of 9 edits named vowels.py). On one line
         (`SED_SCRIPT`): a line break inside an `s` command is a script sed rejects unterminated
-        (recovery bench, bank and vowels: multi-line replacements sent turn after turn)."""
+        (recovery bench, bank and vowels: multi-line replacements sent turn after turn), and
+        whole: `s/old/new/`, its last delimiter included (held to a script with no quote, the
+        model ended it at the quote it meant to put in the new text, `...ch != ' vowels.py`,
+        and sed rejected it unterminated: 13 of 19 edits that did not apply, recovery bench seed
+        0 at 15c22ac)."""
         if self.shell is None or self.shell.array:
             return None
-        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i 's/{SED_SCRIPT}' {_operand(path)}$")})
+        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i '{SED_SCRIPT}' {_operand(path)}$")})
 
     def run(self, command: str) -> Call | None:
         """The call that runs a shell command, in the shell tool's own argument shape."""
@@ -154,14 +158,16 @@ class Vocabulary:
         return Call(self.shell.name, {self.shell.arg: value})
 
 
-SED_SCRIPT = r"([^'\n\\]|[\\][^n'])*"
-r"""A single-quoted `sed` script on one line, as a pattern that reads the same on the JSON string's
-decoded value (JSON Schema's `pattern`) and on its escaped text (llama.cpp's grammar, which
-matches the characters the model writes between the quotes: a line break there is the two
-characters `\n`): no quote, no line break, and a backslash only before something else than `n`
-or a quote (`\"`, `\\`, `\1`). Not `\'`: in the JSON text no escape (llama.cpp's grammar let
-it through and its parser then failed the reply, HTTP 500: recovery bench, vowels seed 0, a
-model putting `'aeiou'` in the script), and in the shell the end of the quoted script."""
+_SED_PART = r"([^'/\n\\]|[\\][^n'])*"
+SED_SCRIPT = rf"s/{_SED_PART}/{_SED_PART}/g?"
+r"""A single-quoted `sed` substitution, whole (`s/old/new/`, `g` or not), on one line, as a pattern
+that reads the same on the JSON string's decoded value (JSON Schema's `pattern`) and on its
+escaped text (llama.cpp's grammar, which matches the characters the model writes between the
+quotes: a line break there is the two characters `\n`): no quote, no line break, no `/` but
+the three delimiters, and a backslash only before something else than `n` or a quote (`\"`,
+`\\`, `\1`, `\/`). Not `\'`: in the JSON text no escape (llama.cpp's grammar let it through and
+its parser then failed the reply, HTTP 500: recovery bench, vowels seed 0, a model putting
+`'aeiou'` in the script), and in the shell the end of the quoted script."""
 
 
 def _operand(path: str) -> str:
