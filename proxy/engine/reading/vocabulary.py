@@ -164,8 +164,9 @@ r"""A single-quoted `sed` substitution, whole (`s/old/new/`, `g` or not), on one
 that reads the same on the JSON string's decoded value (JSON Schema's `pattern`) and on its
 escaped text (llama.cpp's grammar, which matches the characters the model writes between the
 quotes: a line break there is the two characters `\n`): no quote, no line break, no `/` but
-the three delimiters, and a backslash only before something else than `n` or a quote (`\"`,
-`\\`, `\1`, `\/`). Not `\'`: in the JSON text no escape (llama.cpp's grammar let it through and
+the three delimiters (sed's `\/` reads as `\\/` in the JSON text, where the grammar ends the
+part at its slash: a held script cannot hold a `/`), and a backslash only before something else
+than `n` or a quote (`\"`, `\\`, `\1`). Not `\'`: in the JSON text no escape (llama.cpp's grammar let it through and
 its parser then failed the reply, HTTP 500: recovery bench, vowels seed 0, a model putting
 `'aeiou'` in the script), and in the shell the end of the quoted script."""
 
