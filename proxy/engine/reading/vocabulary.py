@@ -144,7 +144,7 @@ class Vocabulary:
         (recovery bench, bank and vowels: multi-line replacements sent turn after turn), and
         whole: `s/old/new/`, its last delimiter included (held to a script with no quote, the
         model ended it at the quote it meant to put in the new text, `...ch != ' vowels.py`,
-        and sed rejected it unterminated: 13 of 19 edits that did not apply, recovery bench seed
+        and sed rejected it unterminated: 11 of 19 edits that did not apply, recovery bench seed
         0 at 15c22ac)."""
         if self.shell is None or self.shell.array:
             return None
