@@ -120,15 +120,19 @@ class RepairState:
     its changes, not one more that failed to change it."""
     changes: Changes = field(default_factory=Changes)
     """The source files changed and not put back over the whole conversation (`checks.Changes`)."""
-    predates: bool = False
-    """The live failure first appeared on the agent's changes and was seen with every one of them
-    put back (`Changes.predates`): it is there without the agent's work, and not a failure the
-    agent began from (corpus, sphinx-8035: a docutils warning that failed a test on the
-    repository as it was, which the proxy told the agent to change the code for)."""
 
     @property
     def live(self) -> bool:
         return self.last_diagnostic_class is DiagnosticClass.FAIL
+
+    @property
+    def predates(self) -> bool:
+        """The live failure first appeared on the agent's changes and was seen with every one of
+        them put back (`Changes.predates`): it is there without the agent's work, and not a failure
+        the agent began from (corpus, sphinx-8035: a docutils warning that failed a test on the
+        repository as it was, which the proxy told the agent to change the code for)."""
+        signature = self.last_diagnostic_signature
+        return self.live and signature is not None and self.changes.predates(signature)
 
     def as_dict(self) -> dict[str, object]:
         """The six fields, as replay and the admin API show them."""
@@ -248,7 +252,6 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
             quiet_since_failure=quiet(calls[failed_at + 1 :]),
             put_back=back,
             changes=at_check.after(calls[failed_at + 1 :]),
-            predates=at_check.predates(found.signature),
         )
     changes = state.changes.after(calls)
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
