@@ -88,15 +88,19 @@ class State:
     run: int = 0
     """Read-only turns in a row."""
     seen: frozenset[str] = frozenset()
-    reread: bool = False
     reread_at: int = 0
-    """The run's turn of its latest re-read."""
+    """The run's turn of its latest re-read (0: none yet)."""
     fired: frozenset[int] = frozenset()
     """Rungs already fired in this run."""
     reads: tuple[tuple[str, int], ...] = ()
     """(file, times read) in this run, most read first."""
     recent: tuple[tuple[str, ...], ...] = ()
     """The run's last few turns' reads of a named file (keys), oldest first."""
+
+    @property
+    def reread(self) -> bool:
+        """The run has gone back over something it read."""
+        return self.reread_at > 0
 
 
 def _count(reads: tuple[tuple[str, int], ...], paths: list[str]) -> tuple[tuple[str, int], ...]:
@@ -119,7 +123,6 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
     state = State(
         run=state.run + 1,
         seen=state.seen | keys if len(state.seen) < _MAX_KEYS else state.seen,
-        reread=state.reread or again,
         reread_at=state.run + 1 if again else state.reread_at,
         fired=state.fired,
         reads=_count(state.reads, paths),
