@@ -24,6 +24,7 @@ __all__ = [
     "is_check",
     "probes_after",
     "quiet",
+    "restored_from",
     "restores",
     "rewrites",
 ]
@@ -77,6 +78,13 @@ def restores(call: ObservedCall) -> bool:
     (a check that fails ran what came before it)."""
     ran = call.outcome is not Outcome.FAIL or call.kind is CallKind.VERIFY
     return bool(call.writes) and all(w.restores for w in call.writes) and ran
+
+
+def restored_from(files: list[str], call: ObservedCall) -> tuple[list[str], bool]:
+    """`files` less those the restoring `call` writes, and whether it put any of them back
+    (putting back a file not changed changes nothing)."""
+    undone = [p for p in files if any(same_file(w.path, p) for w in call.writes)]
+    return [p for p in files if p not in undone], bool(undone)
 
 
 MAX_PROBES = 16
@@ -134,9 +142,8 @@ class Changes:
         files, pristine = list(self.changed), self.pristine
         for call in calls:
             if restores(call):
-                undone = [p for p in files if any(same_file(w.path, p) for w in call.writes)]
-                files = [p for p in files if p not in undone]
-                pristine = pristine or (bool(undone) and not files)
+                files, undid = restored_from(files, call)
+                pristine = pristine or (undid and not files)
             elif call.changed_sources or (call.succeeded_mutation and not call.writes):
                 pristine = False  # a command that writes where the proxy cannot see: unknown
                 target = (call.target if call.changed_sources else None) or _UNKNOWN

@@ -47,6 +47,7 @@ from proxy.engine.state.checks import (
     is_check,
     probes_after,
     quiet,
+    restored_from,
     restores,
     rewrites,
 )
@@ -179,9 +180,8 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
     edited, back = list(state.edited_since_failure), state.put_back
     for call in calls:
         if restores(call):
-            undone = [p for p in edited if any(same_file(w.path, p) for w in call.writes)]
-            back = back or bool(undone)  # putting back a file not changed changes nothing
-            edited = [p for p in edited if p not in undone]
+            edited, undid = restored_from(edited, call)
+            back = back or undid
         elif call.changed_sources:
             back = False
             edited += [call.target] if call.target and call.target not in edited else []
