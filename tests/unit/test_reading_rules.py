@@ -152,6 +152,13 @@ def _repro(error: str = "key too long") -> Call:
     return bash("python reproduce_bug.py", TRACE + f"ValueError: {error}", None)
 
 
+def _edits_after(check: Call) -> list[list[Call]]:
+    """`check` failing, then two edits of TextBuffer.java with SWE-agent's editor (`>` in their
+    code), then a look at the file: no re-run between."""
+    look = bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)
+    return [[check], [_editor_edit(604, 721)], [_editor_edit(611, 722)], [look]]
+
+
 def _java_test() -> Call:
     out = (
         "[ERROR] Tests run: 1, Failures: 1, Errors: 0, Skipped: 0\n"
@@ -718,12 +725,7 @@ CASES = [
     Case(
         "editor edits with `>` in their code, on a live failure, owe a re-run of the check",
         "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
-        [
-            [_java_test()],
-            [_editor_edit(604, 721)],
-            [_editor_edit(611, 722)],
-            [bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)],
-        ],
+        _edits_after(_java_test()),
         "reverify_owed",
         True,
     ),
@@ -731,12 +733,7 @@ CASES = [
     Case(
         "editor edits of Java sources after a failing Python script owe it no re-run",
         "sweagent0-msb-java-doubao-pro-128k/fasterxml__jackson-core-150",
-        [
-            [_repro()],
-            [_editor_edit(604, 721)],
-            [_editor_edit(611, 722)],
-            [bash("open src/main/java/TextBuffer.java 600", f"[File: {TEXT_BUFFER} (722 lines total)]", None)],
-        ],
+        _edits_after(_repro()),
         "reverify_owed",
         False,
     ),
