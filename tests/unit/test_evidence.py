@@ -95,3 +95,48 @@ def test_a_syntax_error_points_at_the_file_that_does_not_parse_not_the_import_of
         "SyntaxError: invalid syntax\n"
     )
     assert pointers(out) == Pointers(None, None, "/testbed/django/forms/widgets.py", 3)
+
+
+_COLLECTED = (
+    "==================================== ERRORS ====================================\n"
+    "_____________________ ERROR collecting tests/test_stack.py _____________________\n"
+    "tests/test_stack.py:1: in <module>\n"
+    "    from stack import Stack\n"
+    "{raised}"
+    "=========================== short test summary info ============================\n"
+    "ERROR tests/test_stack.py\n"
+    "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
+    "1 error in 1.29s\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (  # the imported module does not parse: pytest prints the SyntaxError's own location after `E`
+            'E     File "/work/stack/stack.py", line 8\nE       def pop(self, 1):\nE                     ^\n'
+            "E   SyntaxError: invalid syntax\n",
+            Pointers(None, "tests/test_stack.py", "/work/stack/stack.py", 8),
+        ),
+        (  # the imported module raises as it loads: its frame, below the test module's import
+            "stack.py:3: in <module>\n    LIMIT = int(LIMITS)\nE   NameError: name 'LIMITS' is not defined\n",
+            Pointers(None, "tests/test_stack.py", "stack.py", 3),
+        ),
+        (  # the test module itself raises: its own line
+            "E   ImportError: cannot import name 'Stack' from 'stack' (/work/stack/stack.py)\n",
+            Pointers(None, "tests/test_stack.py", "tests/test_stack.py", 1),
+        ),
+    ],
+)
+def test_a_test_module_that_did_not_import_points_where_it_broke(raised: str, expected: Pointers) -> None:
+    """pytest's collection error names no test: the test module, and the place that broke (recovery
+    bench, stack: a sed made `def pop(self, 1):`; with no pointers the proxy asked for the run that
+    had just failed, twice, and the model made it)."""
+    assert pointers(_COLLECTED.format(raised=raised)) == expected
+
+
+def test_an_error_with_a_test_id_is_a_failing_test_not_a_collection_error() -> None:
+    out = "tests/test_parse.py:12: in test_addition\n    assert 1 == 2\nERROR tests/test_parse.py::test_addition - assert 1 == 2\n"
+    assert pointers(out) == Pointers(
+        "tests/test_parse.py::test_addition", "tests/test_parse.py", "tests/test_parse.py", 12
+    )

@@ -12,6 +12,7 @@ from scenario_loader import analyse, engine
 from proxy.engine.plan.reply import Gate, Hold, ReplyRules, ReplyView, holding, judge
 from proxy.engine.text.nudges import asks_for_a_call
 from proxy.engine.text.salvage import OfferedTool
+from proxy.settings.policy import default_policy
 
 FINISH = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object"}}}
 CALL = '{"name": "execute_bash", "arguments": {"command": "ls"}}'
@@ -290,6 +291,19 @@ def test_the_action_directive_does_not_ask_for_a_rerun_the_block_rung_would_refu
     """Right after the failure, nothing changed: the re-run would fail the same way."""
     directive = _action_directive(Chat().turn(test_run()))
     assert "re-run the failing check" not in directive and "just failed" in directive and "Next, read" in directive
+
+
+def test_the_action_directive_never_asks_again_for_the_run_that_just_failed() -> None:
+    """With the block rung off (no refusal to lean on), right after the failure, nothing changed:
+    the next step is what the failure points at, not the same run (recovery bench, stack: asked for
+    the run that had just shown a SyntaxError, twice, the model made it twice)."""
+    policy = default_policy()
+    policy = policy.model_copy(update={"reply": policy.reply.model_copy(update={"block": False})})
+    planned = analyse(engine(policy), Chat().turn(test_run()).bytes())
+    assert planned is not None
+    directive = str(planned.decision.reply.gates[Gate.ACTION].edit.messages[-1]["content"])  # type: ignore[index]
+    assert "re-run the failing check" not in directive
+    assert "Next, read the failing test tests/test_parse.py::test_addition" in directive
 
 
 def test_the_action_directive_falls_back_to_a_look_at_the_working_directory() -> None:

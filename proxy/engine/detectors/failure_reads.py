@@ -1,5 +1,6 @@
 """What there is to read about the live failure, and what to change once it is all read: the
-next step `stuck_same_diagnostic` names (and holds a one-shell re-ask to).
+next step `stuck_same_diagnostic` names (and holds a one-shell re-ask to), and the action gate
+asks for when nothing ran since the failure that could change it (`next_step`).
 
 The evidence, in order: the failing test, the line where it fails, the code the test exercises
 (by the runner's naming convention, `reading.under_test`), and once a change to that code left the
@@ -10,7 +11,7 @@ again); each path as the agent wrote the files it read or edited since the failu
 
 from __future__ import annotations
 
-from proxy.engine.detectors.wording import resolve_path, working_dir
+from proxy.engine.detectors.wording import failing_call, resolve_path, working_dir
 from proxy.engine.reading.excerpt import excerpt, file_text
 from proxy.engine.reading.imports import imported_callees, imports
 from proxy.engine.reading.under_test import code_under_test
@@ -18,7 +19,16 @@ from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 
-__all__ = ["callee", "edit_target", "evidence_to_read", "next_read", "resolved", "tested_code"]
+__all__ = [
+    "callee",
+    "edit_target",
+    "evidence_to_read",
+    "lines_to_change",
+    "next_read",
+    "next_step",
+    "resolved",
+    "tested_code",
+]
 
 
 def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
@@ -26,10 +36,13 @@ def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
     fails, the code the test exercises."""
     p = state.pointers
     options: list[tuple[str, int | None, str]] = []
-    if p.test_file:
+    elsewhere = bool(p.source_file) and p.source_file != p.test_file
+    # No test ran and the failure is in another file (a test module that did not import: pytest's
+    # collection error, a SyntaxError in the code it imports): the test only imports what broke.
+    if p.test_file and (p.test_id is not None or not elsewhere):
         line = p.source_line if p.source_file == p.test_file else None
         options.append((p.test_file, line, f"the failing test {p.test_id}" if p.test_id else "the failing test"))
-    if p.source_file and p.source_file != p.test_file:
+    if p.source_file and elsewhere:
         where = f"line {p.source_line} where it fails" if p.source_line else "where it fails"
         options.append((p.source_file, p.source_line, where))
     tested = tested_code(state, p.test_file) if p.test_file else None
@@ -101,3 +114,57 @@ def edit_target(state: RepairState) -> str | None:
     """The code file a change is asked for in, once everything the failure points at is read."""
     code = [path for path, _line, _why in evidence_to_read(state) if path != state.pointers.test_file]
     return resolved(state, code[-1]) if code else None
+
+
+def lines_to_change(state: RepairState) -> str | None:
+    """The function to change as the agent last saw it: the one the failure calls, else the one
+    holding the line it points at; None when not everything is read yet or the lines were not seen."""
+    where = edit_target(state)
+    if where is None or next_read(state, None) is not None:
+        return None
+    shown = state.shown(where)
+    if shown is None:
+        return None
+    p = state.pointers
+    line = p.source_line if p.source_file and state.shown(p.source_file) is shown else None
+    deeper = callee(state)
+    return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
+
+
+def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
+    """What to do instead of running the failing check again: read what the failure points at
+    and has not been read, else make a different change."""
+    edited = ", ".join(dict.fromkeys(p.rsplit("/", 1)[-1] for p in state.edited_since_failure))
+    read = next_read(state, vocabulary)
+    if read is None:
+        # Everything the failure points at has been read: what is missing is a change that is not
+        # the one already tried.
+        target = edit_target(state)
+        where = target or "the code"
+        change = f"a different change to {edited} than before" if edited else f"a change to {where}"
+        if target is not None and state.shown(target) is None and vocabulary is not None:
+            look = vocabulary.read(target)  # found by a search, or changed since: look before changing it
+            if look is not None:
+                return (
+                    f"Make {change}, one that addresses the failure. First look at {target} as it is now: "
+                    f"{look.render()}. Reply with that tool call only."
+                )
+        lines = lines_to_change(state)
+        edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
+        if edit is not None and vocabulary is not None:
+            how = f": {edit.render()}, with {vocabulary.new_arg} those lines as they should be"
+        elif lines is not None:
+            how = f". The code as you last saw it:\n{lines}\n"
+        else:
+            how = ""
+        read_all = "the failing test and the code it exercises" if target is not None else "the failing test"
+        return (
+            f"You have read {read_all}. Make {change}, one that "
+            f"addresses the failure{how}. Then re-run {failing_call(state)}."
+        )
+    what, call = read
+    hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
+    # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
+    # changed the next action far more often than advice or a bare JSON object did.
+    step = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
+    return f"{hold} {step}"

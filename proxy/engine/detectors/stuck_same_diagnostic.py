@@ -35,9 +35,8 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import callee, edit_target, next_read
-from proxy.engine.detectors.wording import PREFIX, failing_call
-from proxy.engine.reading.excerpt import excerpt
+from proxy.engine.detectors.failure_reads import edit_target, lines_to_change, next_read, next_step
+from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.vocabulary import Call
 from proxy.engine.state.failure import RepairState
@@ -108,68 +107,12 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
         else "running it again without a change will not change it"
     )
     head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}"
-    step = _next_step(context)
-    if _lines_to_change(state) is not None:
+    step = next_step(context.repair, context.vocabulary)
+    if lines_to_change(state) is not None:
         # The step quotes the code to replace: the failing output is left out, or a small model
         # copies the test's own line as the code to replace (seen on Qwen2.5-Coder-1.5B).
         return context.fit(f"{head}.", "", step)
     return context.fit(f"{head}:", state.snippet, step)
-
-
-def _lines_to_change(state: RepairState) -> str | None:
-    """The function to change as the agent last saw it: the one the failure calls, else the one
-    holding the line it points at; None when not everything is read yet or the lines were not seen."""
-    where = edit_target(state)
-    if where is None or next_read(state, None) is not None:
-        return None
-    shown = state.shown(where)
-    if shown is None:
-        return None
-    p = state.pointers
-    line = p.source_line if p.source_file and state.shown(p.source_file) is shown else None
-    deeper = callee(state)
-    return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
-
-
-def _next_step(context: RemedyContext) -> str:
-    """What to do instead of running the failing check again: read what the failure points at
-    and has not been read, else make a different change."""
-    state = context.repair
-    edited = ", ".join(dict.fromkeys(p.rsplit("/", 1)[-1] for p in state.edited_since_failure))
-    read = next_read(state, context.vocabulary)
-    if read is None:
-        # Everything the failure points at has been read: what is missing is a change that is not
-        # the one already tried.
-        target = edit_target(state)
-        where = target or "the code"
-        change = f"a different change to {edited} than before" if edited else f"a change to {where}"
-        vocabulary = context.vocabulary
-        if target is not None and state.shown(target) is None and vocabulary is not None:
-            look = vocabulary.read(target)  # found by a search, or changed since: look before changing it
-            if look is not None:
-                return (
-                    f"Make {change}, one that addresses the failure. First look at {target} as it is now: "
-                    f"{look.render()}. Reply with that tool call only."
-                )
-        lines = _lines_to_change(state)
-        edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
-        if edit is not None and vocabulary is not None:
-            how = f": {edit.render()}, with {vocabulary.new_arg} those lines as they should be"
-        elif lines is not None:
-            how = f". The code as you last saw it:\n{lines}\n"
-        else:
-            how = ""
-        read_all = "the failing test and the code it exercises" if target is not None else "the failing test"
-        return (
-            f"You have read {read_all}. Make {change}, one that "
-            f"addresses the failure{how}. Then re-run {failing_call(state)}."
-        )
-    what, call = read
-    hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
-    # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
-    # changed the next action far more often than advice or a bare JSON object did.
-    step = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
-    return f"{hold} {step}"
 
 
 def blocks(_state: State, repair: RepairState, options: Options) -> bool:
@@ -203,7 +146,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, _next_step(context), tool, pinned, times=streak)
+    return Refusal(NAME, reason, next_step(context.repair, context.vocabulary), tool, pinned, times=streak)
 
 
 def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call | None:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from proxy.engine.detectors import Forced, Levers, Refusal
+from proxy.engine.detectors.failure_reads import next_step
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
@@ -119,12 +120,18 @@ def _pinned(turn: Turn, role: str, refused: Refusal | None, messages: list[Any] 
 
 def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None) -> str:
     """The exact next call an action-gate retry asks for, grounded in what is known: the
-    failing check (or, where the block rung would refuse that, the step it suggests instead),
-    else the check the task names, else a look at the working directory."""
+    failing check, unless nothing ran since it failed that could change it (then, or where the
+    block rung would refuse the run, the step that comes instead), else the check the task names,
+    else a look at the working directory."""
     vocabulary = learn_vocabulary(translation.tools, rules.classifier)
     failure = turn.state.repair
     if refused is not None:
         return f"{refused.reason}\n{refused.instead}"
+    if failure.live and failure.quiet_since_failure:
+        # Nothing that could change what the check sees ran since it failed: run again, it fails
+        # again (recovery bench, stack: asked twice for the run that had just shown a SyntaxError,
+        # the model made it twice). What the failure points at comes next, or a change.
+        return next_step(failure, vocabulary)
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)

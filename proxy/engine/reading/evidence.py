@@ -92,6 +92,12 @@ _PYTEST_ID = re.compile(r"^(?:FAILED|ERROR) (?P<file>[^\s:]+\.py)::(?P<test>\S+?
 _PYTEST_LOCATION = re.compile(
     r"^(?P<file>[^\s:]+\.py):(?P<line>\d+): (?:in \S+|\w*(?:Error|Exception)\b)", re.MULTILINE
 )
+_PYTEST_COLLECT = re.compile(
+    r"^ERROR (?P<file>[^\s:]+\.py)(?: - .*)?$|ERROR collecting (?P<header>[^\s:]+\.py) _", re.MULTILINE
+)
+"""A test module pytest could not import: its short summary line (no test id), or its section header."""
+_PYTEST_RAISED_FRAME = re.compile(r'^E[ \t]+File "(?P<file>[^"]+)", line (?P<line>\d+)[ \t]*$', re.MULTILINE)
+"""The file and line a `SyntaxError` names, as pytest prints the exception (each line after `E`)."""
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE)
 _PY_FRAME = re.compile(r'^[ \t]*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in \S+|[ \t]*$)', re.MULTILINE)
 """A traceback's frame, or the file a `SyntaxError` names (no function: it did not parse), which
@@ -116,6 +122,17 @@ def _project_frame(text: str) -> tuple[str, int] | None:
     return frames[-1] if frames else None
 
 
+def _collection_error(text: str, test_file: str) -> Pointers:
+    """A test module that did not import: no test ran. Where it broke: the file and line a
+    `SyntaxError` names, else the deepest frame pytest shows outside the test module (the code
+    it imports, raising as it loads), else the test module's own line."""
+    raised = [(m["file"], int(m["line"])) for m in _PYTEST_RAISED_FRAME.finditer(text)]
+    locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text)]
+    code = next((loc for loc in reversed(locations) if loc[0] != test_file), None)
+    frame = (raised[-1] if raised else None) or code or (locations[-1] if locations else None)
+    return Pointers(None, test_file, *(frame or (None, None)))
+
+
 def extract_pointers(output: str) -> Pointers:
     """The failing test and failure location an output states, if it states them."""
     text = output.replace("\r\n", "\n")
@@ -124,6 +141,8 @@ def extract_pointers(output: str) -> Pointers:
         source = next((loc for loc in reversed(locations) if loc[0] != m["file"]), None)
         frame = source or (locations[-1] if locations else None)
         return Pointers(f"{m['file']}::{m['test']}", m["file"], *(frame or (None, None)))
+    if m := _PYTEST_COLLECT.search(text):
+        return _collection_error(text, m["file"] or m["header"])
     if m := _UNITTEST.search(text):
         frame = _project_frame(text)
         test_file = frame[0] if frame and "test" in frame[0].rsplit("/", 1)[-1] else None
