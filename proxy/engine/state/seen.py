@@ -78,6 +78,13 @@ def _untold(call: ObservedCall) -> bool:
     return call.kind is CallKind.VERIFY and call.command is not None and bool(read_command(call.command).scripts)
 
 
+def _without(kept: dict[str, str], paths: set[str]) -> dict[str, str]:
+    """`kept` less the files `paths` name, however each was written (`sed -i ... leap.py` after
+    `cat /work/leap/leap.py`: recovery bench, leap, where the edit directive went on quoting the
+    lines the sed had replaced, and the model made the same sed again, matching nothing)."""
+    return {p: t for p, t in kept.items() if not any(same_file(p, path) for path in paths)}
+
+
 def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...]) -> tuple[Seen, frozenset[str]]:
     """What the files read so far showed (and which of them whole), with these calls' reads added
     and their writes forgotten."""
@@ -90,9 +97,9 @@ def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...
             kept = {}
         elif c.mutates and not c.no_op and c.outcome is not Outcome.FAIL:
             written = {w.path for w in c.writes} | ({c.target} if c.target else set())
-            kept = {} if not written else {p: t for p, t in kept.items() if p not in written}
+            kept = {} if not written else _without(kept, written)
         elif c.kind is CallKind.READ and c.target and c.outcome is not Outcome.FAIL and c.output.strip():
-            kept.pop(c.target, None)
+            kept = _without(kept, {c.target})
             kept[c.target] = c.output[:_SEEN_CHARS]
             (full.add if reads_whole(c) else full.discard)(c.target)
     items = tuple(kept.items())[-MAX_SEEN:]
