@@ -49,6 +49,23 @@ def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> Non
     assert finish_edit.require_call and finish_edit.tools == ["execute_bash", "str_replace_editor"]
 
 
+def _finish_directive(chat: Chat) -> str:
+    return str(rules_for(chat).gates[Gate.FINISH].edit.messages[-1]["content"])  # type: ignore[index]
+
+
+def test_the_finish_directive_right_after_the_failure_names_the_step_before_the_rerun() -> None:
+    """Nothing ran since the check failed: "fix the cause, then re-run it: <the run>" got the run
+    at once (recovery bench, bank: the model's prose said it would look at the code first)."""
+    directive = _finish_directive(Chat().turn(test_run()))
+    assert "Next, read the failing test tests/test_parse.py::test_addition" in directive
+    assert "Fix the cause, then re-run it" not in directive
+
+
+def test_the_finish_directive_after_a_command_that_may_have_changed_things_asks_for_the_fix_and_rerun() -> None:
+    directive = _finish_directive(Chat().turn(test_run()).turn(bash("cd /workspace && pip install -e .", "ok")))
+    assert "Fix the cause, then re-run it: `cd /workspace && python -m pytest tests/test_parse.py`" in directive
+
+
 SUBMIT = '{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}'
 SUBMIT_1X = '{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"}'
 SCRIPT_FAILS = bash(

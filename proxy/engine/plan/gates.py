@@ -3,7 +3,8 @@ the request it sends instead: the transcript as it goes upstream, one directive 
 a `tool_choice` when the directive names a tool or a call is required.
 
     done      a re-run of the failing check is owed           -> re-run it, exactly as before
-    finish    a failing test its runner names still fails     -> fix it, then re-run it (no finish tool)
+    finish    a failing test its runner names still fails     -> fix it, then re-run it (no finish tool); the
+                                                                 next step first, when nothing ran since it failed
     action    mid-task, or the agent's own nudge unanswered,  -> the exact next call: the unanswered
               or (at any point) a reply meant as a call          instruction's, the failing check (or
               that is none                                       the block rung's next step, where it
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from proxy.engine.detectors.failure_reads import lines_to_change, next_step
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
@@ -28,6 +30,7 @@ from proxy.engine.plan.futility import block_gate, refuser
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, retry
+from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.text.dismissals import dismisses
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import content_text
@@ -58,7 +61,12 @@ def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
 
 
 def _finish(
-    rules: Rules, turn: Turn, role: str, finish_tools: frozenset[str], fit: Callable[[str, str, str], str]
+    rules: Rules,
+    translation: Translation,
+    turn: Turn,
+    role: str,
+    finish_tools: frozenset[str],
+    fit: Callable[[str, str, str], str],
 ) -> GatePlan | None:
     reply = rules.policy.reply
     failure = turn.state.repair
@@ -83,8 +91,17 @@ def _finish(
             f"({failure.same_diagnostic_streak} time(s) in a row):"
         )
         tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
+        snippet = failure.snippet
+        if failure.quiet_since_failure:
+            # Nothing that could change it ran since it failed: the call to name is what comes
+            # before the re-run (recovery bench, bank: the model's prose said it would look at the
+            # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once).
+            tail = next_step(failure, learn_vocabulary(translation.tools, rules.classifier))
+            # The step quotes the code to replace: the failing output is left out (as the stuck
+            # remedy leaves it out), or a small model copies the test's line as the code to replace.
+            snippet = "" if lines_to_change(failure) is not None else snippet
         kept = sorted(turn.levers.offered - finish_tools)
-        return retry(turn, role, fit(head, failure.snippet, tail), require_call=True, tools=kept or None)
+        return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept or None)
 
     return GatePlan(build, reply.max_finish_attempts)
 
@@ -141,7 +158,7 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         for gate, plan in (
             (Gate.BLOCK, block_gate(rules, turn, role) if refuse is not None else None),
             (Gate.DONE, _done(rules, turn, role)),
-            (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
+            (Gate.FINISH, _finish(rules, translation, turn, role, finish_tools, fit) if offered else None),
             (Gate.ACTION, action),
         )
         if plan is not None
