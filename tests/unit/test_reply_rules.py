@@ -323,6 +323,36 @@ def test_the_action_directive_never_asks_again_for_the_run_that_just_failed() ->
     assert "Next, read the failing test tests/test_parse.py::test_addition" in directive
 
 
+@pytest.mark.parametrize(
+    ("tools", "finish"),
+    [
+        ([*OPENHANDS_TOOLS, FINISH], "If the task is complete, call finish to finish"),
+        (None, "submit it as the task asks"),
+    ],
+)
+def test_the_action_directive_after_a_check_that_just_passed_does_not_ask_for_it_again(
+    tools: list[dict[str, Any]] | None, finish: str
+) -> None:
+    """Recovery bench, stack: the test passed, the model answered empty, the retry asked for the
+    check the task names (the one that had just passed), and the model ran it twice more."""
+    chat = Chat(user="The test suite fails: `python -m pytest -q`. Fix it.", tools=tools)
+    chat.turn(test_run()).turn(edit()).turn(bash("cd /workspace && python -m pytest -q", "@pytest_pass"))
+    directive = _action_directive(chat)
+    assert "The check passed." in directive and finish in directive
+    assert "run the check the task names" not in directive and "the task is not finished" not in directive
+
+
+@pytest.mark.parametrize(
+    "last",
+    [view(), test_run("@pytest_pass")],
+    ids=["a look", "a narrower check that passed"],
+)
+def test_the_action_directive_names_the_task_check_when_it_has_not_just_passed(last: tuple[str, Any, str]) -> None:
+    chat = Chat(user="The test suite fails: `python -m pytest -q`. Fix it.")
+    directive = _action_directive(chat.turn(last))
+    assert 'Next, run the check the task names: call execute_bash with {"command":"python -m pytest -q"}' in directive
+
+
 def test_the_action_directive_falls_back_to_a_look_at_the_working_directory() -> None:
     assert 'call execute_bash with {"command":"ls"}' in _action_directive(Chat().turn(view()))
 

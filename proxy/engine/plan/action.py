@@ -20,15 +20,18 @@ from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, held_retry, retry
 from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.state.conversation import TimelineEntry
 from proxy.engine.text.exchange import Edit, Translation
-from proxy.engine.text.messages import content_text
+from proxy.engine.text.messages import content_text, parse_arguments
 from proxy.engine.text.nudges import asks_for_a_call, complains
 from proxy.engine.text.protocols import FORMS, written
+from proxy.engine.text.salvage import offered_tools
 from proxy.settings.kinds import CallKind
 
 __all__ = ["action_gate", "nagged", "written_action_gate"]
 
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
+_PASSED = "The check passed."
 
 
 def nagged(messages: list[Any], levers: Levers, protocol: str = "") -> bool:
@@ -118,6 +121,33 @@ def _pinned(turn: Turn, role: str, refused: Refusal | None, messages: list[Any] 
     return held_retry(turn, role, text, refused.pinned, messages=messages, leaves_out=messages is not None)
 
 
+def _last_commands(rules: Rules, messages: list[Any]) -> str:
+    """The shell commands of the transcript's last assistant message that made calls, one per line."""
+    last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
+    commands = []
+    for call in (last or {}).get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        shell = rules.classifier.rule_of(str(function.get("name")))[3]
+        arguments = parse_arguments(function.get("arguments"))[0]
+        if shell is not None and isinstance(arguments, dict) and isinstance(arguments.get(shell), str):
+            commands.append(arguments[shell])
+    return "\n".join(commands)
+
+
+def _after_a_pass(rules: Rules, translation: Translation) -> str:
+    """The step after a check that has just passed (the task's own, when it names one): not the
+    same check again (recovery bench, stack: asked to run the task's check that had just passed,
+    the model ran it twice more)."""
+    finish = next(
+        (n for n in offered_tools(translation.tools) if rules.classifier.classify(n, None).kind is CallKind.FINISH),
+        None,
+    )
+    done = f"call {finish} to finish" if finish else "submit it as the task asks"
+    return f"{_PASSED} If the task is complete, {done}; otherwise reply with your next tool call only."
+
+
 def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None) -> str:
     """The exact next call an action-gate retry asks for, grounded in what is known: the
     failing check, unless nothing ran since it failed that could change it (then, or where the
@@ -135,6 +165,9 @@ def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refu
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)
+    passed = bool(turn.state.timeline) and TimelineEntry(*turn.state.timeline[-1]).outcome == "pass"
+    if passed and (check is None or check in _last_commands(rules, translation.messages)):
+        return _after_a_pass(rules, translation)
     call = vocabulary.run(check) if check else None
     if call is not None:
         return f"Next, run the check the task names: {call.render()}. Reply with that tool call only."
@@ -163,7 +196,8 @@ def action_gate(
             forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
         else:
             forced, step = None, _next_step(rules, translation, turn, refused)
-            text = f"{PREFIX} Your reply did not call a tool, and the task is not finished. {step}"
+            unfinished = "" if step.startswith(_PASSED) else ", and the task is not finished"
+            text = f"{PREFIX} Your reply did not call a tool{unfinished}. {step}"
         if (forced is None or not forced.tool) and refused is not None:
             forced = Forced.of(refused.tool)  # any call but the one the block rung would refuse
         return retry(
