@@ -22,7 +22,7 @@ from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, held_retry,
 from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.state.conversation import TimelineEntry
 from proxy.engine.text.exchange import Edit, Translation
-from proxy.engine.text.messages import content_text, parse_arguments
+from proxy.engine.text.messages import calls_of, content_text, parse_arguments
 from proxy.engine.text.nudges import asks_for_a_call, complains
 from proxy.engine.text.protocols import FORMS, written
 from proxy.engine.text.salvage import offered_tools
@@ -122,15 +122,12 @@ def _pinned(turn: Turn, role: str, refused: Refusal | None, messages: list[Any] 
 
 
 def _last_commands(rules: Rules, messages: list[Any]) -> str:
-    """The shell commands of the transcript's last assistant message that made calls, one per line."""
+    """The shell commands of the transcript's last assistant message, one per line."""
     last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
     commands = []
-    for call in (last or {}).get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            continue
-        shell = rules.classifier.rule_of(str(function.get("name")))[3]
-        arguments = parse_arguments(function.get("arguments"))[0]
+    for _id, name, raw in calls_of(last, 0) if last is not None else ():
+        shell = rules.classifier.rule_of(name)[3]
+        arguments = parse_arguments(raw)[0]
         if shell is not None and isinstance(arguments, dict) and isinstance(arguments.get(shell), str):
             commands.append(arguments[shell])
     return "\n".join(commands)
