@@ -124,13 +124,8 @@ def _pinned(turn: Turn, role: str, refused: Refusal | None, messages: list[Any] 
 def _last_commands(rules: Rules, messages: list[Any]) -> str:
     """The shell commands of the transcript's last assistant message, one per line."""
     last = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "assistant"), None)
-    commands = []
-    for _id, name, raw in calls_of(last, 0) if last is not None else ():
-        shell = rules.classifier.rule_of(name)[3]
-        arguments = parse_arguments(raw)[0]
-        if shell is not None and isinstance(arguments, dict) and isinstance(arguments.get(shell), str):
-            commands.append(arguments[shell])
-    return "\n".join(commands)
+    commands = (rules.classifier.command(name, parse_arguments(raw)[0]) for _id, name, raw in calls_of(last or {}, 0))
+    return "\n".join(c for c in commands if c)
 
 
 def _after_a_pass(rules: Rules, translation: Translation) -> str:
