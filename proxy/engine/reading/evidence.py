@@ -127,19 +127,22 @@ def _collection_error(text: str, test_file: str) -> Pointers:
     `SyntaxError` names, else the deepest frame pytest shows outside the test module (the code
     it imports, raising as it loads), else the test module's own line."""
     raised = [(m["file"], int(m["line"])) for m in _PYTEST_RAISED_FRAME.finditer(text)]
-    locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text)]
-    code = next((loc for loc in reversed(locations) if loc[0] != test_file), None)
-    frame = (raised[-1] if raised else None) or code or (locations[-1] if locations else None)
+    frame = (raised[-1] if raised else None) or _pytest_frame(text, test_file)
     return Pointers(None, test_file, *(frame or (None, None)))
+
+
+def _pytest_frame(text: str, test_file: str) -> tuple[str, int] | None:
+    """The deepest location pytest shows outside the test file (the code under test), else its last."""
+    locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text)]
+    source = next((loc for loc in reversed(locations) if loc[0] != test_file), None)
+    return source or (locations[-1] if locations else None)
 
 
 def extract_pointers(output: str) -> Pointers:
     """The failing test and failure location an output states, if it states them."""
     text = output.replace("\r\n", "\n")
     if m := _PYTEST_ID.search(text):
-        locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text)]
-        source = next((loc for loc in reversed(locations) if loc[0] != m["file"]), None)
-        frame = source or (locations[-1] if locations else None)
+        frame = _pytest_frame(text, m["file"])
         return Pointers(f"{m['file']}::{m['test']}", m["file"], *(frame or (None, None)))
     if m := _PYTEST_COLLECT.search(text):
         return _collection_error(text, m["file"] or m["header"])
