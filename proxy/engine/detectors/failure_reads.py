@@ -26,6 +26,7 @@ __all__ = [
     "lines_to_change",
     "next_read",
     "next_step",
+    "quoted_failure",
     "resolved",
     "tested_code",
 ]
@@ -129,6 +130,13 @@ def lines_to_change(state: RepairState) -> str | None:
     line = p.source_line if p.source_file and state.shown(p.source_file) is shown else None
     deeper = callee(state)
     return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
+
+
+def quoted_failure(state: RepairState) -> str | None:
+    """The failing output to quote beside `next_step`; None when the step quotes the code to
+    replace: then the failing output is left out, or a small model copies the test's own line as
+    the code to replace (seen on Qwen2.5-Coder-1.5B)."""
+    return None if lines_to_change(state) is not None else state.snippet
 
 
 def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:

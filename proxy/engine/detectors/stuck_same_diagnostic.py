@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import edit_target, lines_to_change, next_read, next_step
+from proxy.engine.detectors.failure_reads import edit_target, next_read, next_step, quoted_failure
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.vocabulary import Call
@@ -108,11 +108,8 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     )
     head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}"
     step = next_step(context.repair, context.vocabulary)
-    if lines_to_change(state) is not None:
-        # The step quotes the code to replace: the failing output is left out, or a small model
-        # copies the test's own line as the code to replace (seen on Qwen2.5-Coder-1.5B).
-        return context.fit(f"{head}.", "", step)
-    return context.fit(f"{head}:", state.snippet, step)
+    quoted = quoted_failure(state)
+    return context.fit(f"{head}.", "", step) if quoted is None else context.fit(f"{head}:", quoted, step)
 
 
 def blocks(_state: State, repair: RepairState, options: Options) -> bool:

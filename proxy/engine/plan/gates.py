@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from proxy.engine.detectors.failure_reads import lines_to_change, next_step
+from proxy.engine.detectors.failure_reads import next_step, quoted_failure
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
@@ -97,9 +97,7 @@ def _finish(
             # before the re-run (recovery bench, bank: the model's prose said it would look at the
             # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once).
             tail = next_step(failure, learn_vocabulary(translation.tools, rules.classifier))
-            # The step quotes the code to replace: the failing output is left out (as the stuck
-            # remedy leaves it out), or a small model copies the test's line as the code to replace.
-            snippet = "" if lines_to_change(failure) is not None else snippet
+            snippet = quoted_failure(failure) or ""
         kept = sorted(turn.levers.offered - finish_tools)
         return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept or None)
 
