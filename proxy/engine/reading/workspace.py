@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from proxy.engine.reading.commands import Write
 
-__all__ = ["Workspace", "same_file"]
+__all__ = ["Workspace", "among", "same_file"]
 
 _KEPT = 64
 _TEMPORARY = ("/tmp/", "/var/tmp/", "/private/tmp/", "/dev/shm/")
@@ -46,12 +46,13 @@ def same_file(a: str, b: str) -> bool:
     return bool(a and b) and (a == b or a.endswith("/" + b) or b.endswith("/" + a))
 
 
-def _among(path: str, paths: Iterable[str]) -> bool:
+def among(path: str, paths: Iterable[str]) -> bool:
+    """`path` names the same file as one of `paths` (`same_file`)."""
     return any(same_file(path, p) for p in paths)
 
 
 def _added(paths: tuple[str, ...], new: Iterable[str]) -> tuple[str, ...]:
-    fresh = [p for p in dict.fromkeys(_normal(n) for n in new) if p and not _among(p, paths)]
+    fresh = [p for p in dict.fromkeys(_normal(n) for n in new) if p and not among(p, paths)]
     return (*paths, *fresh)[-_KEPT:] if fresh else paths
 
 
@@ -65,9 +66,9 @@ class Workspace:
     def is_own(self, path: str) -> bool:
         """A file of the agent's own: one it created, or a temporary one it had not read."""
         normal = _normal(path)
-        if _among(normal, self.created):
+        if among(normal, self.created):
             return True
-        return normal.startswith(_TEMPORARY) and not _among(normal, self.known)
+        return normal.startswith(_TEMPORARY) and not among(normal, self.known)
 
     def edits_source(self, writes: tuple[Write, ...]) -> bool:
         """Some write changes a file that is not the agent's own (see the module's docstring);
@@ -77,7 +78,7 @@ class Workspace:
         for write in writes:
             if self.is_own(write.path) or write.restores:
                 continue
-            if not write.whole or _among(write.path, self.known):
+            if not write.whole or among(write.path, self.known):
                 return True
         return False
 
@@ -85,7 +86,7 @@ class Workspace:
         """The workspace once `writes` are done and the files `seen` were read."""
         created = _added(
             self.created,
-            (w.path for w in writes if w.whole and not self.is_own(w.path) and not _among(w.path, self.known)),
+            (w.path for w in writes if w.whole and not self.is_own(w.path) and not among(w.path, self.known)),
         )
         in_place = (w.path for w in writes if not w.whole and not self.is_own(w.path))
         known = _added(self.known, [*seen, *in_place])

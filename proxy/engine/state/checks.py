@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from proxy.engine.reading.evidence import evidence
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.workspace import same_file
+from proxy.engine.reading.workspace import among, same_file
 from proxy.settings.kinds import CallKind
 
 __all__ = [
@@ -83,7 +83,7 @@ def restores(call: ObservedCall) -> bool:
 def restored_from(files: list[str], call: ObservedCall) -> tuple[list[str], bool]:
     """`files` less those the restoring `call` writes, and whether it put any of them back
     (putting back a file not changed changes nothing)."""
-    undone = [p for p in files if any(same_file(w.path, p) for w in call.writes)]
+    undone = [p for p in files if among(p, [w.path for w in call.writes])]
     return [p for p in files if p not in undone], bool(undone)
 
 

@@ -19,7 +19,7 @@ from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.sed import sought
-from proxy.engine.reading.workspace import same_file
+from proxy.engine.reading.workspace import among, same_file
 from proxy.settings.kinds import CallKind
 
 __all__ = ["MAX_SEEN", "Seen", "missed", "reads_whole", "seen_after", "settled", "shown_whole"]
@@ -82,7 +82,7 @@ def _without(kept: dict[str, str], paths: set[str]) -> dict[str, str]:
     """`kept` less the files `paths` name, however each was written (`sed -i ... leap.py` after
     `cat /work/leap/leap.py`: recovery bench, leap, where the edit directive went on quoting the
     lines the sed had replaced, and the model made the same sed again, matching nothing)."""
-    return {p: t for p, t in kept.items() if not any(same_file(p, path) for path in paths)}
+    return {p: t for p, t in kept.items() if not among(p, paths)}
 
 
 def seen_after(seen: Seen, whole: frozenset[str], calls: tuple[ObservedCall, ...]) -> tuple[Seen, frozenset[str]]:
