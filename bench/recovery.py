@@ -27,7 +27,11 @@ also written as one JSON line (`--out`), with the proxy's warnings logged while 
 conversation: the proxy keys a conversation by its history, so runs share no state.
 
 Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10] [--arms direct,proxy,full]
-                              [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE]
+                              [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE] [--tap DIR]
+
+With `--tap DIR`, each proxy arm reaches the model through its own logging relay (`bench/tap.py`):
+`DIR/<arm>.jsonl` holds what the proxy sent and what came back, and each run's record names its
+lines (`"tap": [first, last]`, read with `python bench/tap.py show DIR/full.jsonl --first A --last B`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tiny_agent import REPOS, WASTE_KINDS, WORK, Run, copy_repo, run_agent, start_messages, stuck_start
 
@@ -97,28 +102,45 @@ def model_server(upstream: str | None) -> Iterator[str]:
         yield server.base_url
 
 
+def start_tap(upstream: str, out: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A logging relay (`bench/tap.py`) in front of the model server: its process, and the base
+    URL to use instead of `upstream`."""
+    model, port = urlsplit(upstream), free_port()
+    command = [sys.executable, str(HERE / "tap.py"), "serve", "--port", str(port), "--out", str(out)]
+    relay = subprocess.Popen([*command, "--upstream", f"{model.scheme}://{model.netloc}"], cwd=ROOT)
+    return relay, f"http://127.0.0.1:{port}{model.path}"
+
+
 @contextmanager
-def proxies(upstream: str, workdir: Path, wanted: list[str]) -> Iterator[dict[str, str]]:
-    """The proxy arms asked for, each its own process on loopback with its own policy file."""
+def proxies(upstream: str, workdir: Path, wanted: list[str], tap: Path | None = None) -> Iterator[dict[str, str]]:
+    """The proxy arms asked for, each its own process on loopback with its own policy file; with
+    `tap`, each arm's requests to the model go through its own logging relay (`bench/tap.py`),
+    written to `tap/<arm>.jsonl`."""
     arms = {}
     for name in (n for n in wanted if n in POLICIES):
         arms[name] = ""
         if POLICIES[name]:
             (workdir / f"{name}.toml").write_text(POLICIES[name])
             arms[name] = str(workdir / f"{name}.toml")
-    procs, urls = [], {}
+    procs, urls, ready = [], {}, []
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
     for name, policy in arms.items():
+        via = upstream
+        if tap is not None:
+            relay, via = start_tap(upstream, tap / f"{name}.jsonl")
+            procs.append(relay)
+            ready.append(urlsplit(via)._replace(path="/health").geturl())
         port = free_port()
-        command = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", upstream]
+        command = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--upstream", via]
         extra = {"REPAIR_PROXY_VERDICTS": "", "REPAIR_PROXY_POLICY": policy, "REPAIR_PROXY_LOG_LEVEL": "warning"}
         log = (workdir / f"{name}.log").open("wb")  # its warnings: what each run made it do (`events`)
         procs.append(subprocess.Popen(command, env={**env, **extra}, cwd=ROOT, stdout=log))
         log.close()
         urls[name] = f"http://127.0.0.1:{port}/v1"
+        ready.append(f"http://127.0.0.1:{port}/healthz")
     try:
-        for url in urls.values():
-            wait_ready(url.removesuffix("/v1") + "/healthz")
+        for url in ready:
+            wait_ready(url)
         yield urls
     finally:
         for proc in procs:
@@ -140,6 +162,18 @@ def events(log: Path, since: int) -> tuple[dict[str, int], int]:
         except (ValueError, AttributeError):
             continue
     return dict(counts), since + len(new)
+
+
+def exchanged(tap: Path | None, arm: str, since: int) -> tuple[int, int] | None:
+    """The lines of the arm's tap file written while the last run went (`bench/tap.py show FILE
+    --first A --last B`), or None when the arm is not tapped (no `--tap`, or no proxy: `direct`)."""
+    if tap is None or arm not in POLICIES:
+        return None
+    file = tap / f"{arm}.jsonl"
+    if not file.exists():
+        return since, since
+    with file.open("rb") as f:
+        return since, sum(1 for _ in f)
 
 
 def one_run(base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path) -> Run:
@@ -214,6 +248,9 @@ def main() -> None:
     parser.add_argument("--style", default="both", choices=["openhands", "bash", "both"])
     parser.add_argument("--upstream", help="an OpenAI-compatible base URL to use instead of starting llama-server")
     parser.add_argument("--out", type=Path, help="one JSON line per run")
+    parser.add_argument(
+        "--tap", type=Path, help="a folder for each proxy arm's exchanges with the model (bench/tap.py)"
+    )
     args = parser.parse_args()
     # Stopped with SIGTERM, leave no model server or proxy behind: unwind as on Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -224,14 +261,16 @@ def main() -> None:
     records: list[dict[str, Any]] = []
     out = args.out.open("w") if args.out else nullcontext()
     WORK.mkdir(parents=True, exist_ok=True)
+    if args.tap:
+        args.tap.mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryDirectory(dir=WORK) as tmp,
         model_server(args.upstream) as model,
-        proxies(model, Path(tmp), arms) as urls,
+        proxies(model, Path(tmp), arms, args.tap) as urls,
         out as sink,
     ):
         urls["direct"] = model
-        logged = dict.fromkeys(arms, 0)
+        logged, tapped = dict.fromkeys(arms, 0), dict.fromkeys(arms, 0)
         for seed in range(args.first_seed, args.first_seed + args.k):
             for index, repo in enumerate(repos):
                 style = styles[index % len(styles)]
@@ -239,10 +278,12 @@ def main() -> None:
                     for arm in arms:
                         run = one_run(urls[arm], repo, style, start, seed, args.turns, Path(tmp))
                         warned, logged[arm] = events(Path(tmp) / f"{arm}.log", logged[arm])
+                        exchanges = exchanged(args.tap, arm, tapped[arm])
+                        tapped[arm] = exchanges[1] if exchanges else 0
                         green = run.first_green
                         record = {
                             "arm": arm, "start": start, "repo": repo, "style": style, "seed": seed,
-                            "run": asdict(run), "first_green": green, "proxy_warnings": warned,
+                            "run": asdict(run), "first_green": green, "proxy_warnings": warned, "tap": exchanges,
                             "tokens_to_green": sum(t.completion_tokens for t in run.turns[: green or 0]),
                         }  # fmt: skip
                         records.append(record)
