@@ -272,3 +272,47 @@ def test_a_function_that_imports_nothing_it_calls_is_followed_nowhere() -> None:
     )
     text = _nudge(_report_chat(EDITED, report_run(), view("/workspace/report.py", local), report_run()))
     assert "units.py" not in text and "Make a different change to report.py" in text
+
+
+def _traceback(frame: str) -> str:
+    return (
+        'Traceback (most recent call last):\n  File "/workspace/check.py", line 5, in <module>\n    purge()\n'
+        f"{frame}IntegrityError: FOREIGN KEY constraint failed\n[Command finished with exit code 1]"
+    )
+
+
+AT_EXECUTE = _traceback('  File "/workspace/db/cursor.py", line 391, in execute\n    return self.run(sql)\n')
+AT_COMMIT = _traceback('  File "/workspace/db/base.py", line 240, in _commit\n    return self.connection.commit()\n')
+
+
+def _check(output: str) -> tuple[str, dict[str, str], str]:
+    return ("execute_bash", {"command": "cd /workspace && python check.py"}, output)
+
+
+def test_the_line_to_read_is_where_the_latest_failure_says_not_where_it_first_did() -> None:
+    """The same error, raised further on after the edits (corpus, OpenHands django-11087 r45: the
+    nudge sent the agent to sqlite3/base.py:391, a frame only the first traceback had; the latest
+    two were raised at commit, base/base.py:240)."""
+    chat = (
+        Chat()
+        .turn(_check(AT_EXECUTE))
+        .turn(edit("/workspace/deletion.py"))
+        .turn(_check(AT_COMMIT))
+        .turn(edit("/workspace/deletion.py"))
+        .turn(_check(AT_COMMIT))
+    )
+    text = _nudge(chat)
+    assert "read line 240 where it fails in /workspace/db/base.py" in text and "cursor.py" not in text
+
+
+def test_a_latest_output_with_no_location_keeps_the_one_the_failure_gave_before() -> None:
+    bare = "IntegrityError: FOREIGN KEY constraint failed\n[Command finished with exit code 1]"
+    chat = (
+        Chat()
+        .turn(_check(AT_EXECUTE))
+        .turn(edit("/workspace/deletion.py"))
+        .turn(_check(bare))
+        .turn(edit("/workspace/deletion.py"))
+        .turn(_check(bare))
+    )
+    assert "read line 391 where it fails in /workspace/db/cursor.py" in _nudge(chat)

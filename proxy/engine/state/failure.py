@@ -92,7 +92,7 @@ class RepairState:
     edits_on_failure: int = 0
     """Successful edits since this failure first appeared that did not change it."""
     pointers: Pointers = field(default_factory=Pointers)
-    """The failing test and failure location the live failure's output states."""
+    """The failing test and location the live failure's latest output states (else the last stated)."""
     read_since_failure: frozenset[str] = frozenset()
     """Files read since the live failure first appeared."""
     edited_since_failure: tuple[str, ...] = ()
@@ -215,7 +215,9 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         # the check itself was rewritten, or the sources put back as they were before the
         # agent's changes: a new reproduction, or the failure without those changes, no repeat
         held = same and (rewritten or undone)
-        pointers = state.pointers if same else extract_pointers(failing.result)
+        latest = extract_pointers(failing.result)
+        kept = same and latest.empty
+        pointers = state.pointers if kept else latest
         if not same:  # a new failure: what was read or edited for the old one does not count
             read, edited, back = _touched(RepairState(), calls[failed_at + 1 :])
         # An edit after the failing check in the same turn has not been re-verified yet.
@@ -239,7 +241,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
                 else 0
             ),
             pointers=pointers,
-            called=state.called if same else _called(pointers, failing.result),
+            called=state.called if kept else _called(pointers, failing.result),
             read_since_failure=read,
             edited_since_failure=edited,
             failing_scripts=read_command(failing.command).scripts if failing.command else (),
