@@ -52,6 +52,11 @@ PY_EDIT = (
 )
 PY_RUNS_TESTS = "import subprocess\nsubprocess.run(['pytest', '-q', 'tests/test_marshalling.py'], check=False)\n"
 MARSHALLING = "src/marshmallow/marshalling.py"
+PROBE = "from marshmallow.marshalling import Marshaller"
+PROBE_FAILS_IN = (
+    'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n  File "{file}", line 3, in <module>\n'
+    "NameError: name 'Mapping' is not defined"
+)
 SYNTAX = f"3:from collections import Mapping\nSorry: IndentationError: unexpected indent ({MARSHALLING}, line 4)"
 PYTEST_Q_FAIL = (
     "F                                                                        [100%]\n"
@@ -263,6 +268,30 @@ CASES = [
         ],
         "reverify_owed",
         False,
+    ),
+    Case(
+        "a probe failing through the edited file ran the edit: one more edit after it owes no re-run",
+        "mswea1-cam-gpt5-nano/django__django-12193",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(EDIT)],
+            [bash(f"python -c '{PROBE}'", PROBE_FAILS_IN.format(file="/testbed/" + MARSHALLING), 1)],
+            [bash(EDIT_2)],
+        ],
+        "reverify_owed",
+        False,
+    ),
+    Case(
+        "a probe failing in its own code only did not run the edit: one more edit after it owes a re-run",
+        "mswea1-cam-gpt5-nano/django__django-12193",
+        [
+            [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
+            [bash(EDIT)],
+            [bash(f"python -c '{PROBE}'", PROBE_FAILS_IN.format(file="<string>"), 1)],
+            [bash(EDIT_2)],
+        ],
+        "reverify_owed",
+        True,
     ),
     Case(
         "a shell given a search and a syntax check as a string runs no check: edits after it owe nothing",

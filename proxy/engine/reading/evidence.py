@@ -23,7 +23,15 @@ from proxy.engine.reading.noise import noise_line
 from proxy.engine.reading.normalise import normalised_or_none, strip_controls
 from proxy.engine.reading.textscan import Marker, marked_lines
 
-__all__ = ["EVIDENCE_MARKERS", "SNIPPET_CHARS", "Evidence", "Pointers", "evidence", "extract_pointers"]
+__all__ = [
+    "EVIDENCE_MARKERS",
+    "SNIPPET_CHARS",
+    "Evidence",
+    "Pointers",
+    "evidence",
+    "extract_pointers",
+    "project_frames",
+]
 
 SNIPPET_CHARS = 600
 """Longest failure snippet quoted back to the model."""
@@ -117,8 +125,13 @@ _MYPY = re.compile(r"^(?P<file>[^\s:]+\.pyi?):(?P<line>\d+): error: ", re.MULTIL
 _RUFF = re.compile(r"^(?P<file>[^\s:]+\.\w+):(?P<line>\d+):\d+: [A-Z]+\d+ ", re.MULTILINE)
 
 
+def project_frames(text: str) -> list[tuple[str, int]]:
+    """The Python traceback frames in `text` outside installed libraries: (file, line), outermost first."""
+    return [(m["file"], int(m["line"])) for m in _PY_FRAME.finditer(text) if not _LIBRARY.search(m["file"])]
+
+
 def _project_frame(text: str) -> tuple[str, int] | None:
-    frames = [(m["file"], int(m["line"])) for m in _PY_FRAME.finditer(text) if not _LIBRARY.search(m["file"])]
+    frames = project_frames(text)
     return frames[-1] if frames else None
 
 

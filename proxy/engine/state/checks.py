@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from proxy.engine.reading.evidence import evidence
+from proxy.engine.reading.evidence import evidence, project_frames
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import among, same_file
@@ -20,6 +20,7 @@ __all__ = [
     "DIAGNOSTIC_KINDS",
     "READS",
     "Changes",
+    "exercised",
     "first_failure",
     "is_check",
     "probes_after",
@@ -51,6 +52,13 @@ def first_failure(calls: tuple[ObservedCall, ...], probes: tuple[tuple[str, str]
         if is_check(call, probes) and call.outcome is Outcome.FAIL:
             return index
     return None
+
+
+def exercised(calls: tuple[ObservedCall, ...], edited: tuple[str, ...]) -> bool:
+    """A run among `calls` failed with a traceback through a file in `edited`: the edits ran,
+    though not by the failing check (corpus mswea1 django-12193 r13: after a sed of widgets.py, a
+    probe importing it failed one class further on; the agent edits and checks in turn)."""
+    return any(c.outcome is Outcome.FAIL and any(among(f, edited) for f, _ in project_frames(c.result)) for c in calls)
 
 
 def rewrites(calls: tuple[ObservedCall, ...], scripts: tuple[str, ...]) -> bool:
