@@ -10,7 +10,8 @@ Must never fire on: edits with no live failure; an edit followed by the re-run i
 same turn; an edit put back as it was before (nothing left to re-verify); edits the check
 cannot see (a Python check after edits of Java, Go, Rust... sources only: `unseen_by`; corpus,
 SWE-agent on Java, a `python reproduce_bug.py` that raises on purpose, told to be re-run after
-edits of TextBuffer.java); anything while `post_edit_reverify` is off.
+edits of TextBuffer.java); edits a later run failed through (its traceback passes through an edited
+file: `checks.exercised`, corpus django-12193); anything while `post_edit_reverify` is off.
 """
 
 from __future__ import annotations
