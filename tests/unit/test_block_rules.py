@@ -83,6 +83,16 @@ def _refused_sed() -> tuple[str, dict[str, Any], str]:
     )
 
 
+def _uncompiled_sed() -> tuple[str, dict[str, Any], str]:
+    """`[::-1]` in the pattern is a bracket expression with a range sed rejects: nothing written
+    (recovery bench, stack seed 1, one shell: the test re-run after it passed, as after an edit)."""
+    return (
+        "execute_bash",
+        {"command": "sed -i 's/pop(self)[::-1]/pop(self)/' src/parse.py"},
+        "sed: -e expression #1, char 28: Invalid range end\n[Command finished with exit code 1]",
+    )
+
+
 def _inline_write() -> tuple[str, dict[str, Any], str]:
     """Inline Python that rewrites a source file (corpus: mswea1-cam-gpt5-nano/sphinx-doc__sphinx-8035,
     request 20): the proxy cannot see what it wrote."""
@@ -135,6 +145,12 @@ CASES = [
     Case(
         "the failing check again, only a sed whose script sed refused since",
         [test_run(), _refused_sed()],
+        RUN,
+        "stuck_same_diagnostic",
+    ),
+    Case(
+        "the failing check again, only a substitution whose pattern sed could not compile since",
+        [test_run(), _uncompiled_sed()],
         RUN,
         "stuck_same_diagnostic",
     ),

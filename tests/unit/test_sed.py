@@ -96,10 +96,18 @@ def test_a_pattern_with_any_character_is_found_only_where_some_line_matches_it()
         ("sed: -e expression #1, char 137: unterminated `s' command\n", "lacks its closing `/`"),
         ("sed: -e expression #1, char 22: unknown option to `s'\n", "ended it early"),
         ("sed: -e expression #1, char 9: unterminated address regex\n", "its address"),
+        ("sed: -e expression #1, char 28: Invalid range end\n", "cannot compile it (Invalid range end)"),
         ("sed: can't read nope.py: No such file or directory\n", None),
         ("unterminated `s' command", None),  # not sed's own words: no `sed: ` before them
     ],
-    ids=["no closing slash", "a slash in the text", "a slash in the address", "a missing file", "no sed"],
+    ids=[
+        "no closing slash",
+        "a slash in the text",
+        "a slash in the address",
+        "a pattern sed cannot compile",
+        "a missing file",
+        "no sed",
+    ],
 )
 def test_why_sed_rejected_a_script(output: str, cause: str | None) -> None:
     found = rejected_because(output)
@@ -115,6 +123,7 @@ UNTERMINATED = "sed: -e expression #1, char 40: unterminated `s' command"
         ("sed -i 's/a/b\nc/' f.py", UNTERMINATED, True),
         ("cd /repo && sed -i 's/a/b\nc/' f.py", UNTERMINATED, True),
         ("sed -i 's/a/b/x' f.py", "sed: -e expression #1, char 7: unknown option to `s'", True),
+        ("sed -i 's/pop(self)[::-1]/pop(self)/' stack.py", "sed: -e expression #1, char 28: Invalid range end", True),
         ("sed -i 's/a/b/' f.py g.py", "sed: can't read g.py: No such file or directory", False),
         ("sed -i 's/a/b\nc/' f.py; python fix.py", UNTERMINATED, False),
         ("sed -i 's/a/b/' f.py && sed -i 's/c/d\ne/' g.py", UNTERMINATED, False),
@@ -124,6 +133,7 @@ UNTERMINATED = "sed: -e expression #1, char 40: unterminated `s' command"
         "one sed, its script refused: nothing written",
         "after a cd",
         "an unknown option to s",
+        "a pattern sed cannot compile (the recovery bench, stack seed 1: `[::-1]` read as a range)",
         "a file it could not read: it may have changed the other",
         "another command after it, run whatever sed did",
         "two seds: the first may have run",

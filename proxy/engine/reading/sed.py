@@ -138,14 +138,19 @@ _REJECTIONS = (
     ("unterminated address regex", "a `/` inside its address ended it early: write it as `\\/`"),
 )
 """GNU sed's complaints about a script it could not parse, and what causes each."""
+_COMPILE = re.compile(r"^sed: -e expression #\d+, char \d+: (?P<why>.+)$", re.MULTILINE)
+"""Any complaint GNU sed makes while it reads its script, before it opens a file: the others
+(a pattern it cannot compile: `Invalid range end` for `[::-1]`, `Unmatched ( or \\(`...)."""
 
 
 def rejected_because(output: str) -> str | None:
-    """Why sed refused to parse the script, as a fix can be told from its complaint; None when
-    the output holds no complaint known here."""
+    """Why sed refused to parse the script, as a fix can be told from its complaint (else in
+    sed's own words); None when the output holds no complaint about the script."""
     if "sed: " not in output:
         return None
-    return next((cause for complaint, cause in _REJECTIONS if complaint in output), None)
+    known = next((cause for complaint, cause in _REJECTIONS if complaint in output), None)
+    other = _COMPILE.search(output)
+    return known or (f"sed cannot compile it ({other['why'].strip()})" if other else None)
 
 
 def script_refused(command: str, output: str) -> bool:
