@@ -26,7 +26,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-_HOP = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
+from proxy.http.forward import upstream_headers
+
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
@@ -60,7 +61,7 @@ def app(upstream: str, out: Path) -> web.Application:
 
     async def relay(request: web.Request) -> web.Response:
         body = await request.read()
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        headers = upstream_headers(request.headers)  # the proxy's own: hop-by-hop out, Host and length reset
         session: aiohttp.ClientSession = request.app[SESSION]
         async with session.request(request.method, upstream + request.path_qs, data=body, headers=headers) as got:
             data = await got.read()
