@@ -25,7 +25,6 @@ from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import calls_of, content_text, parse_arguments
 from proxy.engine.text.nudges import asks_for_a_call, complains
 from proxy.engine.text.protocols import FORMS, written
-from proxy.engine.text.salvage import offered_tools
 from proxy.settings.kinds import CallKind
 
 __all__ = ["action_gate", "nagged", "written_action_gate"]
@@ -128,19 +127,17 @@ def _last_commands(rules: Rules, messages: list[Any]) -> str:
     return "\n".join(c for c in commands if c)
 
 
-def _after_a_pass(rules: Rules, translation: Translation) -> str:
+def _after_a_pass(finish_tools: frozenset[str]) -> str:
     """The step after a check that has just passed (the task's own, when it names one): not the
     same check again (recovery bench, stack: asked to run the task's check that had just passed,
     the model ran it twice more)."""
-    finish = next(
-        (n for n in offered_tools(translation.tools) if rules.classifier.classify(n, None).kind is CallKind.FINISH),
-        None,
-    )
-    done = f"call {finish} to finish" if finish else "submit it as the task asks"
+    done = f"call {min(finish_tools)} to finish" if finish_tools else "submit it as the task asks"
     return f"{_PASSED} If the task is complete, {done}; otherwise reply with your next tool call only."
 
 
-def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None) -> str:
+def _next_step(
+    rules: Rules, translation: Translation, turn: Turn, refused: Refusal | None, finish_tools: frozenset[str]
+) -> str:
     """The exact next call an action-gate retry asks for, grounded in what is known: the
     failing check, unless nothing ran since it failed that could change it (then, or where the
     block rung would refuse the run, the step that comes instead), else the check the task names,
@@ -159,7 +156,7 @@ def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refu
     check = _task_check(rules, translation.messages)
     passed = bool(turn.state.timeline) and TimelineEntry(*turn.state.timeline[-1]).outcome == "pass"
     if passed and (check is None or check in _last_commands(rules, translation.messages)):
-        return _after_a_pass(rules, translation)
+        return _after_a_pass(finish_tools)
     call = vocabulary.run(check) if check else None
     if call is not None:
         return f"Next, run the check the task names: {call.render()}. Reply with that tool call only."
@@ -170,9 +167,15 @@ def _next_step(rules: Rules, translation: Translation, turn: Turn, refused: Refu
 
 
 def action_gate(
-    rules: Rules, translation: Translation, turn: Turn, role: str, refuse: Refuser | None = None
+    rules: Rules,
+    translation: Translation,
+    turn: Turn,
+    role: str,
+    refuse: Refuser | None = None,
+    finish_tools: frozenset[str] = frozenset(),
 ) -> GatePlan | None:
-    """`refuse`: the block rung's judge, when it is armed (`futility.refuser`)."""
+    """`refuse`: the block rung's judge, when it is armed (`futility.refuser`); `finish_tools`: the
+    offered tools that finish (`ReplyRules.finish_tools`), named after a check that passed."""
     reply = rules.policy.reply
     if not (reply.action_gate and reply.max_action_attempts > 0 and turn.levers.offered):
         return None
@@ -187,7 +190,7 @@ def action_gate(
             text = f"{PREFIX} Your reply did not call a tool. Do what the instruction above asks. {step}"
             forced = forced_tool([t for t in turn.tail_trips if t.turn == turn.unanswered[-1].turn], turn.levers)
         else:
-            forced, step = None, _next_step(rules, translation, turn, refused)
+            forced, step = None, _next_step(rules, translation, turn, refused, finish_tools)
             unfinished = "" if step.startswith(_PASSED) else ", and the task is not finished"
             text = f"{PREFIX} Your reply did not call a tool{unfinished}. {step}"
         if (forced is None or not forced.tool) and refused is not None:

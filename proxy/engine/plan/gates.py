@@ -150,7 +150,11 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
     role = "user" if rules.policy.repair.placement is Placement.USER else "system"
     calls = bool(offered) or turn.calls_as_text
     refuse = refuser(rules, turn, translation, fit) if calls and rules.policy.reply.block else None
-    action = action_gate(rules, translation, turn, role, refuse) if offered else written_action_gate(rules, turn, role)
+    action = (
+        action_gate(rules, translation, turn, role, refuse, finish_tools)
+        if offered
+        else written_action_gate(rules, turn, role)
+    )
     gates = {
         gate: plan
         for gate, plan in (
