@@ -149,8 +149,10 @@ def rejected_because(output: str) -> str | None:
     if "sed: " not in output:
         return None
     known = next((cause for complaint, cause in _REJECTIONS if complaint in output), None)
+    if known is not None:
+        return known
     other = _COMPILE.search(output)
-    return known or (f"sed cannot compile it ({other['why'].strip()})" if other else None)
+    return f"sed cannot compile it ({other['why'].strip()})" if other else None
 
 
 def script_refused(command: str, output: str) -> bool:
