@@ -289,30 +289,22 @@ def _check(output: str) -> tuple[str, dict[str, str], str]:
     return ("execute_bash", {"command": "cd /workspace && python check.py"}, output)
 
 
+def _stuck_after(later: str) -> Chat:
+    """The check failed at `AT_EXECUTE`, then twice more as `later`, an edit before each."""
+    chat = Chat().turn(_check(AT_EXECUTE))
+    for _ in range(2):
+        chat.turn(edit("/workspace/deletion.py")).turn(_check(later))
+    return chat
+
+
 def test_the_line_to_read_is_where_the_latest_failure_says_not_where_it_first_did() -> None:
     """The same error, raised further on after the edits (corpus, OpenHands django-11087 r45: the
     nudge sent the agent to sqlite3/base.py:391, a frame only the first traceback had; the latest
     two were raised at commit, base/base.py:240)."""
-    chat = (
-        Chat()
-        .turn(_check(AT_EXECUTE))
-        .turn(edit("/workspace/deletion.py"))
-        .turn(_check(AT_COMMIT))
-        .turn(edit("/workspace/deletion.py"))
-        .turn(_check(AT_COMMIT))
-    )
-    text = _nudge(chat)
+    text = _nudge(_stuck_after(AT_COMMIT))
     assert "read line 240 where it fails in /workspace/db/base.py" in text and "cursor.py" not in text
 
 
 def test_a_latest_output_with_no_location_keeps_the_one_the_failure_gave_before() -> None:
     bare = "IntegrityError: FOREIGN KEY constraint failed\n[Command finished with exit code 1]"
-    chat = (
-        Chat()
-        .turn(_check(AT_EXECUTE))
-        .turn(edit("/workspace/deletion.py"))
-        .turn(_check(bare))
-        .turn(edit("/workspace/deletion.py"))
-        .turn(_check(bare))
-    )
-    assert "read line 391 where it fails in /workspace/db/cursor.py" in _nudge(chat)
+    assert "read line 391 where it fails in /workspace/db/cursor.py" in _nudge(_stuck_after(bare))
