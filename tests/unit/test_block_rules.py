@@ -346,6 +346,43 @@ def test_a_refused_check_in_a_one_shell_agent_is_asked_for_an_edit_of_the_file_o
     assert held == {"type": "string", "pattern": HELD_SED}
 
 
+TEST_VIEW_OF_PARSE = view("/workspace/tests/test_parse.py", "from src.parse import parse\n\n\ndef test_addition():\n    assert parse('1+2') == 3\n")  # fmt: skip
+PARSE_LINES = "def parse(s):\n    a, b = s.split('+')\n    return int(a) + int(b) + 1"
+
+
+def _refused_run(turns: list[Any]) -> tuple[Any, Any]:
+    """The failing check proposed again after `turns`: (the refusal, the block gate's re-ask)."""
+    rules = _rules(turns)
+    judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), rules)
+    assert judgement.refusal is not None
+    return judgement.refusal, rules.gates[Gate.BLOCK].edit_for(judgement.refusal)
+
+
+def test_an_agent_with_an_editor_that_read_everything_is_refused_the_check_and_held_to_the_edit_of_the_lines() -> None:
+    """Everything the failure points at is read, the code as it is seen: the re-ask is held to the
+    editor's call with the function the failure calls as its text to replace; only the new text is
+    the model's (recovery bench, bank, OpenHands style: narrowed to the editor alone, the model sent
+    a text to replace that the file had before the agent's last edit, twice)."""
+    refusal, edit_ = _refused_run([test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE)])
+    held = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": PARSE_LINES}
+    assert refusal.pinned is not None and dict(refusal.pinned.arguments) == held
+    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned == held
+    arguments = edit_.call_schema["properties"]["arguments"]
+    assert (
+        arguments["properties"]["old_str"] == {"enum": [PARSE_LINES]}
+        and "enum" not in arguments["properties"]["new_str"]
+    )
+
+
+def test_an_agent_with_an_editor_whose_code_changed_since_it_was_seen_is_asked_for_a_look_not_held_to_an_edit() -> None:
+    """The code was edited after the proxy saw it: no text to replace is known, nothing is held;
+    the re-ask asks for a look at the file as it is now, narrowed to the editor."""
+    changed = edit(old="int(b) + 1", new="int(b) - 1")
+    refusal, edit_ = _refused_run([test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE), changed, test_run()])
+    assert refusal.pinned is None and "First look at /workspace/src/parse.py as it is now" in refusal.instead
+    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned is None
+
+
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:
     """Nothing to refuse, nothing held: a working agent's streamed reply flows as it comes. (A
     check that just failed arms it: run again with nothing changed, it would fail again.)"""
@@ -494,12 +531,15 @@ def test_an_empty_reply_in_a_one_shell_agent_is_asked_for_the_next_read_held_to_
     assert held == {"enum": ["cat /workspace/parse.py"]}
 
 
-def test_an_empty_reply_to_our_own_instruction_is_narrowed_to_its_step_when_the_rerun_would_be_refused() -> None:
+def test_an_empty_reply_to_our_own_instruction_is_held_to_its_step_when_the_rerun_would_be_refused() -> None:
+    """Our instruction is in the request and unanswered; the retry asks for the step the block rung
+    would send the model to (which the instruction names too), held to that read's exact call."""
     rules = _rules([test_run()] * 3)  # the third failure: our instruction is in the request
     edit_ = rules.gates[Gate.ACTION].build()
     directive = edit_.messages[-1]["content"] if edit_.messages else ""
-    assert "Do what the instruction above asks" in directive and "Next, read" in directive
+    assert "failed the same way 3 times" in directive and "Next, read" in directive
     assert edit_.tool_choice == "str_replace_editor" and not edit_.require_call
+    assert edit_.pinned == {"command": "view", "path": "/workspace/tests/test_parse.py", "view_range": [1, 27]}
 
 
 def test_an_empty_reply_after_an_edit_is_still_asked_to_rerun_the_failing_check() -> None:

@@ -18,7 +18,7 @@ other command, which may write where the proxy cannot see). From a streak of `bl
 `BLOCK`), the failing check proposed again unchanged (a tool call or one written in the agent's
 text) is refused: run again it fails again. From a streak of `block_quiet` (default
 `BLOCK_QUIET`: the first failure) only where the re-ask can be narrowed to the next step's tool,
-or held to the next read's exact call (one shell for all).
+or held to the next step's exact call (`_pinned_step`).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance); the
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import edit_target, next_read, next_step, quoted_failure
+from proxy.engine.detectors.failure_reads import edit_target, lines_to_change, next_read, next_step, quoted_failure
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.vocabulary import Call
@@ -126,7 +126,7 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
     """The failing check again, unchanged: it fails the same way. Before the streak reaches `block`,
-    only where the re-ask can be narrowed to another tool, or held to the next read's exact call
+    only where the re-ask can be narrowed to another tool, or held to the next step's exact call
     (asked in words, Qwen2.5-Coder-1.5B proposed the same run again every time: recovery bench,
     `bash` style)."""
     repair = context.repair
@@ -147,21 +147,30 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
 
 
 def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
-    """With one shell for everything, the re-ask cannot be narrowed to another tool: it is held to
-    the next read's exact call, or once all is read, to an in-place edit of the file to change
-    (asked in words, the model proposed the refused run again every time: recovery bench, `bash`)."""
+    """The next step's exact call, that the re-ask is held to: the next read's, or once all is
+    read, the change. Asked in words, the model proposed the refused run again every time
+    (recovery bench, one shell for everything); narrowed to the editor alone, it sent a text to
+    replace that the file had before the agent's last edit, twice, and the call went through
+    once the budget was spent (recovery bench, bank, OpenHands style). The change is an in-place
+    edit of the file through the one shell, or the editor's call with the lines the failure
+    calls as its text to replace (the model writes only their replacement); none where the
+    proxy has not seen the file as it is."""
     vocabulary = context.vocabulary
-    if tool is not None or vocabulary is None:
+    if vocabulary is None:
         return None
-    read = next_read(context.repair, vocabulary)
-    target = edit_target(context.repair)
+    repair = context.repair
+    read = next_read(repair, vocabulary)
+    target = edit_target(repair)
+    call: Call | None = None
     if read is not None:
         call = read[1]
-    elif target is not None and context.repair.shown(target) is not None:  # a file the proxy saw, as it is
-        call = vocabulary.shell_edit(target)
-    else:
-        call = None
-    return call if call is not None and call.name == refused else None
+    elif target is not None and repair.shown(target) is not None:  # a file the proxy saw, as it is
+        lines = lines_to_change(repair)
+        if tool is None:
+            call = vocabulary.shell_edit(target)
+        elif lines is not None:
+            call = vocabulary.edit(target, lines)
+    return call if call is not None and call.name == (tool or refused) else None
 
 
 def _next_kind(state: RepairState) -> CallKind:
