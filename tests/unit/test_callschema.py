@@ -57,8 +57,30 @@ def test_pinned_arguments_are_required_and_held_to_their_one_value_the_rest_as_d
         "old_str": {"enum": ["x = 1\n"]},
         "new_str": {"type": "string"},
     }
-    assert arguments["required"] == ["path", "old_str"]
+    assert arguments["required"] == ["path", "old_str", "new_str"]
     assert call_schema([tool("bash", BASH)], {"bash"}, pinned={"editor": {"path": "p"}}) == call_schema(TOOLS, {"bash"})
+
+
+def test_a_held_text_to_replace_makes_its_replacement_required_a_held_read_does_not() -> None:
+    """Left optional, the grammar lets the call end without the replacement, and an editor reads a
+    missing one as empty (OpenHands' `new_str`): the held lines would be deleted."""
+    editor = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "path": {"type": "string"},
+            "old_str": {"type": "string"},
+            "new_str": {"type": "string"},
+        },
+        "required": ["command", "path"],
+    }
+    held_edit = {"editor": {"command": "str_replace", "path": "/w/a.py", "old_str": "x = 1"}}
+    held_read = {"editor": {"command": "view", "path": "/w/a.py"}}
+    edit_schema = call_schema([tool("editor", editor)], {"editor"}, pinned=held_edit)
+    read_schema = call_schema([tool("editor", editor)], {"editor"}, pinned=held_read)
+    assert edit_schema is not None and read_schema is not None
+    assert edit_schema["properties"]["arguments"]["required"] == ["command", "path", "old_str", "new_str"]
+    assert read_schema["properties"]["arguments"]["required"] == ["command", "path"]
 
 
 def test_a_shaped_argument_is_required_and_held_to_its_pattern() -> None:

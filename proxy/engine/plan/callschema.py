@@ -17,7 +17,10 @@ Rules:
      `command` also views) has that argument required and limited to those values.
   4. A tool with arguments pinned (a re-asked edit whose text to replace the proxy has seen in
      the file) has each of them required and held to its one value, or to its shape (`Shaped`:
-     a string `pattern`, the one-shell edit's `sed -i ... file`); the rest stay as declared.
+     a string `pattern`, the one-shell edit's `sed -i ... file`); the rest stay as declared,
+     but for the replacement of a held text to replace, which is required: left optional, the
+     grammar lets the call end without it, and an editor reads a missing replacement as empty
+     (OpenHands' `new_str`: the held lines deleted).
   5. No tools: no schema.
 
 A dialect writes the schema only when the request has no format of its own, and the engine
@@ -31,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
 from proxy.engine.reading.vocabulary import Shaped
 
 __all__ = ["SCHEMA_NAME", "Narrow", "call_schema"]
@@ -85,10 +89,11 @@ def _pinned(arguments: dict[str, Any], pinned: Mapping[str, Any] | None) -> dict
     required = arguments.get("required")
     required = list(required) if isinstance(required, list) else []
     held = {name: _held(value) for name, value in pinned.items()}
+    replacement = [name for name in NEW_ARGS if name in properties] if any(n in pinned for n in OLD_ARGS) else []
     return {
         **arguments,
         "properties": {**properties, **held},
-        "required": [*required, *(name for name in pinned if name not in required)],
+        "required": [*required, *(name for name in (*pinned, *replacement) if name not in required)],
     }
 
 
