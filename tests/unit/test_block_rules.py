@@ -374,13 +374,15 @@ def test_an_agent_with_an_editor_that_read_everything_is_refused_the_check_and_h
     )
 
 
-def test_an_agent_with_an_editor_whose_code_changed_since_it_was_seen_is_asked_for_a_look_not_held_to_an_edit() -> None:
-    """The code was edited after the proxy saw it: no text to replace is known, nothing is held;
-    the re-ask asks for a look at the file as it is now, narrowed to the editor."""
+def test_an_agent_with_an_editor_whose_code_changed_since_it_was_seen_is_held_to_a_look_not_to_an_edit() -> None:
+    """The code was edited after the proxy saw it: no text to replace is known; the re-ask is held to
+    the look at the file as it is now (asked in words, the model wrote the editor's `str_replace`
+    with the view's range: recovery bench, vowels, OpenHands style)."""
     changed = edit(old="int(b) + 1", new="int(b) - 1")
     refusal, edit_ = _refused_run([test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE), changed, test_run()])
-    assert refusal.pinned is None and "First look at /workspace/src/parse.py as it is now" in refusal.instead
-    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned is None
+    assert "First look at /workspace/src/parse.py as it is now" in refusal.instead
+    assert edit_.tool_choice == "str_replace_editor"
+    assert edit_.pinned == {"command": "view", "path": "/workspace/src/parse.py"}
 
 
 def test_the_block_rung_is_armed_only_while_some_pattern_may_refuse() -> None:

@@ -153,8 +153,8 @@ def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call
     replace that the file had before the agent's last edit, twice, and the call went through
     once the budget was spent (recovery bench, bank, OpenHands style). The change is an in-place
     edit of the file through the one shell, or the editor's call with the lines the failure
-    calls as its text to replace (the model writes only their replacement); none where the
-    proxy has not seen the file as it is."""
+    calls as its text to replace (the model writes only their replacement); where the proxy has
+    not seen the file as it is, a look at it (not through the one shell: none there)."""
     vocabulary = context.vocabulary
     if vocabulary is None:
         return None
@@ -170,6 +170,11 @@ def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call
             call = vocabulary.shell_edit(target)
         elif lines is not None:
             call = vocabulary.edit(target, lines)
+    elif target is not None and tool is not None:
+        # Changed since the proxy saw it: the look `next_step` asks for first (asked in words, the
+        # model wrote the editor's `str_replace` with the view's range: recovery bench, vowels).
+        # Not through the one shell, where the file may be one its `cat` could not show.
+        call = vocabulary.read(target)
     return call if call is not None and call.name == (tool or refused) else None
 
 
