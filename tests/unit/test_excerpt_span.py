@@ -1,11 +1,11 @@
 """`closest_span`: the lines an unmatched `old_str` was meant to match, as a table of must-find and
-must-not-find cases."""
+must-not-find cases; `excerpt`: the function a failure names, as the read showed it; `called_names`."""
 
 from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.excerpt import MAX_EXCERPT_LINES, called_names, closest_span
+from proxy.engine.reading.excerpt import MAX_EXCERPT_LINES, called_names, closest_span, excerpt, file_text
 
 FILE = (
     "     1\timport re\n"
@@ -79,3 +79,48 @@ STACK_FAILURE = (
 )
 def test_the_names_a_failure_calls_start_with_the_line_it_failed_at(output: str, first: tuple[str, ...]) -> None:
     assert called_names(output)[: len(first)] == first
+
+
+BANK = (
+    "     1\tclass Account:\n"
+    "     2\t    def __init__(self, balance=0):\n"
+    "     3\t        self.balance = balance\n"
+    "     4\t\n"
+    "     5\t    def deposit(self, amount):\n"
+    "     6\t        self.balance -= amount\n"
+    "     7\t        return self.balance\n"
+    "     8\t\n"
+    "     9\t    def withdraw(self, amount):\n"
+    "    10\t        self.balance += amount\n"
+    "    11\t        return self.balance\n"
+    "    12\t\n"
+    "    13\tdef opened(balance):\n"
+    "    14\t    return Account(balance)\n"
+)
+BANK_LINES = file_text(BANK).splitlines()
+
+
+def _lines(first: int, last: int) -> str:
+    return "\n".join(BANK_LINES[first - 1 : last])
+
+
+@pytest.mark.parametrize(
+    ("names", "line", "expected"),
+    [
+        pytest.param(
+            ("Account", "deposit"),
+            None,
+            _lines(5, 7),
+            id="Account(10).deposit(5) failed: the method, not the class around it (recovery bench, bank)",
+        ),
+        pytest.param(("Account", "withdraw", "deposit"), None, _lines(9, 11), id="two methods named: the first"),
+        pytest.param(("Account",), None, _lines(1, 11), id="only the class named: the class, whole"),
+        pytest.param(("opened", "Account"), None, _lines(13, 14), id="a function holding no other: the first named"),
+        pytest.param(("missing",), 10, _lines(9, 11), id="nothing named: the definition holding the line"),
+        pytest.param(("missing",), None, None, id="nothing named, no line: nothing"),
+    ],
+)
+def test_the_code_quoted_is_the_innermost_definition_the_failure_names(
+    names: tuple[str, ...], line: int | None, expected: str | None
+) -> None:
+    assert excerpt(BANK, names, line) == expected
