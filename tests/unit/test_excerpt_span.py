@@ -124,3 +124,8 @@ def test_the_code_quoted_is_the_innermost_definition_the_failure_names(
     names: tuple[str, ...], line: int | None, expected: str | None
 ) -> None:
     assert excerpt(BANK, names, line) == expected
+
+
+def test_a_read_that_ends_inside_the_function_gives_the_lines_it_showed() -> None:
+    shown = "".join(BANK.splitlines(keepends=True)[:6])  # the read stopped at line 6
+    assert excerpt(shown, ("Account", "deposit")) == _lines(5, 6)

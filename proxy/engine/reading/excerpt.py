@@ -70,7 +70,7 @@ def _block(lines: dict[int, str], start: int) -> list[int] | None:
             break
         numbers.append(n)
     else:
-        return None  # longer than we quote, or the read ended inside it
+        return None  # longer than we quote (a read that ends inside it gives the lines it showed)
     while numbers and not lines[numbers[-1]].strip():
         numbers.pop()
     return numbers
