@@ -93,6 +93,12 @@ def _uncompiled_sed() -> tuple[str, dict[str, Any], str]:
     )
 
 
+def _line_break_sed(pattern: str) -> tuple[str, dict[str, Any], str]:
+    """A substitution whose pattern holds `\\n` (recovery bench, stack seed 1, one shell: three
+    times in one run, exit 0, the test re-run after each as after an edit)."""
+    return ("execute_bash", {"command": f"sed -i 's/{pattern}/    return a + b/' /workspace/src/parse.py"}, "")
+
+
 def _inline_write() -> tuple[str, dict[str, Any], str]:
     """Inline Python that rewrites a source file (corpus: mswea1-cam-gpt5-nano/sphinx-doc__sphinx-8035,
     request 20): the proxy cannot see what it wrote."""
@@ -153,6 +159,18 @@ CASES = [
         [test_run(), _uncompiled_sed()],
         RUN,
         "stuck_same_diagnostic",
+    ),
+    Case(
+        "the failing check again, only a substitution looking for a line break since",
+        [test_run(), _line_break_sed("a, b = s.split(sep)\\n    return int(a) + int(b) + 1")],
+        RUN,
+        "stuck_same_diagnostic",
+    ),
+    Case(
+        "the failing check again after a substitution whose line break is optional",
+        [test_run(), _line_break_sed("a, b = s.split(sep)\\n*")],
+        RUN,
+        None,
     ),
     Case(
         "the failing check again, only a substitution of a line the file, seen whole, lacks since",

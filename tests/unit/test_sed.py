@@ -6,7 +6,7 @@ import pytest
 
 from proxy.engine.detectors.pointless_call import pointless
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.sed import Sought, rejected_because, script_refused, sought, substitution
+from proxy.engine.reading.sed import Sought, never_matches, rejected_because, script_refused, sought, substitution
 from proxy.settings.kinds import CallKind
 
 CASES = [
@@ -142,3 +142,40 @@ UNTERMINATED = "sed: -e expression #1, char 40: unterminated `s' command"
 )
 def test_a_sed_whose_script_sed_refused_wrote_nothing(command: str, output: str, refused: bool) -> None:
     assert script_refused(command, output) is refused
+
+
+STACK_SED = (
+    "sed -i 's/^    def pop(self):\\n        item = self.items.pop(0)\\n        return item\\n$/"
+    "    def pop(self):\\n        return self.items.pop(-1)\\n/' stack.py"
+)
+"""Qwen2.5-Coder-1.5B's edit on the recovery bench (stack, one shell), three times in one run."""
+
+
+@pytest.mark.parametrize(
+    ("command", "never"),
+    [
+        pytest.param(STACK_SED, True, id="the bench's: a function's lines joined by \\n"),
+        pytest.param("sed -i 's/a\\nb/c/g' f.py", True, id="one line break between two characters"),
+        pytest.param("cd /w && sed -i -E 's/x = 1\\ny = 2/x = 2/' f.py", True, id="extended, no operator"),
+        pytest.param("sed -i 's/a.\\nb/c/' f.py", True, id="any character still one character"),
+        pytest.param("sed -i 's/a\\n*b/c/' f.py", False, id="a repeat: may match with no line break"),
+        pytest.param("sed -i 's/a[\\n]b/c/' f.py", False, id="a bracket"),
+        pytest.param("sed -i 's/a\\|b\\nc/x/' f.py", False, id="GNU basic alternative"),
+        pytest.param("sed -i 's/a\\(\\n\\)\\?b/x/' f.py", False, id="GNU basic group and optional"),
+        pytest.param("sed -i -E 's/(a|\\n)b/x/' f.py", False, id="extended group"),
+        pytest.param(
+            "sed -i 's/a\\\\nb/c/' f.py", False, id="an escaped backslash: the text \\n, which a line may have"
+        ),
+        pytest.param("sed -i 's/a/b\\nc/' f.py", False, id="a line break written, not looked for"),
+        pytest.param("sed -i 'N;s/a\\nb/c/' f.py", False, id="a script that joins lines"),
+        pytest.param("sed -i 's/a\\nb/c/; s/x/y/' f.py", False, id="a second command"),
+        pytest.param("sed -z -i 's/a\\nb/c/' f.py", False, id="-z: the file read whole"),
+        pytest.param("sed 's/a\\nb/c/' f.py", False, id="not in place"),
+        pytest.param("sed -i 's/a\\nb/c/' f.py && sed -i 's/d/e/' g.py", False, id="two seds"),
+    ],
+)
+def test_a_substitution_looking_for_a_line_break_never_matches(command: str, never: bool) -> None:
+    """sed reads a file a line at a time, its line break taken off: a pattern that needs one
+    matches nothing, and the edit changes nothing (`unchanging`), whatever sed answers (exit 0)."""
+    assert never_matches(command) is never
+    assert (unchanging(CallKind.EDIT, {"command": command}) is not None) is never

@@ -1,4 +1,5 @@
-"""An edit that changes nothing: its replacement is the very text it replaces.
+"""An edit that changes nothing: its replacement is the very text it replaces, or it looks for
+what it cannot find.
 
 Read from the call's arguments alone, before it runs or after: a replace-style editor's
 `new_str` equal to its `old_str`, or a literal in-place `sed` substitution whose two sides are
@@ -9,6 +10,7 @@ block rung refuses the call.
     str_replace {"old_str": "a - b", "new_str": "a - b"}   -> the reason
     bash {"command": "sed -i 's/a - b/a - b/' calc.py"}    -> the reason
     bash {"command": "sed -i 's/a - b/a + b/' calc.py"}    -> None
+    bash {"command": "sed -i 's/a\\nb/c/' calc.py"}        -> the reason (a line break sed never sees)
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
-from proxy.engine.reading.sed import substitution
+from proxy.engine.reading.sed import never_matches, substitution
 from proxy.settings.kinds import CallKind
 
 __all__ = ["unchanging"]
@@ -36,4 +38,9 @@ def unchanging(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | Non
     for value in given.values():
         if (sub := substitution(value)) is not None and sub[0] == sub[1]:
             return f"its substitution writes `{sub[0]}` in place of the very same text: it changes nothing"
+        if never_matches(value):
+            return (
+                "its pattern holds `\\n`, a line break, and sed reads a file one line at a time without it: "
+                "it matches nothing (substitute within one line)"
+            )
     return None

@@ -10,6 +10,8 @@ the file as the agent last saw it.
     sed -i 's/a.b/c/' f.py                            -> looks for `a`, any character, `b` (`Sought.wild`);
                                                          no plain text to write (`substitution`: None)
     sed -i 's/a/b/; s/c/d/' f.py, sed -n 1,5p f.py     -> None (not one substitution in place)
+    sed -i 's/def f():\\n    pass/x/' f.py            -> never matches (`never_matches`: sed reads a line
+                                                         at a time, without its line break)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 from proxy.engine.reading.shell import split_segments, words
 
-__all__ = ["Sought", "rejected_because", "script_refused", "sought", "substitution"]
+__all__ = ["Sought", "never_matches", "rejected_because", "script_refused", "sought", "substitution"]
 
 _BASIC = frozenset(".[]*^$\\")
 """What a basic regular expression reads as more than itself."""
@@ -80,19 +82,74 @@ def sought(command: str) -> Sought | None:
     return Sought(pattern, start, end, "." in pattern)
 
 
+_OPERATORS = {False: frozenset("*["), True: frozenset("*[?+{|()")}
+"""What makes a pattern more than a run of single characters, unescaped, basic (False) or extended."""
+_ESCAPED_OPERATORS = {False: frozenset("?+{|()"), True: frozenset()}
+"""... and escaped (GNU's basic `\\?`, `\\+`, `\\{`, `\\|`, `\\(`)."""
+
+
+def never_matches(command: str) -> bool:
+    """`command` is one in-place `sed` substitution whose pattern cannot match: a run of single
+    characters (literal, escaped, `.`, anchors) of which one is `\\n`, a line break. sed reads a
+    file a line at a time, its line break taken off, and a script of one `s` joins no lines
+    (`-z` is not taken here): nothing is written. A pattern with a repeat, a bracket, a group or
+    an alternative may match without the line break, and is not read. Seen from
+    Qwen2.5-Coder-1.5B (recovery bench, stack): `s/^    def pop(self):\\n        item = ...$/.../`,
+    three times in one run, each taken for an edit and the test re-run after it."""
+    argv = _sole_sed(command) if "\\n" in command else None
+    found = _in_place_script(argv) if argv is not None else None
+    if found is None:
+        return False
+    script, extended = found
+    if len(script) < 4 or script[0] != "s" or script[1].isalnum() or script[1] in "\\\n":
+        return False
+    return _breaks_line(script[2:], script[1], extended)
+
+
+def _breaks_line(rest: str, delimiter: str, extended: bool) -> bool:
+    """The pattern at the head of an `s` script's `rest` (up to its unescaped `delimiter`) is single
+    characters only, one of them `\\n`, and the script is that one substitution whole."""
+    newline, i = False, 0
+    while i < len(rest) and rest[i] != delimiter:
+        if rest[i] == "\\":
+            if i + 1 == len(rest) or rest[i + 1] in _ESCAPED_OPERATORS[extended]:
+                return False
+            newline = newline or rest[i + 1] == "n"
+            i += 2
+            continue
+        if rest[i] in _OPERATORS[extended]:
+            return False
+        i += 1
+    if not newline or i == len(rest):
+        return False
+    tail = rest[i + 1 :]  # the replacement and the flags
+    j = 0
+    while j < len(tail) and tail[j] != delimiter:
+        j += 2 if tail[j] == "\\" else 1
+    return j < len(tail) and bool(_FLAGS.match(tail[j + 1 :]))
+
+
 def _the_one(command: str, anchors: bool) -> tuple[str, str, bool, bool] | None:
+    argv = _sole_sed(command)
+    found = _in_place_script(argv) if argv is not None else None
+    return None if found is None else _literal(found[0], _EXTENDED if found[1] else _BASIC, anchors)
+
+
+def _sole_sed(command: str) -> list[str] | None:
+    """The words of the one `sed` that `command` runs; None when it runs none or several."""
     if "sed" not in command:
         return None
     seds = [argv for argv in (words(part) for part, _line in split_segments(command)) if _is_sed(argv)]
-    return _one(seds[0], anchors) if len(seds) == 1 else None
+    return seds[0] if len(seds) == 1 else None
 
 
 def _is_sed(argv: list[str]) -> bool:
     return bool(argv) and argv[0].rsplit("/", 1)[-1] == "sed"
 
 
-def _one(argv: list[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
-    """The substitution of one `sed` command, when it is one literal substitution in place."""
+def _in_place_script(argv: list[str]) -> tuple[str, bool] | None:
+    """The script of one `sed` run in place on a file, with no option but `-e`, `-E` or `-r`, and
+    whether it is an extended expression; None otherwise."""
     options = [w for w in argv[1:] if w.startswith("-")]
     operands = [w for w in argv[1:] if not w.startswith("-")]
     if not any(o.startswith(("-i", "--in-place")) for o in options) or len(operands) < 2:
@@ -101,8 +158,7 @@ def _one(argv: list[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
         return None
     if options.count("-e") > 1:
         return None
-    special = _EXTENDED if ("-E" in options or "-r" in options) else _BASIC
-    return _literal(operands[0], special, anchors)
+    return operands[0], "-E" in options or "-r" in options
 
 
 def _literal(script: str, special: frozenset[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
