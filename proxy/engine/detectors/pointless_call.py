@@ -1,7 +1,8 @@
 """`pointless_call`: a call that cannot do anything, whatever the state of the work.
 
-Two shapes, both seen from a small model asked for an edit: an edit whose replacement is the
-text it replaces (`new_str` equal to `old_str`, or `sed -i 's/x == 0/x == 0/' f.py`), and an
+Two shapes, both seen from a small model asked for an edit: an edit that changes nothing (its
+replacement the text it replaces, `new_str` equal to `old_str` or `sed -i 's/x == 0/x == 0/' f.py`;
+or a substitution looking for a line break, which sed never sees: `reading.noop`), and an
 argument that is still a template's placeholder (`<the wrong code, exactly as in the file>`,
 `git checkout <commit-hash>`: a bracketed phrase of words joined by spaces or hyphens, standing
 alone). Counts such calls in the conversation; fires when the count reaches a rung of the

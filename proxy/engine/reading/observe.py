@@ -66,9 +66,10 @@ class ObservedCall:
     segments: frozenset[CallKind] = frozenset()
     """A shell command's segments' kinds (see `CallClass.segments`)."""
     no_op: bool = False
-    """An edit that changed nothing, whatever it printed: its replacement is the text it replaces
-    (`noop`), it is a `sed` whose script sed refused to parse (`sed.script_refused`), or it
-    substitutes text its file, as last shown whole, lacks (`state.seen.settled`)."""
+    """An edit that changed nothing, whatever it printed: its replacement is the text it replaces,
+    or its sed pattern needs a line break (`noop`), it is a `sed` whose script sed refused to
+    parse (`sed.script_refused`), or it substitutes text its file, as last shown whole, lacks
+    (`state.seen.settled`)."""
 
     @property
     def result(self) -> str:
