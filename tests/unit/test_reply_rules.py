@@ -123,14 +123,17 @@ def test_an_owed_reverify_arms_the_done_gate_first() -> None:
 
 
 def test_an_unanswered_instruction_makes_prose_a_non_answer() -> None:
-    """After our nudge the model must act: prose is held by the action gate, grounded in the nudge."""
+    """After our nudge the model must act: prose is held by the action gate, grounded in the nudge's
+    step, here the block rung's next read (the re-run would be refused), held to its exact call."""
     chat = Chat()
     for out in ("@pytest_addition_a", "@pytest_addition_b", "@pytest_addition_a"):
         chat.turn(test_run(out))
     rules = rules_for(chat)
     assert rules.prose_gate is Gate.ACTION
-    directive = rules.gates[Gate.ACTION].edit.messages[-1]["content"]  # type: ignore[index]
-    assert "Do what the instruction above asks" in directive and "Reply with that tool call only" in directive
+    edit_ = rules.gates[Gate.ACTION].edit
+    directive = edit_.messages[-1]["content"]  # type: ignore[index]
+    assert "Next, read" in directive and "Reply with that tool call only" in directive
+    assert edit_.pinned == {"command": "view", "path": "/workspace/tests/test_parse.py", "view_range": [1, 27]}
 
 
 def test_tool_choice_none_turns_salvage_and_the_tool_gates_off() -> None:
