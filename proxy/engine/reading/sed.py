@@ -101,9 +101,8 @@ def never_matches(command: str) -> bool:
     if found is None:
         return False
     script, extended = found
-    if len(script) < 4 or script[0] != "s" or script[1].isalnum() or script[1] in "\\\n":
-        return False
-    return _breaks_line(script[2:], script[1], extended)
+    delimiter = _delimiter(script)
+    return delimiter is not None and _breaks_line(script[2:], delimiter, extended)
 
 
 def _breaks_line(rest: str, delimiter: str, extended: bool) -> bool:
@@ -161,11 +160,16 @@ def _in_place_script(argv: list[str]) -> tuple[str, bool] | None:
     return operands[0], "-E" in options or "-r" in options
 
 
-def _literal(script: str, special: frozenset[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
-    if len(script) < 4 or script[0] != "s":
+def _delimiter(script: str) -> str | None:
+    """The delimiter of a script that is an `s` command (`s/old/new/`, `s|old|new|`); None otherwise."""
+    if len(script) < 4 or script[0] != "s" or script[1].isalnum() or script[1] in "\\\n":
         return None
-    delimiter = script[1]
-    if delimiter.isalnum() or delimiter in "\\\n":
+    return script[1]
+
+
+def _literal(script: str, special: frozenset[str], anchors: bool) -> tuple[str, str, bool, bool] | None:
+    delimiter = _delimiter(script)
+    if delimiter is None:
         return None
     parts = script[2:].split(delimiter)
     if len(parts) != 3 or not _FLAGS.match(parts[2]):
