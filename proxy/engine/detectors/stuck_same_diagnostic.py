@@ -165,10 +165,9 @@ def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call
     if read is not None:
         call = read[1]
     elif target is not None and repair.shown(target) is not None:  # a file the proxy saw, as it is
-        lines = lines_to_change(repair)
         if tool is None:
             call = vocabulary.shell_edit(target)
-        elif lines is not None:
+        elif (lines := lines_to_change(repair)) is not None:
             call = vocabulary.edit(target, lines)
     elif target is not None and tool is not None:
         # Changed since the proxy saw it: the look `next_step` asks for first (asked in words, the
