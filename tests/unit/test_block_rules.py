@@ -763,3 +763,32 @@ def test_a_sed_its_parser_rejected_is_refused_again_after_the_failing_test() -> 
     assert judgement.refusal is not None and judgement.refusal.pattern == "repeat_failed_call"
     assert "unterminated" in judgement.refusal.reason
     assert "lacks its closing `/`" in judgement.refusal.instead  # the cause, not "change its arguments"
+
+
+OPEN_QUOTE_SED = "sed -i 's/^    return int(a) + int(b) + 1$/    return int(a) + print(\" } }' /workspace/parse.py"
+UNPARSED = '{"returncode": 2, "output": "bash: -c: line 1: unexpected EOF while looking for matching `\'\'\\n"}'
+
+
+@pytest.mark.parametrize(
+    ("command", "rerun_asked"),
+    [
+        (OPEN_QUOTE_SED, False),
+        ("sed -i 's/1$/0/' /workspace/parse.py\n" + OPEN_QUOTE_SED, True),
+    ],
+    ids=["one line bash could not parse: nothing ran", "two lines: the first may have written"],
+)
+def test_an_empty_reply_after_a_command_bash_could_not_parse_is_not_asked_for_the_rerun(
+    command: str, rerun_asked: bool
+) -> None:
+    """Recovery bench, stack in `bash` style, seed 1: a sed cut with its quote open ran nothing, yet
+    the action gate asked for the re-run of the failing check as after an edit."""
+    chat = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in (test_run(), TEST_READ, CODE_READ, ("execute_bash", {"command": command}, UNPARSED)):
+        chat.turn(turn)
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    edit_ = planned.decision.reply.gates[Gate.ACTION].build()
+    directive = edit_.messages[-1]["content"] if edit_.messages else ""
+    assert ("re-run the failing check" in directive) is rerun_asked
+    if not rerun_asked:
+        assert edit_.pinned == {"command": Shaped(HELD_SED)}

@@ -18,6 +18,7 @@ from proxy.engine.reading.envelope import unwrap
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.sed import script_refused
+from proxy.engine.reading.unparsed import never_ran
 from proxy.engine.reading.workspace import Workspace
 from proxy.engine.text.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
@@ -68,8 +69,8 @@ class ObservedCall:
     no_op: bool = False
     """An edit that changed nothing, whatever it printed: its replacement is the text it replaces,
     or its sed pattern needs a line break (`noop`), it is a `sed` whose script sed refused to
-    parse (`sed.script_refused`), or it substitutes text its file, as last shown whole, lacks
-    (`state.seen.settled`)."""
+    parse (`sed.script_refused`), a command the shell could not parse (`unparsed`), or it
+    substitutes text its file, as last shown whole, lacks (`state.seen.settled`)."""
 
     @property
     def result(self) -> str:
@@ -197,7 +198,8 @@ def observe(
             edits_source=mutates and space.edits_source(writes),
             segments=cls.segments,
             no_op=(len(writes) <= 1 and unchanging(cls.kind, call.arguments) is not None)
-            or (kind is CallKind.EDIT and command is not None and script_refused(command, output)),
+            or (kind is CallKind.EDIT and command is not None and script_refused(command, output))
+            or (mutates and command is not None and never_ran(command, output)),
         )
         calls.append(observed)
         if observed.succeeded_mutation or kind in (CallKind.READ, CallKind.SEARCH):

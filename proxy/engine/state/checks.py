@@ -71,11 +71,13 @@ def rewrites(calls: tuple[ObservedCall, ...], scripts: tuple[str, ...]) -> bool:
 def quiet(calls: tuple[ObservedCall, ...]) -> bool:
     """Only reads and searches (every segment of a command too: `pip install -e . | tail`
     installs), and edits that changed nothing: an editor tool's edit that failed (`old_str` not
-    found), one that writes the text it replaces, a `sed` whose script sed refused to parse
-    (`no_op`). Not another shell edit that failed: it may have written part of what it meant to."""
+    found), one that writes the text it replaces, a `sed` whose script sed refused to parse,
+    a command the shell could not parse (`no_op`). Not another shell edit that failed: it may
+    have written part of what it meant to."""
     return all(
         (c.kind in READS and c.segments <= READS and not c.changed_sources)
-        or (c.kind is CallKind.EDIT and (c.no_op or (c.command is None and not c.succeeded_mutation)))
+        or c.no_op
+        or (c.kind is CallKind.EDIT and c.command is None and not c.succeeded_mutation)
         for c in calls
     )
 
