@@ -392,6 +392,40 @@ def test_an_agent_with_an_editor_that_read_everything_is_refused_the_check_and_h
     )
 
 
+def _finish_retry(chat: Chat) -> Any:
+    planned = analyse(engine(), chat.bytes())
+    assert planned is not None
+    return planned.decision.reply.gates[Gate.FINISH].build()
+
+
+def test_a_finish_with_everything_read_and_nothing_run_since_the_failure_is_asked_again_held_to_the_change() -> None:
+    """The finish gate's retry, where nothing ran since the failure, asks for the same next step as
+    the block rung's re-ask and is held to its exact call the same way: an in-place sed of the
+    code in a one-shell agent, the editor's call with the lines to replace beside an editor
+    (recovery bench, stack in `bash` style, seed 1: asked in words for a change to stack.py, the
+    model sent a line-break sed of the test file, then a sed with its quote left open)."""
+    one_shell = Chat(tools=OPENHANDS_TOOLS[:1])
+    for turn in (test_run(), TEST_READ, CODE_READ):
+        one_shell.turn(turn)
+    edit_ = _finish_retry(one_shell)
+    assert edit_.tool_choice == "execute_bash" and edit_.pinned == {"command": Shaped(HELD_SED)}
+    assert edit_.call_schema is not None and "Make a change to" in edit_.messages[-1]["content"]
+    editor = Chat()
+    for turn in (test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE)):
+        editor.turn(turn)
+    edit_ = _finish_retry(editor)
+    held = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": PARSE_LINES}
+    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned == held
+
+
+def test_a_finish_after_an_edit_is_asked_for_the_fix_and_the_rerun_with_no_call_held() -> None:
+    """Something that may have changed the code ran since the failure: the retry names the fix and
+    the re-run, and any offered call will do (a held edit would undo the agent's own)."""
+    edit_ = _finish_retry(Chat().turn(test_run()).turn(view(content=PARSE)).turn(edit()))
+    assert "Fix the cause, then re-run it" in edit_.messages[-1]["content"]
+    assert edit_.pinned is None and edit_.require_call and edit_.tool_choice is None
+
+
 def test_an_agent_with_an_editor_whose_code_changed_since_it_was_seen_is_held_to_a_look_not_to_an_edit() -> None:
     """The code was edited after the proxy saw it: no text to replace is known; the re-ask is held to
     the look at the file as it is now (asked in words, the model wrote the editor's `str_replace`

@@ -45,7 +45,13 @@ def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> Non
     rules = rules_for(Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()))
     assert set(rules.gates) == {Gate.ACTION, Gate.FINISH, Gate.BLOCK}  # block: the same check again at once
     assert rules.prose_gate is Gate.FINISH and rules.finish_tools == {"finish"}
-    finish_edit = rules.gates[Gate.FINISH].edit
+    finish_edit = rules.gates[Gate.FINISH].edit  # nothing ran since the failure: held to the next step's call
+    assert finish_edit.tool_choice == "str_replace_editor" and finish_edit.pinned is not None
+    assert finish_edit.pinned["path"] == "/workspace/tests/test_parse.py"
+    after_a_command = rules_for(
+        Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(bash("cd /workspace && pip install -e .", "ok"))
+    )
+    finish_edit = after_a_command.gates[Gate.FINISH].edit  # any call but the finish
     assert finish_edit.require_call and finish_edit.tools == ["execute_bash", "str_replace_editor"]
 
 

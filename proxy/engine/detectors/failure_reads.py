@@ -1,6 +1,7 @@
 """What there is to read about the live failure, and what to change once it is all read: the
-next step `stuck_same_diagnostic` names (and holds a one-shell re-ask to), and the action gate
-asks for when nothing ran since the failure that could change it (`next_step`).
+next step `stuck_same_diagnostic` names, and the finish and action gates ask for when nothing ran
+since the failure that could change it (`next_step`), each re-ask held to that step's exact call
+where it has one (`next_call`).
 
 The evidence, in order: the failing test, the line where it fails, the code the test exercises
 (by the runner's naming convention, `reading.under_test`), and once a change to that code left the
@@ -18,16 +19,19 @@ from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
+from proxy.settings.kinds import CallKind
 
 __all__ = [
     "callee",
     "edit_target",
     "evidence_to_read",
     "lines_to_change",
+    "next_call",
     "next_read",
     "next_step",
     "quoted_failure",
     "resolved",
+    "step_tool",
     "tested_code",
 ]
 
@@ -176,3 +180,47 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
     # changed the next action far more often than advice or a bare JSON object did.
     step = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
     return f"{hold} {step}"
+
+
+def _next_kind(state: RepairState) -> CallKind:
+    """The kind of the next step: a read while something the failure points at is unread, else an edit."""
+    return CallKind.READ if next_read(state, None) is not None else CallKind.EDIT
+
+
+def step_tool(state: RepairState, vocabulary: Vocabulary | None, failing: str) -> str | None:
+    """The tool of the next step (a read, else the change), unless it is the failing check's
+    own tool (one shell for everything)."""
+    if vocabulary is None:
+        return None
+    tool = vocabulary.reader if _next_kind(state) is CallKind.READ else vocabulary.editor
+    return tool.name if tool is not None and tool.name != failing else None
+
+
+def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -> Call | None:
+    """The next step's exact call, that a re-ask is held to: the next read's, or once all is read,
+    the change. Asked in words, the model proposed the failing run again every time (recovery
+    bench, one shell for everything); narrowed to the editor alone, it sent a text to replace that
+    the file had before the agent's last edit, twice (recovery bench, bank, OpenHands style). The
+    change is an in-place edit of the file through the one shell, or the editor's call with the
+    lines the failure calls as its text to replace (the model writes only their replacement);
+    where the proxy has not seen the file as it is, a look at it (not through the one shell: none
+    there). None when the step is not the failing check's tool's nor the step tool's."""
+    if vocabulary is None:
+        return None
+    tool = step_tool(state, vocabulary, failing)
+    read = next_read(state, vocabulary)
+    target = edit_target(state)
+    call: Call | None = None
+    if read is not None:
+        call = read[1]
+    elif target is not None and state.shown(target) is not None:  # a file the proxy saw, as it is
+        if tool is None:
+            call = vocabulary.shell_edit(target)
+        elif (lines := lines_to_change(state)) is not None:
+            call = vocabulary.edit(target, lines)
+    elif target is not None and tool is not None:
+        # Changed since the proxy saw it: the look `next_step` asks for first (asked in words, the
+        # model wrote the editor's `str_replace` with the view's range: recovery bench, vowels).
+        # Not through the one shell, where the file may be one its `cat` could not show.
+        call = vocabulary.read(target)
+    return call if call is not None and call.name == (tool or failing) else None

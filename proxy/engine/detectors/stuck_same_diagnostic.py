@@ -18,7 +18,7 @@ other command, which may write where the proxy cannot see). From a streak of `bl
 `BLOCK`), the failing check proposed again unchanged (a tool call or one written in the agent's
 text) is refused: run again it fails again. From a streak of `block_quiet` (default
 `BLOCK_QUIET`: the first failure) only where the re-ask can be narrowed to the next step's tool,
-or held to the next step's exact call (`_pinned_step`).
+or held to the next step's exact call (`failure_reads.next_call`).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance); the
@@ -35,10 +35,9 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import edit_target, lines_to_change, next_read, next_step, quoted_failure
+from proxy.engine.detectors.failure_reads import next_call, next_read, next_step, quoted_failure, step_tool
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.vocabulary import Call
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
@@ -132,8 +131,8 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
     repair = context.repair
     if proposal.key != repair.failing_key:
         return None
-    tool = _step_tool(context, proposal.name)
-    pinned = _pinned_step(context, proposal.name, tool)
+    tool = step_tool(repair, context.vocabulary, proposal.name)
+    pinned = next_call(repair, context.vocabulary, proposal.name)
     if tool is None and pinned is None and not (options.block and repair.same_diagnostic_streak >= options.block):
         return None
     streak = repair.same_diagnostic_streak
@@ -146,54 +145,9 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
     return Refusal(NAME, reason, next_step(context.repair, context.vocabulary), tool, pinned, times=streak)
 
 
-def _pinned_step(context: RemedyContext, refused: str, tool: str | None) -> Call | None:
-    """The next step's exact call, that the re-ask is held to: the next read's, or once all is
-    read, the change. Asked in words, the model proposed the refused run again every time
-    (recovery bench, one shell for everything); narrowed to the editor alone, it sent a text to
-    replace that the file had before the agent's last edit, twice, and the call went through
-    once the budget was spent (recovery bench, bank, OpenHands style). The change is an in-place
-    edit of the file through the one shell, or the editor's call with the lines the failure
-    calls as its text to replace (the model writes only their replacement); where the proxy has
-    not seen the file as it is, a look at it (not through the one shell: none there)."""
-    vocabulary = context.vocabulary
-    if vocabulary is None:
-        return None
-    repair = context.repair
-    read = next_read(repair, vocabulary)
-    target = edit_target(repair)
-    call: Call | None = None
-    if read is not None:
-        call = read[1]
-    elif target is not None and repair.shown(target) is not None:  # a file the proxy saw, as it is
-        if tool is None:
-            call = vocabulary.shell_edit(target)
-        elif (lines := lines_to_change(repair)) is not None:
-            call = vocabulary.edit(target, lines)
-    elif target is not None and tool is not None:
-        # Changed since the proxy saw it: the look `next_step` asks for first (asked in words, the
-        # model wrote the editor's `str_replace` with the view's range: recovery bench, vowels).
-        # Not through the one shell, where the file may be one its `cat` could not show.
-        call = vocabulary.read(target)
-    return call if call is not None and call.name == (tool or refused) else None
-
-
-def _next_kind(state: RepairState) -> CallKind:
-    """The kind of the next step: a read while something the failure points at is unread, else an edit."""
-    return CallKind.READ if next_read(state, None) is not None else CallKind.EDIT
-
-
-def _step_tool(context: RemedyContext, refused: str) -> str | None:
-    """The tool of the next step (`force`'s choice), unless it is the refused call's (one shell)."""
-    vocabulary = context.vocabulary
-    if vocabulary is None:
-        return None
-    tool = vocabulary.reader if _next_kind(context.repair) is CallKind.READ else vocabulary.editor
-    return tool.name if tool is not None and tool.name != refused else None
-
-
 def force(_trip: Trip, levers: Levers) -> Forced | None:
-    """A tool of the next step's kind (`_next_kind`): the read or the change the remedy asks for."""
-    kind = _next_kind(levers.repair)
+    """A tool of the next step's kind: the read or the change the remedy asks for."""
+    kind = CallKind.READ if next_read(levers.repair, None) is not None else CallKind.EDIT
     return Forced.of(levers.classifier.tool_of_kind(kind, set(levers.offered)), kind)
 
 

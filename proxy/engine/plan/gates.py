@@ -4,7 +4,8 @@ a `tool_choice` when the directive names a tool or a call is required.
 
     done      a re-run of the failing check is owed           -> re-run it, exactly as before
     finish    a failing test its runner names still fails     -> fix it, then re-run it (no finish tool); the
-                                                                 next step first, when nothing ran since it failed
+                                                                 next step first (its exact call, where it
+                                                                 has one), when nothing ran since it failed
     action    mid-task, or the agent's own nudge unanswered,  -> the exact next call: the unanswered
               or (at any point) a reply meant as a call          instruction's, the failing check (or
               that is none                                       the block rung's next step, where it
@@ -22,14 +23,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from proxy.engine.detectors.failure_reads import next_step, quoted_failure
+from proxy.engine.detectors.failure_reads import next_call, next_step, quoted_failure
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.futility import block_gate, refuser
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
-from proxy.engine.plan.turn import Turn, retry
+from proxy.engine.plan.turn import Turn, held_retry, retry
 from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.text.dismissals import dismisses
 from proxy.engine.text.exchange import Edit, Translation
@@ -92,14 +93,21 @@ def _finish(
         )
         tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
         snippet = failure.snippet
+        kept = sorted(turn.levers.offered - finish_tools) or None
         if failure.quiet_since_failure:
             # Nothing that could change it ran since it failed: the call to name is what comes
             # before the re-run (recovery bench, bank: the model's prose said it would look at the
             # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once).
-            tail = next_step(failure, learn_vocabulary(translation.tools, rules.classifier))
+            vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+            tail = next_step(failure, vocabulary)
             snippet = quoted_failure(failure) or ""
-        kept = sorted(turn.levers.offered - finish_tools)
-        return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept or None)
+            # Held to that step's call, as the block rung's re-ask is: asked in words for the
+            # change, the model sent a line-break `sed` of the test file, then one with its quote
+            # left open (recovery bench, stack in `bash` style, seed 1).
+            step = next_call(failure, vocabulary, failure.failing_tool)
+            if (held := held_retry(turn, role, fit(head, snippet, tail), step, tools=kept)) is not None:
+                return held
+        return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept)
 
     return GatePlan(build, reply.max_finish_attempts)
 
