@@ -129,3 +129,52 @@ def test_the_code_quoted_is_the_innermost_definition_the_failure_names(
 def test_a_read_that_ends_inside_the_function_gives_the_lines_it_showed() -> None:
     shown = "".join(BANK.splitlines(keepends=True)[:6])  # the read stopped at line 6
     assert excerpt(shown, ("Account", "deposit")) == _lines(5, 6)
+
+
+MODULE = (
+    'VOWELS = "aeio"\n'  # 1
+    "LIMIT = 3  # not read by count_vowels\n"  # 2
+    "# what counts\n"  # 3
+    "SEPARATOR = (\n"  # 4
+    '    ","\n'  # 5
+    ")\n"  # 6
+    'EXTRA = "y"\n'  # 7
+    "\n"  # 8
+    "\n"  # 9
+    "def count_vowels(text):\n"  # 10
+    "    return sum(1 for ch in text.lower() if ch in VOWELS or ch in EXTRA)\n"  # 11
+    "\n"  # 12
+    "\n"  # 13
+    "class Counter:\n"  # 14
+    "    VOWELS = 'x'\n"  # 15
+    "    def count(self, text):\n"  # 16
+    "        return len(VOWELS)\n"  # 17
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "names", "first"),
+    [
+        pytest.param(
+            'VOWELS = "aeio"\n\n\ndef count_vowels(text):\n    return sum(1 for ch in text if ch in VOWELS)\n',
+            ("count_vowels",),
+            1,
+            id="the value it reads, just above it (recovery bench, vowels: the fault is the value)",
+        ),
+        pytest.param(MODULE, ("count_vowels",), 7, id="the run of values above it ends at a line that is none"),
+        pytest.param(MODULE, ("count",), 16, id="a method: its lines alone"),
+        pytest.param(
+            "import os\nROOT = os.getcwd()\n\ndef where():\n    return 'here'\n",
+            ("where",),
+            4,
+            id="a value it does not read: left out",
+        ),
+    ],
+)
+def test_a_top_level_function_is_quoted_with_the_values_it_reads_set_just_above_it(
+    module: str, names: tuple[str, ...], first: int
+) -> None:
+    """The quote is one run of the file's lines (an edit's text to replace must be found whole)."""
+    quoted = excerpt(module, names)
+    assert quoted is not None and quoted.splitlines()[0] == module.splitlines()[first - 1]
+    assert quoted in module

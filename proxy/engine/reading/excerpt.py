@@ -32,6 +32,9 @@ _NUMBERED = re.compile(r"^\s*(\d+)(?:\t|:|→)(.*)$")
 _DEFINITION = re.compile(r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(?P<name>\w+)")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _FAILED_AT = re.compile(r"^>[ \t]+(.*)$", re.MULTILINE)
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_VALUE = re.compile(r"^([A-Za-z_]\w*)[ \t]*(?::[^=]*)?=(?!=).*[^\\,(\[{]$")
+"""A one-line module-level assignment (not continued on the next line), and its name."""
 
 
 def code_lines(shown: str) -> dict[int, str]:
@@ -78,7 +81,8 @@ def _block(lines: dict[int, str], start: int) -> list[int] | None:
 
 def excerpt(shown: str, names: Iterable[str], line: int | None = None) -> str | None:
     """The whole function (or class) of `shown` that one of `names` defines, else the one holding
-    `line`, exactly as the read showed it; None when neither is in the read.
+    `line`, exactly as the read showed it, with the module's values it reads set just above it
+    (`_with_values`); None when neither is in the read.
 
     Of the named ones, the first that holds no other: a method the failure calls, not the class
     around it (`assert Account(10).deposit(5) == 15` quotes `deposit`). The model copies what is
@@ -94,7 +98,27 @@ def excerpt(shown: str, names: Iterable[str], line: int | None = None) -> str | 
         starts = [max(enclosing)] if enclosing else []
     blocks = [block for block in (_block(lines, start) for start in starts) if block]
     innermost = [block for block in blocks if not any(other[0] in block[1:] for other in blocks)]
-    return "\n".join(lines[n] for n in innermost[0]) if innermost else None
+    return "\n".join(lines[n] for n in _with_values(lines, innermost[0])) if innermost else None
+
+
+def _with_values(lines: dict[int, str], block: list[int]) -> list[int]:
+    """A top-level function's lines, with the module-level values it reads set just above it
+    (`VOWELS = "aeio"` over `count_vowels`, blank lines and comments between): the fault may be
+    the value (recovery bench, vowels: handed the function alone, Qwen2.5-Coder-1.5B copied it
+    back unchanged five times). Each a one-line assignment; the first line that is none ends it."""
+    if lines[block[0]][:1].isspace():
+        return block
+    used = set(_NAME.findall("\n".join(lines[n] for n in block[1:])))
+    start, n = block[0], block[0] - 1
+    while n in lines and len(block) + block[0] - n <= MAX_EXCERPT_LINES:
+        text = lines[n]
+        value = _VALUE.match(text)
+        if value is not None and value.group(1) in used:
+            start = n
+        elif text.strip() and not text.startswith("#"):
+            break
+        n -= 1
+    return [*range(start, block[0]), *block]
 
 
 def closest_span(shown: str, attempted: str) -> str | None:
