@@ -158,17 +158,24 @@ class Vocabulary:
         return Call(self.shell.name, {self.shell.arg: value})
 
 
-_SED_PART = r"([^'/\n\\]|[\\][^n'])*"
-SED_SCRIPT = rf"s/{_SED_PART}/{_SED_PART}/g?"
+_PLAIN = r"""[^'/\\"\x00-\x1f\x7f]"""
+_OLD = rf"""({_PLAIN}|[\\]"|[\\][\\][^'/\\"\x00-\x1f\x7fn])*"""
+_NEW = rf"""({_PLAIN}|[\\]"|[\\][\\]{_PLAIN})*"""
+SED_SCRIPT = rf"s/{_OLD}/{_NEW}/g?"
 r"""A single-quoted `sed` substitution, whole (`s/old/new/`, `g` or not), on one line, as a pattern
-that reads the same on the JSON string's decoded value (JSON Schema's `pattern`) and on its
-escaped text (llama.cpp's grammar, which matches the characters the model writes between the
-quotes: a line break there is the two characters `\n`): no quote, no line break, no `/` but
-the three delimiters (sed's `\/` reads as `\\/` in the JSON text, where the grammar ends the
-part at its slash: a held script cannot hold a `/`), and a backslash only before something else
-than `n` or a quote (`\"`, `\\`, `\1`). Not `\'`: in the JSON text no escape (llama.cpp's grammar let it through and
-its parser then failed the reply, HTTP 500: recovery bench, vowels seed 0, a model putting
-`'aeiou'` in the script), and in the shell the end of the quoted script."""
+on the JSON text the model writes between the string's quotes: llama.cpp turns a `pattern` into
+grammar rules over those characters (`common/json-schema-to-grammar.cpp` copies a character class
+as it is), so the pattern must keep that text valid JSON, or the server's parser fails the reply
+(HTTP 500: recovery bench, a `\'` in vowels seed 0; stack seed 1 at e899580, six 500s on held
+seds, whose text the server does not return, with a pattern that let a bare `"` through). So:
+no `"` but as the escape `\"`, no control character (a line break, a tab: JSON escapes them), and
+a backslash only as `\"` or `\\` (what sed reads as one backslash) followed by a plain
+character; no quote (the shell's end of the script), no `/` but the three delimiters (sed's
+`\/` is `\\/` in the JSON text, where the part ends at its slash: a held script cannot hold a
+`/`). In the text to replace, no `\\n`: sed reads a line at a time and never sees a line break
+there (`sed.never_matches`); in the replacement it writes one, and may. A server that reads
+`pattern` on the decoded value instead (JSON Schema's own reading) holds the model to a `"`
+written `\"`, which GNU sed reads as `"`."""
 
 
 def _operand(path: str) -> str:
