@@ -162,6 +162,12 @@ MODULE = (
             id="the value it reads, just above it (recovery bench, vowels: the fault is the value)",
         ),
         pytest.param(MODULE, ("count_vowels",), 7, id="the run of values above it ends at a line that is none"),
+        pytest.param(
+            'VOWELS = "aeio"\nLIMIT = 3\n\ndef count_vowels(text):\n    return sum(1 for ch in text if ch in VOWELS)\n',
+            ("count_vowels",),
+            1,
+            id="a value it does not read, between: passed over",
+        ),
         pytest.param(MODULE, ("count",), 16, id="a method: its lines alone"),
         pytest.param(
             "import os\nROOT = os.getcwd()\n\ndef where():\n    return 'here'\n",

@@ -105,7 +105,9 @@ def _with_values(lines: dict[int, str], block: list[int]) -> list[int]:
     """A top-level function's lines, with the module-level values it reads set just above it
     (`VOWELS = "aeio"` over `count_vowels`, blank lines and comments between): the fault may be
     the value (recovery bench, vowels: handed the function alone, Qwen2.5-Coder-1.5B copied it
-    back unchanged five times). Each a one-line assignment; the first line that is none ends it."""
+    back unchanged five times). One-line assignments, those it does not read passed over (quoted
+    only when between: the quote is one run of the file's lines); the first line that is none
+    ends them."""
     if lines[block[0]][:1].isspace():
         return block
     used = set(_NAME.findall("\n".join(lines[n] for n in block[1:])))
@@ -113,8 +115,8 @@ def _with_values(lines: dict[int, str], block: list[int]) -> list[int]:
     while n in lines and len(block) + block[0] - n <= MAX_EXCERPT_LINES:
         text = lines[n]
         value = _VALUE.match(text)
-        if value is not None and value.group(1) in used:
-            start = n
+        if value is not None:
+            start = n if value.group(1) in used else start  # one it does not read: passed over
         elif text.strip() and not text.startswith("#"):
             break
         n -= 1
