@@ -27,6 +27,7 @@ __all__ = [
     "evidence_to_read",
     "lines_to_change",
     "next_call",
+    "next_kind",
     "next_read",
     "next_step",
     "quoted_failure",
@@ -182,7 +183,7 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
     return f"{hold} {step}"
 
 
-def _next_kind(state: RepairState) -> CallKind:
+def next_kind(state: RepairState) -> CallKind:
     """The kind of the next step: a read while something the failure points at is unread, else an edit."""
     return CallKind.READ if next_read(state, None) is not None else CallKind.EDIT
 
@@ -192,7 +193,7 @@ def step_tool(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
     own tool (one shell for everything)."""
     if vocabulary is None:
         return None
-    tool = vocabulary.reader if _next_kind(state) is CallKind.READ else vocabulary.editor
+    tool = vocabulary.reader if next_kind(state) is CallKind.READ else vocabulary.editor
     return tool.name if tool is not None and tool.name != failing else None
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import next_call, next_read, next_step, quoted_failure, step_tool
+from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step, quoted_failure, step_tool
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
@@ -147,7 +147,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:
     """A tool of the next step's kind: the read or the change the remedy asks for."""
-    kind = CallKind.READ if next_read(levers.repair, None) is not None else CallKind.EDIT
+    kind = next_kind(levers.repair)
     return Forced.of(levers.classifier.tool_of_kind(kind, set(levers.offered)), kind)
 
 

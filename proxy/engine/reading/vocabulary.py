@@ -158,8 +158,9 @@ class Vocabulary:
         return Call(self.shell.name, {self.shell.arg: value})
 
 
-_PLAIN = r"""[^'/\\"\x00-\x1f\x7f]"""
-_OLD = rf"""({_PLAIN}|[\\]"|[\\][\\][^'/\\"\x00-\x1f\x7fn])*"""
+_NOT_PLAIN = r"""'/\\"\x00-\x1f\x7f"""
+_PLAIN = f"[^{_NOT_PLAIN}]"
+_OLD = rf"""({_PLAIN}|[\\]"|[\\][\\][^{_NOT_PLAIN}n])*"""
 _NEW = rf"""({_PLAIN}|[\\]"|[\\][\\]{_PLAIN})*"""
 SED_SCRIPT = rf"s/{_OLD}/{_NEW}/g?"
 r"""A single-quoted `sed` substitution, whole (`s/old/new/`, `g` or not), on one line, as a pattern
