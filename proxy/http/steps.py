@@ -4,8 +4,9 @@
       + the upstream's status, its failure, or the judgement of its reply
       -> Relay     pass the upstream's response through as it came
          Deliver   give the agent this reply, or the first one, ending the request as `End` says
-         Stop      give the agent the hand-back instead: asked again, the model proposed a call
-                   the block gate refuses too, one already made in vain (`reply.futile_again`)
+         Stop      give the agent the hand-back instead: asked again (by any gate), the model
+                   proposed a call the block gate refuses, one already made in vain
+                   (`reply.futile_again`)
          Retry     ask the upstream again: through a gate (one extra generation), the same
                    request without the call schema a server refused (nothing was generated),
                    or a gate's retry drawn again, when the server could not read the reply
@@ -68,11 +69,15 @@ GIVEN_UP: Mapping[Gate, End] = {
 }
 """What a request ends as when its gate gives up (or our retry is refused)."""
 STOP_AFTER = 2
-"""The stop rung hands a run back only when the call the model proposes once told why its own
-cannot help was already made in vain this many times in a row (`Refusal.times`): a model that
-re-runs a test once after it failed, refused and asked again, proposing that run again, is not
-yet a model that loops; one that answers a refused sed with the test it has seen fail the same
-way three times, or the sed sed rejected twice, is."""
+"""The stop rung hands a run back only when the call the model proposes, asked again by a gate,
+was already made in vain this many times in a row (`Refusal.times`): a model that re-runs a test
+once after it failed, refused and asked again, proposing that run again, is not yet a model that
+loops; one that answers a refused sed with the test it has seen fail the same way three times,
+or the sed sed rejected twice, is; so is one asked for a call after a reply that made none
+(the action gate) or finished while the check fails (the finish gate) that answers with an edit
+changing nothing, its third (recovery bench, OpenHands style, bank seed 1 at 16128d8: the
+editor's `str_replace` with `new_str` equal to `old_str`, five times, four of them answers to a
+gate's retry that reached the agent)."""
 _FIRST_REPLY = frozenset({Gate.ACTION, Gate.BLOCK})
 """Gates that give up with the model's first reply, not one it gave under the gate's pressure."""
 
@@ -205,7 +210,7 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
     the gate has tries left and the agent request's budget of extra generations allows."""
     gate = judgement.gate
     if gate is Gate.BLOCK and rules.stop is not None and _again(attempt, judgement):
-        return Stop()  # told why its call cannot help, the model proposed one made in vain before
+        return Stop()  # asked again, the model proposed a call made in vain before
     if attempt.gate is Gate.BLOCK and not judgement.acts:
         # Refused a futile call, the model answered with none (an empty reply, prose): worse
         # than the call it was asked to replace. The agent gets the model's own reply.
@@ -221,8 +226,10 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
 
 
 def _again(attempt: Attempt, judgement: Judgement) -> bool:
-    """The reply to the block gate's retry proposes a call the rung refuses too, one already made
-    in vain `STOP_AFTER` times in a row: told why its call cannot help, the model answered with
-    another it has seen fail (the same one, or the other of two it alternates between)."""
+    """The reply to a gate's retry proposes a call the block rung refuses, one already made in
+    vain `STOP_AFTER` times in a row: asked again (told why its own call cannot help, or asked
+    for a call at all), the model answered with one it has seen fail (the same one, or the other
+    of two it alternates between). The agent's own request is never handed back on its first
+    reply: that reply is refused and asked again first."""
     refusal = judgement.refusal
-    return attempt.gate is Gate.BLOCK and refusal is not None and refusal.times >= STOP_AFTER
+    return attempt.gate is not None and refusal is not None and refusal.times >= STOP_AFTER

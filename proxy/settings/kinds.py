@@ -44,7 +44,7 @@ class Placement(StrEnum):
 
 
 class FutileAgain(StrEnum):
-    """What the agent gets when the model, told why its call was refused, proposes a call made in vain before."""
+    """What the agent gets when the model, asked again by a gate, proposes a call made in vain before."""
 
     HANDBACK = "handback"
     """The incomplete hand-back (the stop rung): the run has been told and did not change course."""

@@ -177,8 +177,8 @@ class Reply(Frozen):
     """The block rung: a proposed call a pattern says cannot help is not passed on, and the model
     is asked again (each pattern's `block` option says when it may refuse)."""
     futile_again: FutileAgain = FutileAgain.HANDBACK
-    """Asked again, the model proposes a call refused too, made in vain twice before: the hand-back,
-    or its first reply."""
+    """Asked again by a gate, the model proposes a call the block rung refuses, made in vain twice
+    before: the hand-back, or the reply as its gate gives up."""
     max_extra_generations: int = Field(default=MAX_EXTRA_GENERATIONS, ge=0)
     """Extra generations one agent request may cost, every gate's retries together (block,
     action, finish, done); past it the reply passes as its gate gives up."""

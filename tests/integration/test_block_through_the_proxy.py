@@ -136,7 +136,7 @@ async def test_told_why_its_call_was_refused_a_model_that_proposes_it_again_gets
             text, calls = message.content or "", len(message.tool_calls or [])
     assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "block:1"
     assert calls == 0 and "INCOMPLETE" in text
-    assert "proposed a call again after being told why it cannot help" in text
+    assert "asked again, the model proposed a call already made in vain" in text
     assert "failed the same way 3 times in a row" in text  # the reason it was refused, quoted
     assert len(upstream.seen) == 2
 
@@ -208,6 +208,46 @@ async def test_a_reask_answered_with_a_call_made_in_vain_once_passes_the_first_r
     assert raw.headers["X-Repair-Outcome"] == "futile"
     assert [c.id for c in raw.parse().choices[0].message.tool_calls or []] == ["call_1"]
     assert len(upstream.seen) == 2
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_asked_for_a_call_after_prose_a_model_that_answers_with_its_third_noop_edit_is_handed_back(
+    proxy: TestServer, upstream: Upstream, stream: bool
+) -> None:
+    """Recovery bench, OpenHands style, bank seed 1: the test fails, the editor's `str_replace`
+    came back with `new_str` equal to `old_str` twice; the model answers in prose, the action gate
+    asks for a call, and the answer is the same edit that changes nothing. The agent gets the
+    hand-back, not a third no-op edit: two upstream requests, the action gate's one retry."""
+    noop = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "a + b", "new_str": "a + b"}
+    edited = "The file /workspace/src/parse.py has been edited."
+    chat = Chat().turn(test_run()).turn(("str_replace_editor", noop, edited)).turn(test_run())
+    chat = chat.turn(("str_replace_editor", noop, edited))
+    prose = "To fix it, change the addition in parse so that it returns the sum."
+    again = _call("str_replace_editor", noop, "call_noop")
+    if stream:
+        upstream.reply_with(sse_reply(sse_chunks(content=prose)), *_replies(True, again))
+    else:
+        upstream.reply_with(json_reply(completion(prose)), *_replies(False, again))
+    async with sdk(proxy) as client:
+        kwargs: dict[str, Any] = {"model": "m", "messages": chat.messages, "tools": OPENHANDS_TOOLS}
+        if stream:
+            raw = await client.chat.completions.with_raw_response.create(stream=True, **kwargs)
+            text, calls = "", 0
+            async for chunk in raw.parse():
+                for choice in chunk.choices:
+                    text += choice.delta.content or ""
+                    calls += len(choice.delta.tool_calls or [])
+        else:
+            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+            message = raw.parse().choices[0].message
+            text, calls = message.content or "", len(message.tool_calls or [])
+    assert len(upstream.seen) == 2
+    if stream:  # the prose reached the agent as it came; the hand-back follows it in the same reply
+        assert text.startswith("To") and text.index("sum.") < text.index("INCOMPLETE")
+    else:
+        assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "action:1"
+    assert calls == 0 and "INCOMPLETE" in text and "proposed a call already made in vain" in text
+    assert "its replacement is the very text it replaces" in text  # why that call cannot help
 
 
 async def _ask_raw(proxy: TestServer, chat: Chat) -> Any:
@@ -291,7 +331,7 @@ async def test_the_responses_and_ollama_dialects_hand_back_a_call_proposed_again
     else:
         assert not answer["message"].get("tool_calls")
         text = answer["message"]["content"]
-    assert "INCOMPLETE" in text and "being told why it cannot help" in text
+    assert "INCOMPLETE" in text and "proposed a call already made in vain" in text
 
 
 async def test_a_streamed_ollama_rerun_is_refused_and_the_other_call_streams_whole(

@@ -233,7 +233,22 @@ def _refused(times: int = STOP_AFTER) -> Judgement:
         (BLOCK_REASK, _refused(times=1), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
         (BLOCK_REASK, _refused(), RULES, 1, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
         (BLOCK_REASK, Judgement(None, acts=True), STOPPING, 1, Deliver(End.COMPLETE)),
-        (OWN.retried(Gate.ACTION, schema=True), _refused(), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
+        (OWN.retried(Gate.ACTION, schema=True, first_acts=False), _refused(), STOPPING, 1, Stop()),
+        (OWN.retried(Gate.FINISH, schema=True), _refused(), STOPPING, 1, Stop()),
+        (
+            OWN.retried(Gate.ACTION, schema=True, first_acts=False),
+            _refused(times=1),
+            STOPPING,
+            1,
+            Deliver(End.FUTILE, gate=Gate.BLOCK),
+        ),
+        (
+            OWN.retried(Gate.ACTION, schema=True, first_acts=False),
+            _refused(),
+            RULES,
+            1,
+            Deliver(End.FUTILE, gate=Gate.BLOCK),
+        ),
         (OWN, _refused(), STOPPING, 1, Retry(Gate.BLOCK, spends=True)),
     ],
     ids=[
@@ -242,11 +257,14 @@ def _refused(times: int = STOP_AFTER) -> Judgement:
         "a refused call made in vain once only: its first reply passes marked, no hand-back yet",
         "futile_again = pass: the model's first reply, marked",
         "a call that can help: delivered",
-        "a futile call after the action gate's retry: never told why, no hand-back",
+        "the action gate's retry after a reply with no call, answered with a call made in vain twice: the hand-back",
+        "the finish gate's retry answered with a call made in vain twice: the hand-back",
+        "the action gate's retry answered with a call made in vain once: that call, marked, no hand-back yet",
+        "futile_again = pass, after the action gate: that call, marked (the first reply made none)",
         "the agent's own request proposing it: refused and asked again first",
     ],
 )
-def test_the_stop_rung_only_for_a_model_told_why_that_proposes_a_call_made_in_vain(
+def test_the_stop_rung_only_for_a_model_asked_again_that_proposes_a_call_made_in_vain(
     attempt: Attempt, judgement: Judgement, rules: ReplyRules, budget: int, step: Step
 ) -> None:
     assert after_reply(attempt, judgement, rules, budget) == step

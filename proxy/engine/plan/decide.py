@@ -140,8 +140,8 @@ def _handback(rules: Rules, request: Request, state: ConversationState, text: st
 
 
 def _stop(rules: Rules, request: Request, state: ConversationState) -> Callable[[Refusal], Handback]:
-    """The stop rung of the block gate: the hand-back for a model that, told why its call was
-    refused, proposes one made in vain before (`reply.futile_again`). Built only when that happens."""
+    """The stop rung of the block gate: the hand-back for a model that, asked again by a gate,
+    proposes a call made in vain before (`reply.futile_again`). Built only when that happens."""
 
     def stop(refusal: Refusal) -> Handback:
         text = refused_text(refusal, state.repair, state.turns, state.progress.describe())

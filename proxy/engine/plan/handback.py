@@ -68,9 +68,10 @@ def handback_text(trip: Trip, state: RepairState, turns: int, progress: str = ""
 
 
 def refused_text(refusal: Refusal, state: RepairState, turns: int, progress: str = "") -> str:
-    """The hand-back's message when the model, told why its call was refused, proposed it again."""
+    """The hand-back's message when the model, asked again (told why its call was refused, or
+    asked for a call at all), proposed one made in vain before."""
     reason = (
-        f"{refusal.pattern} (the model proposed a call again after being told why it cannot help), "
+        f"{refusal.pattern} (asked again, the model proposed a call already made in vain), "
         f"after {turns} turn(s):\n{refusal.reason.strip()}"
     )
     return _text(reason, state, progress)
