@@ -13,6 +13,7 @@ Run against the model server itself (not through the proxy, which would retry on
 
     python scripts/real_model.py serve qwen --port 8080 &
     python bench/held_sed.py --upstream http://127.0.0.1:8080 --seeds 12
+    python bench/held_sed.py --upstream http://127.0.0.1:8080 --seeds 12 --lines   # held to the code's lines
 
 Run it from a checkout at another commit to compare that commit's pattern.
 """
@@ -26,7 +27,7 @@ import urllib.request
 from typing import Any
 
 from proxy.engine.plan.callschema import call_schema
-from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped
+from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped, held_script
 
 BASH = {
     "type": "function",
@@ -52,9 +53,12 @@ MESSAGES = [
 ]
 
 
-def ask(upstream: str, seed: int) -> tuple[int, str]:
-    """One request for the held call: (the status, the command written or the error's start)."""
-    schema = call_schema([BASH], {"bash"}, pinned={"bash": {"command": Shaped(f"^sed -i '{SED_SCRIPT}' stack\\.py$")}})
+def ask(upstream: str, seed: int, lines: bool = False) -> tuple[int, str]:
+    """One request for the held call: (the status, the command written or the error's start).
+    `lines`: its text to replace held to one of the code's lines (`held_script`), as where the
+    proxy knows the lines to change."""
+    script = held_script(CODE) if lines else SED_SCRIPT
+    schema = call_schema([BASH], {"bash"}, pinned={"bash": {"command": Shaped(f"^sed -i '{script}' stack\\.py$")}})
     body: dict[str, Any] = {
         "messages": MESSAGES,
         "tools": [BASH],
@@ -88,10 +92,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--upstream", default="http://127.0.0.1:8080")
     parser.add_argument("--seeds", type=int, default=12)
+    parser.add_argument("--lines", action="store_true", help="hold the text to replace to one of the code's lines")
     args = parser.parse_args()
     failed = 0
     for seed in range(args.seeds):
-        status, written = ask(args.upstream, seed)
+        status, written = ask(args.upstream, seed, args.lines)
         failed += status != 200
         print(f"seed {seed:2d}  {status}  {written}")
     print(f"{args.seeds - failed} of {args.seeds} read, {failed} failed by the server")

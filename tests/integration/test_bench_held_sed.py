@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import Upstream, json_reply
 
-from proxy.engine.reading.vocabulary import SED_SCRIPT
+from proxy.engine.reading.vocabulary import SED_SCRIPT, held_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -37,3 +37,11 @@ async def test_the_probe_asks_for_the_held_sed_and_counts_a_server_error_as_unre
     command = schema["properties"]["arguments"]["properties"]["command"]
     assert command == {"type": "string", "pattern": f"^sed -i '{SED_SCRIPT}' stack\\.py$"}
     assert (sent["seed"], json.loads(upstream.seen[1].body)["seed"]) == (0, 1)
+
+
+async def test_the_probe_holds_the_text_to_replace_to_the_codes_lines_when_asked(upstream: Upstream) -> None:
+    upstream.reply_with(json_reply(READ))
+    await asyncio.to_thread(held_sed.ask, upstream.base_url.removesuffix("/v1"), 0, True)
+    schema = json.loads(upstream.seen[0].body)["response_format"]["json_schema"]["schema"]
+    pattern = schema["properties"]["arguments"]["properties"]["command"]["pattern"]
+    assert pattern == f"^sed -i '{held_script(held_sed.CODE)}' stack\\.py$" and "item = self\\.items" in pattern

@@ -13,7 +13,7 @@ from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, ReplyView, judge
-from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped
+from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped, held_script
 
 RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
 NOT_FOUND = (
@@ -296,8 +296,11 @@ TEST_READ = (
 CODE_READ = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse(s): ...")
 
 
-HELD_SED = rf"^sed -i '{SED_SCRIPT}' (/workspace/parse\.py|(\./)?parse\.py)$"
-"""An in-place sed of parse.py, named as the agent wrote it or by its name from its folder."""
+HELD_SED = rf"^sed -i '{held_script(CODE_READ[2])}' (/workspace/parse\.py|(\./)?parse\.py)$"
+"""An in-place sed of parse.py, named as the agent wrote it or by its name from its folder, its
+text to replace held to the line the agent saw."""
+FREE_SED = HELD_SED.replace(held_script(CODE_READ[2]), SED_SCRIPT)
+"""The same, where the lines to change are not known: the text to replace is the model's."""
 
 
 def test_a_one_shell_agent_is_refused_the_check_at_once_where_the_next_read_can_be_held_to_its_command() -> None:
@@ -620,7 +623,8 @@ def test_a_one_shell_agent_repeating_its_sed_is_refused_with_the_failure_it_left
     refusal = judgement.refusal
     assert refusal is not None and refusal.pattern == "redone_edit"
     assert "as that edit left it" in refusal.reason and "assert 4 == 3" in refusal.instead
-    assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(HELD_SED)
+    # the test not read yet, the lines to change are not known: the text to replace is the model's
+    assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(FREE_SED)
 
 
 TEST_FILE = "/workspace/tests/test_parse.py"

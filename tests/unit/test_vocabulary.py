@@ -202,3 +202,52 @@ def test_whatever_text_the_held_sed_pattern_lets_the_model_write_is_a_json_strin
     written = data.draw(st.from_regex(pattern.pattern, fullmatch=True))
     command = json.loads(f'"{written}"')
     assert "\n" not in command and command.startswith("sed -i 's/") and command.endswith("bank.py")
+
+
+STACK_POP = "    def pop(self):\n        item = self.items.pop(0)\n        return item\n"
+"""stack.py's `pop` as the agent saw it (recovery bench, stack)."""
+
+
+@pytest.mark.parametrize(
+    ("lines", "script", "held"),
+    [
+        (STACK_POP, "s/item = self.items.pop(0)/item = self.items.pop()/", True),
+        (STACK_POP, "s/return item/return self.items.pop()/", True),
+        (STACK_POP, "s/return self.items.pop(0)/return self.items.pop(1)/", False),
+        (STACK_POP, "s/self.items.pop(0)/self.items.pop()/", False),
+        ('    raise ValueError("no")\n', 's/raise ValueError("no")/raise KeyError("no")/', True),
+        ("    return a*b\n    return c\n", "s/return a*b/return a/", False),
+        ("    return a*b\n    return c\n", "s/return c/return a/", True),
+        ("    s = 'x'\n", "s/anything at all/y/", True),
+    ],
+    ids=[
+        "a line of the function, whole",
+        "another of its lines",
+        "a line the file does not have: the model's own, sent four times (stack seed 1 at ba6fdd1)",
+        "part of a line: not held (the model copies lines whole)",
+        "a line with double quotes, as the JSON text has them",
+        "a line sed reads as a pattern (`*`): left out",
+        "the other lines are still held",
+        "no line sed or the shell reads as written: the text is free",
+    ],
+)
+def test_a_held_sed_replaces_one_of_the_lines_to_change_as_the_file_has_them(
+    lines: str, script: str, held: bool
+) -> None:
+    call = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit("stack.py", lines)
+    assert call is not None
+    written = json.dumps(f"sed -i '{script}' stack.py")[1:-1]  # as the model writes it inside the JSON string
+    assert bool(re.match(call.arguments["command"].pattern, written)) is held
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_whatever_a_held_line_pattern_lets_the_model_write_replaces_a_line_the_file_has(data: st.DataObject) -> None:
+    """The held text is a line of the file as sed reads it, in a JSON string llama.cpp's parser reads."""
+    lines = STACK_POP + '        raise ValueError("empty stack")\n'
+    pattern = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit("stack.py", lines)
+    assert pattern is not None
+    written = data.draw(st.from_regex(pattern.arguments["command"].pattern, fullmatch=True))
+    command = json.loads(f'"{written}"')
+    old = command.removeprefix("sed -i 's/").split("/", 1)[0]
+    assert old in {line.strip() for line in lines.splitlines()}

@@ -25,6 +25,7 @@ __all__ = [
     "callee",
     "edit_target",
     "evidence_to_read",
+    "lines_in",
     "lines_to_change",
     "next_call",
     "next_kind",
@@ -137,6 +138,12 @@ def lines_to_change(state: RepairState) -> str | None:
     return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
 
 
+def lines_in(state: RepairState, path: str) -> str | None:
+    """`lines_to_change` where `path` names the file they are in; None elsewhere."""
+    target = edit_target(state)
+    return lines_to_change(state) if target is not None and same_file(target, path) else None
+
+
 def quoted_failure(state: RepairState) -> str | None:
     """The failing output to quote beside `next_step`; None when the step quotes the code to
     replace: then the failing output is left out, or a small model copies the test's own line as
@@ -216,7 +223,7 @@ def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
         call = read[1]
     elif target is not None and state.shown(target) is not None:  # a file the proxy saw, as it is
         if tool is None:
-            call = vocabulary.shell_edit(target)
+            call = vocabulary.shell_edit(target, lines_to_change(state))
         elif (lines := lines_to_change(state)) is not None:
             call = vocabulary.edit(target, lines)
     elif target is not None and tool is not None:

@@ -19,7 +19,7 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
 from __future__ import annotations
 
 from proxy.engine.detectors.base import RemedyContext
-from proxy.engine.detectors.failure_reads import tested_code
+from proxy.engine.detectors.failure_reads import lines_in, tested_code
 from proxy.engine.reading.excerpt import closest_span, excerpt, file_text
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
@@ -87,8 +87,10 @@ def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
 def held_edit(path: str, refused: str, context: RemedyContext) -> Call | None:
     """With one shell for everything, the re-ask of a refused edit held to an in-place edit of
     `path` (what it changes is the model's to write); None where the agent has another editor,
-    or the refused call was not the shell's."""
-    call = context.vocabulary.shell_edit(path) if context.vocabulary is not None else None
+    or the refused call was not the shell's. Its text to replace is held to the lines to change
+    where `path` is their file (`failure_reads.lines_in`)."""
+    vocabulary = context.vocabulary
+    call = vocabulary.shell_edit(path, lines_in(context.repair, path)) if vocabulary is not None else None
     return call if call is not None and call.name == refused else None
 
 

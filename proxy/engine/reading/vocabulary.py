@@ -15,7 +15,7 @@ import orjson
 from proxy.engine.reading.classify import Classifier
 from proxy.settings.kinds import CallKind
 
-__all__ = ["SED_SCRIPT", "Call", "Shaped", "Vocabulary", "learn_vocabulary"]
+__all__ = ["SED_SCRIPT", "Call", "Shaped", "Vocabulary", "held_script", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
@@ -132,7 +132,7 @@ class Vocabulary:
             return self.run(f"sed -n '{start},{end}p' {path}")
         return self.run(f"cat {path}")
 
-    def shell_edit(self, path: str) -> Call | None:
+    def shell_edit(self, path: str, lines: str | None = None) -> Call | None:
         """A change to `path` through the one shell, its command shaped as an in-place `sed` of
         that file and left for the model to write (the shell takes any command: an edit is all
         the proxy can ask of its form). Its script is one single-quoted substitution (held to
@@ -145,10 +145,14 @@ class Vocabulary:
         whole: `s/old/new/`, its last delimiter included (held to a script with no quote, the
         model ended it at the quote it meant to put in the new text, `...ch != ' vowels.py`,
         and sed rejected it unterminated: 11 of 19 edits that did not apply, recovery bench seed
-        0 at 15c22ac)."""
+        0 at 15c22ac). Given `lines` (the lines to change, as the agent last saw them), the text
+        to replace is one of them as the file has it (`held_script`): left free, the model wrote
+        a line the file does not have, `s/return self.items.pop(0)/.../` for `item =
+        self.items.pop(0)`, four times (recovery bench, stack seed 1 at ba6fdd1)."""
         if self.shell is None or self.shell.array:
             return None
-        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i '{SED_SCRIPT}' {_operand(path)}$")})
+        script = held_script(lines) if lines is not None else SED_SCRIPT
+        return Call(self.shell.name, {self.shell.arg: Shaped(f"^sed -i '{script}' {_operand(path)}$")})
 
     def run(self, command: str) -> Call | None:
         """The call that runs a shell command, in the shell tool's own argument shape."""
@@ -177,6 +181,32 @@ character; no quote (the shell's end of the script), no `/` but the three delimi
 there (`sed.never_matches`); in the replacement it writes one, and may. A server that reads
 `pattern` on the decoded value instead (JSON Schema's own reading) holds the model to a `"`
 written `\"`, which GNU sed reads as `"`."""
+
+
+_NOT_IN_A_HELD_LINE = frozenset("'/\\*[]^$")
+"""What a line held as the text to replace may not hold: the shell's quote, sed's delimiter, a
+backslash, and what a basic regular expression reads as more than itself (`.` stays: it matches
+itself too)."""
+_REGEX_SPECIAL = frozenset("|.()[]{}*+?^$")
+_QUOTE = r'[\\]"'
+"""A `"` of the line, as the JSON text has it: `\"` (as `SED_SCRIPT` writes it)."""
+
+
+def held_script(lines: str) -> str:
+    """`SED_SCRIPT` with its text to replace held to one of `lines` as the file has it (stripped
+    of its indentation: sed matches it anywhere in the line), written as the model writes it in
+    the JSON string (`"` as `\"`); lines sed or the shell would not read as written are left
+    out, and with none left the text is free (`SED_SCRIPT`)."""
+    held: list[str] = []
+    for line in dict.fromkeys(line.strip() for line in lines.splitlines()):
+        if not line or len(line) > 200 or not line.isascii() or not line.isprintable():
+            continue
+        if _NOT_IN_A_HELD_LINE.intersection(line):
+            continue
+        held.append("".join(_QUOTE if c == '"' else f"\\{c}" if c in _REGEX_SPECIAL else c for c in line))
+    if not held:
+        return SED_SCRIPT
+    return rf"s/({'|'.join(held)})/{_NEW}/g?"
 
 
 def _operand(path: str) -> str:
