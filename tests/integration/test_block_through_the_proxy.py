@@ -121,19 +121,7 @@ async def test_told_why_its_call_was_refused_a_model_that_proposes_it_again_gets
     chat = Chat().turn(test_run()).turn(test_run()).turn(test_run())
     first, again = _call("execute_bash", RERUN, "call_1"), _call("execute_bash", RERUN, "call_2")
     upstream.reply_with(*_replies(stream, first, again))
-    async with sdk(proxy) as client:
-        kwargs: dict[str, Any] = {"model": "m", "messages": chat.messages, "tools": OPENHANDS_TOOLS}
-        if stream:
-            raw = await client.chat.completions.with_raw_response.create(stream=True, **kwargs)
-            text, calls = "", 0
-            async for chunk in raw.parse():
-                for choice in chunk.choices:
-                    text += choice.delta.content or ""
-                    calls += len(choice.delta.tool_calls or [])
-        else:
-            raw = await client.chat.completions.with_raw_response.create(**kwargs)
-            message = raw.parse().choices[0].message
-            text, calls = message.content or "", len(message.tool_calls or [])
+    raw, text, calls = await _answer(proxy, chat, stream)
     assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "block:1"
     assert calls == 0 and "INCOMPLETE" in text
     assert "asked again, the model proposed a call already made in vain" in text
@@ -228,19 +216,7 @@ async def test_asked_for_a_call_after_prose_a_model_that_answers_with_its_third_
         upstream.reply_with(sse_reply(sse_chunks(content=prose)), *_replies(True, again))
     else:
         upstream.reply_with(json_reply(completion(prose)), *_replies(False, again))
-    async with sdk(proxy) as client:
-        kwargs: dict[str, Any] = {"model": "m", "messages": chat.messages, "tools": OPENHANDS_TOOLS}
-        if stream:
-            raw = await client.chat.completions.with_raw_response.create(stream=True, **kwargs)
-            text, calls = "", 0
-            async for chunk in raw.parse():
-                for choice in chunk.choices:
-                    text += choice.delta.content or ""
-                    calls += len(choice.delta.tool_calls or [])
-        else:
-            raw = await client.chat.completions.with_raw_response.create(**kwargs)
-            message = raw.parse().choices[0].message
-            text, calls = message.content or "", len(message.tool_calls or [])
+    raw, text, calls = await _answer(proxy, chat, stream)
     assert len(upstream.seen) == 2
     if stream:  # the prose reached the agent as it came; the hand-back follows it in the same reply
         assert text.startswith("To") and text.index("sum.") < text.index("INCOMPLETE")
@@ -248,6 +224,24 @@ async def test_asked_for_a_call_after_prose_a_model_that_answers_with_its_third_
         assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "action:1"
     assert calls == 0 and "INCOMPLETE" in text and "proposed a call already made in vain" in text
     assert "its replacement is the very text it replaces" in text  # why that call cannot help
+
+
+async def _answer(proxy: TestServer, chat: Chat, stream: bool) -> tuple[Any, str, int]:
+    """The answer to `chat` through the `openai` SDK, streamed or not: (the raw response, for its
+    headers; the text the agent got; how many calls)."""
+    async with sdk(proxy) as client:
+        kwargs: dict[str, Any] = {"model": "m", "messages": chat.messages, "tools": OPENHANDS_TOOLS}
+        if not stream:
+            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+            message = raw.parse().choices[0].message
+            return raw, message.content or "", len(message.tool_calls or [])
+        raw = await client.chat.completions.with_raw_response.create(stream=True, **kwargs)
+        text, calls = "", 0
+        async for chunk in raw.parse():
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+                calls += len(choice.delta.tool_calls or [])
+        return raw, text, calls
 
 
 async def _ask_raw(proxy: TestServer, chat: Chat) -> Any:
