@@ -4,6 +4,7 @@ rules judge it as the reply stage would."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, ReplyView, judge
+from proxy.engine.reading.kept import definitions_kept
 from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped, held_script
 
 RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
@@ -369,6 +371,8 @@ def test_a_refused_check_in_a_one_shell_agent_is_asked_for_an_edit_of_the_file_o
 
 TEST_VIEW_OF_PARSE = view("/workspace/tests/test_parse.py", "from src.parse import parse\n\n\ndef test_addition():\n    assert parse('1+2') == 3\n")  # fmt: skip
 PARSE_LINES = "def parse(s):\n    a, b = s.split('+')\n    return int(a) + int(b) + 1"
+KEEPS_PARSE = definitions_kept(PARSE_LINES)
+HELD_EDIT = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": PARSE_LINES, "new_str": Shaped(KEEPS_PARSE or "")}  # fmt: skip
 
 
 def _refused_run(turns: list[Any]) -> tuple[Any, Any]:
@@ -385,14 +389,22 @@ def test_an_agent_with_an_editor_that_read_everything_is_refused_the_check_and_h
     the model's (recovery bench, bank, OpenHands style: narrowed to the editor alone, the model sent
     a text to replace that the file had before the agent's last edit, twice)."""
     refusal, edit_ = _refused_run([test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE)])
-    held = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": PARSE_LINES}
-    assert refusal.pinned is not None and dict(refusal.pinned.arguments) == held
-    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned == held
+    assert refusal.pinned is not None and dict(refusal.pinned.arguments) == HELD_EDIT
+    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned == HELD_EDIT
     arguments = edit_.call_schema["properties"]["arguments"]
-    assert (
-        arguments["properties"]["old_str"] == {"enum": [PARSE_LINES]}
-        and "enum" not in arguments["properties"]["new_str"]
-    )
+    assert arguments["properties"]["old_str"] == {"enum": [PARSE_LINES]}
+    assert arguments["properties"]["new_str"] == {"type": "string", "pattern": KEEPS_PARSE}
+
+
+def test_the_held_edit_s_new_text_must_keep_the_function_the_failure_calls() -> None:
+    """The replacement of the held lines is the model's, but not their definitions: asked for it
+    free, the model wrote only the line it meant to change and deleted the function the failing
+    test calls (recovery bench, vowels in OpenHands style, seeds 1 and 2 at 6f299c0)."""
+    _refusal, edit_ = _refused_run([test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE)])
+    pattern = edit_.call_schema["properties"]["arguments"]["properties"]["new_str"]["pattern"]
+    fixed = orjson.dumps("def parse(s):\n    a, b = s.split('+')\n    return int(a) + int(b)").decode()[1:-1]
+    assert re.fullmatch(pattern, fixed) is not None
+    assert re.fullmatch(pattern, "    return int(a) + int(b)") is None
 
 
 def _finish_retry(chat: Chat) -> Any:
@@ -417,8 +429,7 @@ def test_a_finish_with_everything_read_and_nothing_run_since_the_failure_is_aske
     for turn in (test_run(), TEST_VIEW_OF_PARSE, view(content=PARSE)):
         editor.turn(turn)
     edit_ = _finish_retry(editor)
-    held = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": PARSE_LINES}
-    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned == held
+    assert edit_.tool_choice == "str_replace_editor" and edit_.pinned == HELD_EDIT
 
 
 def test_a_finish_after_an_edit_is_asked_for_the_fix_and_the_rerun_with_no_call_held() -> None:

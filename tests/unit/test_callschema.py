@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import jsonschema
+
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.reading.vocabulary import Shaped
 
@@ -90,3 +92,18 @@ def test_a_shaped_argument_is_required_and_held_to_its_pattern() -> None:
     arguments = schema["properties"]["arguments"]
     assert arguments["properties"]["command"] == {"type": "string", "pattern": r"^sed -i .*calc\.py$"}
     assert "command" in arguments["required"]
+
+
+def test_a_replacement_held_to_a_shape_is_required_once() -> None:
+    """Both held (its shape: `reading.kept`) and required as a held text's replacement, `new_str`
+    is named once: JSON Schema wants `required`'s items unique."""
+    editor = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "old_str": {"type": "string"}, "new_str": {"type": "string"}},
+        "required": ["path"],
+    }
+    pinned = {"editor": {"path": "/w/a.py", "old_str": "def f():\n    pass", "new_str": Shaped("^.*def f\\(.*$")}}
+    schema = call_schema([tool("editor", editor)], {"editor"}, pinned=pinned)
+    assert schema is not None
+    assert schema["properties"]["arguments"]["required"] == ["path", "old_str", "new_str"]
+    jsonschema.Draft202012Validator.check_schema(schema)

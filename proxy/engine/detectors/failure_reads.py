@@ -210,9 +210,10 @@ def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
     bench, one shell for everything); narrowed to the editor alone, it sent a text to replace that
     the file had before the agent's last edit, twice (recovery bench, bank, OpenHands style). The
     change is an in-place edit of the file through the one shell, or the editor's call with the
-    lines the failure calls as its text to replace (the model writes only their replacement);
-    where the proxy has not seen the file as it is, a look at it (not through the one shell: none
-    there). None when the step is not the failing check's tool's nor the step tool's."""
+    lines the failure calls as its text to replace (the model writes only their replacement,
+    held to keep their definitions: `kept`); where the proxy has not seen the file as it is, a
+    look at it (not through the one shell: none there). None when the step is not the failing
+    check's tool's nor the step tool's."""
     if vocabulary is None:
         return None
     tool = step_tool(state, vocabulary, failing)
@@ -225,7 +226,7 @@ def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
         if tool is None:
             call = vocabulary.shell_edit(target, lines_to_change(state))
         elif (lines := lines_to_change(state)) is not None:
-            call = vocabulary.edit(target, lines)
+            call = vocabulary.edit(target, lines, held=True)
     elif target is not None and tool is not None:
         # Changed since the proxy saw it: the look `next_step` asks for first (asked in words, the
         # model wrote the editor's `str_replace` with the view's range: recovery bench, vowels).

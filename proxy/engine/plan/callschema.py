@@ -93,7 +93,7 @@ def _pinned(arguments: dict[str, Any], pinned: Mapping[str, Any] | None) -> dict
     return {
         **arguments,
         "properties": {**properties, **held},
-        "required": [*required, *(name for name in (*pinned, *replacement) if name not in required)],
+        "required": list(dict.fromkeys([*required, *pinned, *replacement])),
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.kept import definitions_kept
 from proxy.settings.kinds import CallKind
 
 __all__ = ["SED_SCRIPT", "Call", "Shaped", "Vocabulary", "held_script", "learn_vocabulary"]
@@ -101,13 +102,17 @@ class Vocabulary:
     tools: frozenset[str]
     editor: _Editor | None = None
 
-    def edit(self, path: str, old: str) -> Call | None:
+    def edit(self, path: str, old: str, *, held: bool = False) -> Call | None:
         """The call that replaces `old` (lines the agent saw in `path`) in `path`; the new code is
-        the model's to write (`new_arg` names its argument)."""
+        the model's to write (`new_arg` names its argument). `held`: for a call schema, not for
+        words: the new code shaped to keep the definitions `old` has (`kept.definitions_kept`)."""
         if self.editor is None:
             return None
         e = self.editor
-        return Call(e.name, {**e.fixed, e.path_arg: path, e.old_arg: old})
+        arguments: dict[str, Any] = {**e.fixed, e.path_arg: path, e.old_arg: old}
+        if held and (kept := definitions_kept(old)) is not None:
+            arguments[e.new_arg] = Shaped(kept)
+        return Call(e.name, arguments)
 
     @property
     def new_arg(self) -> str | None:

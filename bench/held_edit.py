@@ -1,0 +1,139 @@
+"""Does holding the held edit's replacement to the definitions it replaces help the model fix?
+
+At a real stuck point of the recovery bench in OpenHands style (the test failed three times, two
+edits that changed nothing, then the failing test and the code read), the proxy's action gate
+asks for the editor's `str_replace` with the lines to change held as `old_str`
+(`failure_reads.next_call`); its `new_str` is the model's. This builds that retry with the
+proxy's own engine, then sends it to the model server `--seeds` times in two arms, side by side
+per seed: as the proxy sends it (`new_str` held to keep each `def`/`class` of the lines,
+`reading.kept`) and with `new_str` free (the pattern taken out). Each reply's edit is applied to
+a fresh copy of the repository and its tests run; it prints, per arm, how many replies were a
+call, kept the definitions, and left the tests passing.
+
+Run against the model server itself:
+
+    python scripts/real_model.py serve qwen --port 8080 &
+    python bench/held_edit.py --upstream http://127.0.0.1:8080 --seeds 12 [--repo vowels]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tiny_agent import OPENHANDS_TOOLS, REPOS, Tools, copy_repo, stuck_start, tests_pass
+
+from proxy.dialects import CHAT, plan_offline
+from proxy.engine.core import Engine
+from proxy.engine.plan.reply import Gate
+from proxy.settings.policy import default_policy
+
+
+def stuck_and_read(root: Path, repo: str) -> list[dict[str, Any]]:
+    """The stuck start, then the failing test and the code viewed, each run for real."""
+    edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
+    messages = stuck_start(root, "openhands", edits)
+    tools = Tools(root, "openhands")
+    code = next(p for p in sorted(root.glob("*.py")) if p.name != "conftest.py")
+    for n, path in enumerate([next(root.glob("tests/test_*.py")), code]):
+        args = {"command": "view", "path": str(path)}
+        call_id = f"call_read_{n}"
+        function = {"name": "str_replace_editor", "arguments": json.dumps(args)}
+        messages.append({"role": "assistant", "content": "", "tool_calls": [{"id": call_id, "type": "function", "function": function}]})  # fmt: skip
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": tools.call("str_replace_editor", args)[0]})
+    return messages
+
+
+def held_retry(messages: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """The action gate's retry, as the proxy would send it upstream."""
+    body = {"model": "qwen", "messages": messages, "tools": OPENHANDS_TOOLS, "temperature": 0.7, "seed": seed}
+    planned = plan_offline(Engine.of(default_policy()), CHAT, json.dumps(body).encode(), {})
+    if planned is None:
+        raise SystemExit("the engine could not read the transcript")
+    retry: dict[str, Any] = json.loads(planned.retry(Gate.ACTION))
+    return retry
+
+
+def new_str_schema(retry: dict[str, Any]) -> dict[str, Any]:
+    schema = retry["response_format"]["json_schema"]["schema"]
+    found: dict[str, Any] = schema["properties"]["arguments"]["properties"]["new_str"]
+    return found
+
+
+def ask(upstream: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The call the model wrote, as JSON; None for a reply that is no call (or a server error)."""
+    request = urllib.request.Request(
+        f"{upstream.rstrip('/')}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=600) as response:
+            message = json.loads(response.read())["choices"][0]["message"]
+    except urllib.error.HTTPError:
+        return None
+    calls = message.get("tool_calls") or []
+    written = calls[0]["function"]["arguments"] if calls else message.get("content") or ""
+    try:
+        call = json.loads(written)
+    except ValueError:
+        return None
+    arguments = call.get("arguments", call) if isinstance(call, dict) else None
+    return arguments if isinstance(arguments, dict) else None
+
+
+def outcome(stuck: Path, arguments: dict[str, Any] | None, old: str) -> tuple[bool, bool, bool]:
+    """(a call, its replacement keeps the definitions of `old`, the tests pass once it is applied
+    to a copy of the repository as it is at the stuck point, `stuck`)."""
+    if arguments is None or not isinstance(arguments.get("new_str"), str) or not isinstance(arguments.get("path"), str):
+        return False, False, False
+    new = arguments["new_str"]
+    kept = all(f"def {name}(" in new for name in _defs(old))
+    with tempfile.TemporaryDirectory() as parent:
+        root = Path(shutil.copytree(stuck, Path(parent) / stuck.name))
+        Tools(root, "openhands").call("str_replace_editor", {**arguments, "path": str(root / Path(arguments["path"]).name)})  # fmt: skip
+        return True, kept, tests_pass(root)
+
+
+def _defs(lines: str) -> list[str]:
+    return [line.split("def ", 1)[1].split("(", 1)[0] for line in lines.splitlines() if line.lstrip().startswith(("def ", "async def "))]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--upstream", default="http://127.0.0.1:8080")
+    parser.add_argument("--repo", default="vowels")
+    parser.add_argument("--seeds", type=int, default=12)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as parent:
+        root = copy_repo(args.repo, Path(parent))
+        messages = stuck_and_read(root, args.repo)
+        totals = {"held": [0, 0, 0], "free": [0, 0, 0]}
+        for seed in range(args.seeds):
+            held = held_retry(messages, seed)
+            if "pattern" not in new_str_schema(held):
+                raise SystemExit("the proxy's retry holds no new_str pattern here: nothing to compare")
+            old = held["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]["old_str"]["enum"][0]  # fmt: skip
+            free = json.loads(json.dumps(held))
+            new_str_schema(free).pop("pattern")
+            row = []
+            for arm, body in (("held", held), ("free", free)):
+                call, kept, passed = outcome(root, ask(args.upstream, body), old)
+                for i, hit in enumerate((call, kept, passed)):
+                    totals[arm][i] += hit
+                row.append(f"{arm}: call {call:d} kept {kept:d} pass {passed:d}")
+            print(f"seed {seed:2d}  " + "  |  ".join(row), flush=True)
+    for arm, (call, kept, passed) in totals.items():
+        print(
+            f"{arm}: {call}/{args.seeds} calls, {kept}/{args.seeds} kept the definitions, {passed}/{args.seeds} tests pass"
+        )
+
+
+if __name__ == "__main__":
+    main()
