@@ -1,0 +1,83 @@
+"""Block on against block off, per seed, over recovery-bench records: the README's pairs.
+
+Each file is one invocation of `bench/recovery.py --arms noblock,full ...` (its `--out`). A pair
+is one seed of one invocation where both arms ran the same repositories and styles; for each,
+the wasted turns and the re-runs of an unchanged failing check, off and on, and their change.
+Then, over every pair of every file: the mean and range of those changes, and the totals of
+solved runs and of edits that applied. The records of the README's paired invocations are kept in
+`bench/records/`:
+
+    python bench/pairs.py bench/records/*.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tiny_agent import EDITS
+
+
+def is_edit(calls: list[list[Any]]) -> bool:
+    for name, arguments in calls:
+        command = arguments.get("command") if isinstance(arguments.get("command"), str) else ""
+        if (name == "str_replace_editor" and command in ("str_replace", "create")) or EDITS.search(command):
+            return True
+    return False
+
+
+def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
+    counts: dict[tuple[str, int], Counter[str]] = {}
+    for row in rows:
+        count = counts.setdefault((row["arm"], row["seed"]), Counter())
+        turns = row["run"]["turns"]
+        count["runs"] += 1
+        count["solved"] += bool(row["run"]["solved"])
+        count["wasted"] += sum(1 for t in turns if t.get("waste"))
+        count["rerun"] += sum(1 for t in turns if t.get("waste") == "rerun")
+        count["applied"] += sum(1 for t in turns if t.get("calls") and is_edit(t["calls"]) and t.get("waste") != "unapplied")  # fmt: skip
+    return counts
+
+
+def change(off: int, on: int) -> float | None:
+    return (on - off) / off * 100 if off else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("records", nargs="+", type=Path)
+    args = parser.parse_args()
+    wasted: list[float] = []
+    reruns: list[float] = []
+    totals: Counter[str] = Counter()
+    for path in args.records:
+        counts = per_seed([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+        for seed in sorted({s for _arm, s in counts}):
+            off, on = counts.get(("noblock", seed)), counts.get(("full", seed))
+            if off is None or on is None or off["runs"] != on["runs"]:
+                continue
+            dw, dr = change(off["wasted"], on["wasted"]), change(off["rerun"], on["rerun"])
+            wasted += [dw] if dw is not None else []
+            reruns += [dr] if dr is not None else []
+            for key in ("solved", "applied", "runs"):
+                totals[f"off {key}"] += off[key]
+                totals[f"on {key}"] += on[key]
+            shown = {k: f"{off[k]} -> {on[k]}" for k in ("wasted", "rerun", "applied", "solved")}
+            rate = {k: "none to cut" if d is None else f"{d:+.0f}%" for k, d in (("wasted", dw), ("rerun", dr))}
+            print(
+                f"{path.stem} seed {seed}: {off['runs']} runs per arm, wasted {shown['wasted']} ({rate['wasted']}), "
+                f"re-runs {shown['rerun']} ({rate['rerun']}), applied {shown['applied']}, solved {shown['solved']}"
+            )
+    if wasted:
+        print(f"pairs {len(wasted)}: wasted mean {sum(wasted) / len(wasted):+.0f}% ({min(wasted):+.0f}% to {max(wasted):+.0f}%)")  # fmt: skip
+    if reruns:
+        print(f"re-runs, {len(reruns)} pairs with some to cut: mean {sum(reruns) / len(reruns):+.0f}% ({min(reruns):+.0f}% to {max(reruns):+.0f}%)")  # fmt: skip
+    runs = totals["off runs"]
+    print(f"solved {totals['off solved']}/{runs} -> {totals['on solved']}/{runs}, applied {totals['off applied']} -> {totals['on applied']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
