@@ -13,7 +13,8 @@ call, kept the definitions, and left the tests passing.
 Run against the model server itself:
 
     python scripts/real_model.py serve qwen --port 8080 &
-    python bench/held_edit.py --upstream http://127.0.0.1:8080 --seeds 12 [--repo vowels]
+    python bench/held_edit.py --upstream http://127.0.0.1:8080 --seeds 12 [--repo vowels] \\
+        [--gate action|finish] [--temperature 0.7]
 """
 
 from __future__ import annotations
@@ -50,13 +51,14 @@ def stuck_and_read(root: Path, repo: str) -> list[dict[str, Any]]:
     return messages
 
 
-def held_retry(messages: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    """The action gate's retry, as the proxy would send it upstream."""
-    body = {"model": "qwen", "messages": messages, "tools": OPENHANDS_TOOLS, "temperature": 0.7, "seed": seed}
+def held_retry(messages: list[dict[str, Any]], seed: int, gate: Gate = Gate.ACTION, temperature: float = 0.7) -> dict[str, Any]:  # fmt: skip
+    """A gate's retry (the action gate's: the reply had no call; the finish gate's: the reply was
+    a finish), as the proxy would send it upstream."""
+    body = {"model": "qwen", "messages": messages, "tools": OPENHANDS_TOOLS, "temperature": temperature, "seed": seed}
     planned = plan_offline(Engine.of(default_policy()), CHAT, json.dumps(body).encode(), {})
-    if planned is None:
-        raise SystemExit("the engine could not read the transcript")
-    retry: dict[str, Any] = json.loads(planned.retry(Gate.ACTION))
+    if planned is None or gate not in planned.decision.reply.gates:
+        raise SystemExit(f"the engine arms no {gate.value} gate on this transcript")
+    retry: dict[str, Any] = json.loads(planned.retry(gate))
     return retry
 
 
@@ -110,13 +112,16 @@ def main() -> None:
     parser.add_argument("--upstream", default="http://127.0.0.1:8080")
     parser.add_argument("--repo", default="vowels")
     parser.add_argument("--seeds", type=int, default=12)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--gate", choices=["action", "finish"], default="action")
+    parser.add_argument("--temperature", type=float, default=0.7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as parent:
         root = copy_repo(args.repo, Path(parent))
         messages = stuck_and_read(root, args.repo)
         totals = {"held": [0, 0, 0], "free": [0, 0, 0]}
-        for seed in range(args.seeds):
-            held = held_retry(messages, seed)
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            held = held_retry(messages, seed, Gate(args.gate), args.temperature)
             if "pattern" not in new_str_schema(held):
                 raise SystemExit("the proxy's retry holds no new_str pattern here: nothing to compare")
             old = held["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]["old_str"]["enum"][0]  # fmt: skip
