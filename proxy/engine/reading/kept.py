@@ -14,8 +14,10 @@ by name, in their order, and any text around them.
 The pattern is on the JSON text the model writes between the string's quotes (llama.cpp turns a
 `pattern` into grammar rules over those characters, `vocabulary.SED_SCRIPT`): J is one character
 of it, a plain one or one of JSON's two-character escapes; a `"` only as `\\"`, no control
-character, no `\\u` escape. A server that reads `pattern` on the decoded value reads the same
-headers there.
+character, no `\\u` escape. (Ollama's experimental MLX schema converter also puts a pattern
+between the quotes, but turns one with a `*` into any string: free there.) A server that read
+`pattern` on the decoded value instead (JSON Schema's own reading) would hold the replacement to
+one line, its line breaks written as a backslash and an `n`: not seen, not measured.
 """
 
 from __future__ import annotations
