@@ -23,11 +23,10 @@ import argparse
 import json
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from held_sed import written_call
 from tiny_agent import OPENHANDS_TOOLS, REPOS, Tools, copy_repo, stuck_start, tests_pass
 
 from proxy.dialects import CHAT, plan_offline
@@ -70,18 +69,9 @@ def new_str_schema(retry: dict[str, Any]) -> dict[str, Any]:
 
 def ask(upstream: str, body: dict[str, Any]) -> dict[str, Any] | None:
     """The call the model wrote, as JSON; None for a reply that is no call (or a server error)."""
-    request = urllib.request.Request(
-        f"{upstream.rstrip('/')}/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=600) as response:
-            message = json.loads(response.read())["choices"][0]["message"]
-    except urllib.error.HTTPError:
+    status, written = written_call(upstream, body, timeout=600)
+    if status != 200:
         return None
-    calls = message.get("tool_calls") or []
-    written = calls[0]["function"]["arguments"] if calls else message.get("content") or ""
     try:
         call = json.loads(written)
     except ValueError:

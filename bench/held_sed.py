@@ -53,6 +53,23 @@ MESSAGES = [
 ]
 
 
+def written_call(upstream: str, body: dict[str, Any], timeout: float = 300) -> tuple[int, str]:
+    """One chat request to the model server: (200, the call's text as the model wrote it: a tool
+    call's arguments, else the reply's content), or (the error status, the error's start)."""
+    request = urllib.request.Request(
+        f"{upstream.rstrip('/')}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            message = json.loads(response.read())["choices"][0]["message"]
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()[:120].decode(errors="replace")
+    calls = message.get("tool_calls") or []
+    return 200, calls[0]["function"]["arguments"] if calls else message.get("content") or ""
+
+
 def ask(upstream: str, seed: int, lines: bool = False) -> tuple[int, str]:
     """One request for the held call: (the status, the command written or the error's start).
     `lines`: its text to replace held to one of the code's lines (`held_script`), as where the
@@ -68,18 +85,9 @@ def ask(upstream: str, seed: int, lines: bool = False) -> tuple[int, str]:
         "temperature": 1.0,
         "seed": seed,
     }
-    request = urllib.request.Request(
-        f"{upstream.rstrip('/')}/v1/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=300) as response:
-            message = json.loads(response.read())["choices"][0]["message"]
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()[:120].decode(errors="replace")
-    calls = message.get("tool_calls") or []
-    written = calls[0]["function"]["arguments"] if calls else message.get("content") or ""
+    status, written = written_call(upstream, body)
+    if status != 200:
+        return status, written
     try:  # the call as JSON (in `content` where the server returns the schema's object as text)
         call = json.loads(written)
         command = (call.get("arguments") or call).get("command")

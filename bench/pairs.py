@@ -18,15 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tiny_agent import EDITS
-
-
-def is_edit(calls: list[list[Any]]) -> bool:
-    for name, arguments in calls:
-        command = arguments.get("command") if isinstance(arguments.get("command"), str) else ""
-        if (name == "str_replace_editor" and command in ("str_replace", "create")) or EDITS.search(command):
-            return True
-    return False
+from tiny_agent import is_edit
 
 
 def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
@@ -38,7 +30,7 @@ def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
         count["solved"] += bool(row["run"]["solved"])
         count["wasted"] += sum(1 for t in turns if t.get("waste"))
         count["rerun"] += sum(1 for t in turns if t.get("waste") == "rerun")
-        count["applied"] += sum(1 for t in turns if t.get("calls") and is_edit(t["calls"]) and t.get("waste") != "unapplied")  # fmt: skip
+        count["applied"] += sum(1 for t in turns if any(is_edit(name, args) for name, args in t.get("calls") or []) and t.get("waste") != "unapplied")  # fmt: skip
     return counts
 
 

@@ -120,6 +120,12 @@ did not change the files; the same read again of unchanged files; a reply with n
 or nothing); a finish while the tests fail; a call to no such tool."""
 
 
+def is_edit(name: str, args: dict[str, Any]) -> bool:
+    """A call meant to change the files: the editor's replace or create, or a shell edit."""
+    command = args.get("command") if isinstance(args.get("command"), str) else ""
+    return (name == "str_replace_editor" and command in ("str_replace", "create")) or bool(EDITS.search(command))
+
+
 def waste_of(
     name: str, args: dict[str, Any], result: str, before: str, after: str, history: dict[str, tuple[str, bool]]
 ) -> str:
@@ -132,8 +138,7 @@ def waste_of(
     view = (name == "str_replace_editor" and command == "view") or (
         name != "str_replace_editor" and READS.match(command)
     )
-    edit = (name == "str_replace_editor" and command in ("str_replace", "create")) or bool(EDITS.search(command))
-    if edit and before == after:
+    if is_edit(name, args) and before == after:
         return "unapplied"
     if earlier is not None and earlier[0] == before and before == after:
         if earlier[1] and failed:
