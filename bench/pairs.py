@@ -4,7 +4,9 @@ Each file is one invocation of `bench/recovery.py --arms noblock,full ...` (its 
 is one seed of one invocation where both arms ran the same repositories and styles; for each,
 the wasted turns and the re-runs of an unchanged failing check, off and on, and their change.
 Then, over every pair of every file: the mean and range of those changes, and the totals of
-solved runs and of edits that applied. The records of the README's paired invocations are kept in
+solved runs and of edits that applied. Last, solved runs per invocation in each arm, counted on
+the repositories some run of some file solved (the issue's "repositories the model can solve at
+all"), with the mean of each arm and how many invocations solved more with block on, or fewer. The records of the README's paired invocations are kept in
 `bench/records/`:
 
     python bench/pairs.py bench/records/*.jsonl
@@ -34,6 +36,17 @@ def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
     return counts
 
 
+def solvable(files: list[list[dict[str, Any]]]) -> list[str]:
+    """The repositories some run solved, in any arm of any invocation."""
+    return sorted({row["repo"] for rows in files for row in rows if row["run"]["solved"]})
+
+
+def solved_in(rows: list[dict[str, Any]], repos: list[str], seeds: set[int]) -> tuple[int, int]:
+    """Runs solved (block off, block on) on `repos`, over the paired `seeds`."""
+    kept = [row for row in rows if row["repo"] in repos and row["seed"] in seeds and row["run"]["solved"]]
+    return sum(row["arm"] == "noblock" for row in kept), sum(row["arm"] == "full" for row in kept)
+
+
 def change(off: int, on: int) -> float | None:
     return (on - off) / off * 100 if off else None
 
@@ -45,12 +58,17 @@ def main() -> None:
     wasted: list[float] = []
     reruns: list[float] = []
     totals: Counter[str] = Counter()
-    for path in args.records:
-        counts = per_seed([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    files = [[json.loads(line) for line in path.read_text().splitlines() if line.strip()] for path in args.records]
+    repos = solvable(files)
+    per_invocation: list[tuple[str, int, int]] = []
+    for path, rows in zip(args.records, files, strict=True):
+        counts = per_seed(rows)
+        paired: set[int] = set()
         for seed in sorted({s for _arm, s in counts}):
             off, on = counts.get(("noblock", seed)), counts.get(("full", seed))
             if off is None or on is None or off["runs"] != on["runs"]:
                 continue
+            paired.add(seed)
             dw, dr = change(off["wasted"], on["wasted"]), change(off["rerun"], on["rerun"])
             wasted += [dw] if dw is not None else []
             reruns += [dr] if dr is not None else []
@@ -63,12 +81,24 @@ def main() -> None:
                 f"{path.stem} seed {seed}: {off['runs']} runs per arm, wasted {shown['wasted']} ({rate['wasted']}), "
                 f"re-runs {shown['rerun']} ({rate['rerun']}), applied {shown['applied']}, solved {shown['solved']}"
             )
+        if paired:
+            per_invocation.append((path.stem, *solved_in(rows, repos, paired)))
     if wasted:
         print(f"pairs {len(wasted)}: wasted mean {sum(wasted) / len(wasted):+.0f}% ({min(wasted):+.0f}% to {max(wasted):+.0f}%)")  # fmt: skip
     if reruns:
         print(f"re-runs, {len(reruns)} pairs with some to cut: mean {sum(reruns) / len(reruns):+.0f}% ({min(reruns):+.0f}% to {max(reruns):+.0f}%)")  # fmt: skip
     runs = totals["off runs"]
     print(f"solved {totals['off solved']}/{runs} -> {totals['on solved']}/{runs}, applied {totals['off applied']} -> {totals['on applied']}")  # fmt: skip
+    if per_invocation:
+        offs, ons = [off for _name, off, _on in per_invocation], [on for _name, _off, on in per_invocation]
+        more, fewer = sum(on > off for _n, off, on in per_invocation), sum(on < off for _n, off, on in per_invocation)
+        each = ", ".join(f"{name} {off} -> {on}" for name, off, on in per_invocation)
+        print(f"solved per invocation on {', '.join(repos) or 'no repository'}: {each}")
+        print(
+            f"solved per invocation, mean: off {sum(offs) / len(offs):.1f} ({min(offs)} to {max(offs)}), "
+            f"on {sum(ons) / len(ons):.1f} ({min(ons)} to {max(ons)}); "
+            f"more with block on in {more} of {len(per_invocation)}, fewer in {fewer}"
+        )
 
 
 if __name__ == "__main__":

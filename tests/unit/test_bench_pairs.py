@@ -18,8 +18,8 @@ SED = {"calls": [["bash", {"command": "sed -i 's/a/b/' x.py"}]], "waste": ""}
 UNAPPLIED = {"calls": [["bash", {"command": "sed -i 's/a/b/' x.py"}]], "waste": "unapplied"}
 
 
-def _row(arm: str, seed: int, turns: list[dict[str, Any]], solved: bool) -> str:
-    return json.dumps({"arm": arm, "seed": seed, "run": {"turns": turns, "solved": solved}})
+def _row(arm: str, seed: int, turns: list[dict[str, Any]], solved: bool, repo: str = "stack") -> str:
+    return json.dumps({"arm": arm, "seed": seed, "repo": repo, "run": {"turns": turns, "solved": solved}})
 
 
 def test_a_seed_run_in_both_arms_is_one_pair_and_a_seed_in_one_arm_none(
@@ -42,4 +42,38 @@ def test_a_seed_run_in_both_arms_is_one_pair_and_a_seed_in_one_arm_none(
         "pairs 1: wasted mean -67% (-67% to -67%)",
         "re-runs, 1 pairs with some to cut: mean -50% (-50% to -50%)",
         "solved 0/1 -> 1/1, applied 1 -> 2",
+        "solved per invocation on stack: run 0 -> 1",
+        "solved per invocation, mean: off 0.0 (0 to 0), on 1.0 (1 to 1); more with block on in 1 of 1, fewer in 0",
+    ]
+
+
+def test_solved_per_invocation_counts_only_repositories_some_run_solved_and_only_paired_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text(
+        "\n".join(
+            [
+                _row("noblock", 0, [SED], True, "vowels"),
+                _row("full", 0, [SED], True, "vowels"),
+                _row("noblock", 0, [RERUN], False, "bank"),  # bank: no run of any file solved it
+                _row("full", 0, [RERUN], False, "bank"),
+            ]
+        )
+    )
+    second.write_text(
+        "\n".join(
+            [
+                _row("noblock", 0, [SED], True, "vowels"),
+                _row("full", 0, [SED], False, "vowels"),
+                _row("full", 1, [SED], True, "stack"),  # seed 1 ran with block on only: not counted
+            ]
+        )
+    )
+    monkeypatch.setattr(sys, "argv", ["pairs.py", str(first), str(second)])
+    pairs.main()
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == [
+        "solved per invocation on stack, vowels: first 1 -> 1, second 1 -> 0",
+        "solved per invocation, mean: off 1.0 (1 to 1), on 0.5 (0 to 1); more with block on in 0 of 2, fewer in 1",
     ]
