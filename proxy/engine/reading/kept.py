@@ -14,10 +14,13 @@ by name, in their order, and any text around them.
 The pattern is on the JSON text the model writes between the string's quotes (llama.cpp turns a
 `pattern` into grammar rules over those characters, `vocabulary.SED_SCRIPT`): J is one character
 of it, a plain one or one of JSON's two-character escapes; a `"` only as `\\"`, no control
-character, no `\\u` escape. (Ollama's experimental MLX schema converter also puts a pattern
-between the quotes, but turns one with a `*` into any string: free there.) A server that read
-`pattern` on the decoded value instead (JSON Schema's own reading) would hold the replacement to
-one line, its line breaks written as a backslash and an `n`: not seen, not measured.
+character, no `\\u` escape. xgrammar (the structured-output backend vLLM and SGLang use by
+default) reads it the same way: its JSON-schema converter puts the pattern's rules between the
+two quote characters (read in its source, `cpp/json_schema_converter.cc`; not run here). (Ollama's
+experimental MLX schema converter also puts a pattern between the quotes, but turns one with a
+`*` into any string: free there.) A server that read `pattern` on the decoded value instead (JSON
+Schema's own reading) would hold the replacement to one line, its line breaks written as a
+backslash and an `n`: none such seen, not measured.
 """
 
 from __future__ import annotations
