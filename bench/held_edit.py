@@ -10,11 +10,18 @@ per seed: as the proxy sends it (`new_str` held to keep each `def`/`class` of th
 a fresh copy of the repository and its tests run; it prints, per arm, how many replies were a
 call, kept the definitions, and left the tests passing.
 
+With `--style bash` (a one-shell agent, mini-swe-agent style) the held call is the shell's
+in-place `sed` of the code file (`Vocabulary.shell_edit`): as the proxy sends it (its text to
+replace held to the lines to change, `sed_script.held_script`) against the text to replace free
+(`SED_SCRIPT`, as before the lines were held); per arm, how many replies were a call, changed the
+file, and left the tests passing. To compare another commit's hold, run this file with that
+checkout first on `PYTHONPATH`.
+
 Run against the model server itself:
 
     python scripts/real_model.py serve qwen --port 8080 &
     python bench/held_edit.py --upstream http://127.0.0.1:8080 --seeds 12 [--repo vowels] \\
-        [--gate action|finish] [--temperature 0.7]
+        [--gate action|finish] [--temperature 0.7] [--style openhands|bash]
 """
 
 from __future__ import annotations
@@ -27,38 +34,73 @@ from pathlib import Path
 from typing import Any
 
 from held_sed import written_call
-from tiny_agent import OPENHANDS_TOOLS, REPOS, Tools, copy_repo, stuck_start, tests_pass
+from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, stuck_start, tests_pass, tree_digest
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate
+from proxy.engine.reading.sed_script import SED_SCRIPT
 from proxy.settings.policy import default_policy
 
 
-def stuck_and_read(root: Path, repo: str) -> list[dict[str, Any]]:
-    """The stuck start, then the failing test and the code viewed, each run for real."""
+def stuck_and_read(root: Path, repo: str, style: str = "openhands") -> list[dict[str, Any]]:
+    """The stuck start, then the failing test and the code read (the editor's view, or `sed -n`
+    and `cat` in the one shell), each run for real."""
     edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
-    messages = stuck_start(root, "openhands", edits)
-    tools = Tools(root, "openhands")
+    messages = stuck_start(root, style, edits)
+    tools = Tools(root, style)
     code = next(p for p in sorted(root.glob("*.py")) if p.name != "conftest.py")
-    for n, path in enumerate([next(root.glob("tests/test_*.py")), code]):
-        args = {"command": "view", "path": str(path)}
+    test = next(root.glob("tests/test_*.py"))
+    reads = (
+        [("str_replace_editor", {"command": "view", "path": str(path)}) for path in (test, code)]
+        if style == "openhands"
+        else [
+            ("bash", {"command": f"sed -n '1,{len(test.read_text().splitlines())}p' tests/{test.name}"}),
+            ("bash", {"command": f"cat {code}"}),
+        ]
+    )
+    for n, (name, args) in enumerate(reads):
         call_id = f"call_read_{n}"
-        function = {"name": "str_replace_editor", "arguments": json.dumps(args)}
+        function = {"name": name, "arguments": json.dumps(args)}
         messages.append({"role": "assistant", "content": "", "tool_calls": [{"id": call_id, "type": "function", "function": function}]})  # fmt: skip
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": tools.call("str_replace_editor", args)[0]})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": tools.call(name, args)[0]})
     return messages
 
 
-def held_retry(messages: list[dict[str, Any]], seed: int, gate: Gate = Gate.ACTION, temperature: float = 0.7) -> dict[str, Any]:  # fmt: skip
+def held_retry(messages: list[dict[str, Any]], seed: int, gate: Gate = Gate.ACTION, temperature: float = 0.7, style: str = "openhands") -> dict[str, Any]:  # fmt: skip
     """A gate's retry (the action gate's: the reply had no call; the finish gate's: the reply was
     a finish), as the proxy would send it upstream."""
-    body = {"model": "qwen", "messages": messages, "tools": OPENHANDS_TOOLS, "temperature": temperature, "seed": seed}
+    tools = OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS
+    body = {"model": "qwen", "messages": messages, "tools": tools, "temperature": temperature, "seed": seed}
     planned = plan_offline(Engine.of(default_policy()), CHAT, json.dumps(body).encode(), {})
     if planned is None or gate not in planned.decision.reply.gates:
         raise SystemExit(f"the engine arms no {gate.value} gate on this transcript")
     retry: dict[str, Any] = json.loads(planned.retry(gate))
     return retry
+
+
+def command_schema(retry: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = retry["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]["command"]  # fmt: skip
+    return found
+
+
+def sed_free(held: dict[str, Any]) -> dict[str, Any]:
+    """The retry with its `sed`'s text to replace free (`SED_SCRIPT`), the file still held."""
+    free: dict[str, Any] = json.loads(json.dumps(held))
+    pattern = command_schema(free)["pattern"]
+    command_schema(free)["pattern"] = f"^sed -i '{SED_SCRIPT}' " + pattern[pattern.rindex("/g?' ") + len("/g?' ") :]
+    return free
+
+
+def sed_outcome(stuck: Path, arguments: dict[str, Any] | None) -> tuple[bool, bool, bool]:
+    """(a call, it changed the file, the tests pass once it is run in a copy of `stuck`)."""
+    if arguments is None or not isinstance(arguments.get("command"), str):
+        return False, False, False
+    with tempfile.TemporaryDirectory() as parent:
+        root = Path(shutil.copytree(stuck, Path(parent) / stuck.name))
+        before = tree_digest(root)
+        Tools(root, "bash").call("bash", {"command": arguments["command"].replace(str(stuck), str(root))})
+        return True, tree_digest(root) != before, tests_pass(root)
 
 
 def new_str_schema(retry: dict[str, Any]) -> dict[str, Any]:
@@ -105,29 +147,38 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--gate", choices=["action", "finish"], default="action")
     parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--style", choices=["openhands", "bash"], default="openhands")
     args = parser.parse_args()
+    second = "kept the definitions" if args.style == "openhands" else "changed the file"
     with tempfile.TemporaryDirectory() as parent:
         root = copy_repo(args.repo, Path(parent))
-        messages = stuck_and_read(root, args.repo)
+        messages = stuck_and_read(root, args.repo, args.style)
         totals = {"held": [0, 0, 0], "free": [0, 0, 0]}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            held = held_retry(messages, seed, Gate(args.gate), args.temperature)
-            if "pattern" not in new_str_schema(held):
-                raise SystemExit("the proxy's retry holds no new_str pattern here: nothing to compare")
-            old = held["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]["old_str"]["enum"][0]  # fmt: skip
-            free = json.loads(json.dumps(held))
-            new_str_schema(free).pop("pattern")
+            held = held_retry(messages, seed, Gate(args.gate), args.temperature, args.style)
+            if args.style == "bash":
+                arms = {"held": held, "free": sed_free(held)}
+            else:
+                if "pattern" not in new_str_schema(held):
+                    raise SystemExit("the proxy's retry holds no new_str pattern here: nothing to compare")
+                free = json.loads(json.dumps(held))
+                new_str_schema(free).pop("pattern")
+                arms = {"held": held, "free": free}
             row = []
-            for arm, body in (("held", held), ("free", free)):
-                call, kept, passed = outcome(root, ask(args.upstream, body), old)
+            for arm, body in arms.items():
+                written = ask(args.upstream, body)
+                if args.style == "bash":
+                    call, kept, passed = sed_outcome(root, written)
+                else:
+                    old = held["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]["old_str"]["enum"][0]  # fmt: skip
+                    call, kept, passed = outcome(root, written, old)
                 for i, hit in enumerate((call, kept, passed)):
                     totals[arm][i] += hit
-                row.append(f"{arm}: call {call:d} kept {kept:d} pass {passed:d}")
+                shown = f" {(written or {}).get('command', '')[:90]!r}" if args.style == "bash" else ""
+                row.append(f"{arm}: call {call:d} {'kept' if args.style == 'openhands' else 'changed'} {kept:d} pass {passed:d}{shown}")  # fmt: skip
             print(f"seed {seed:2d}  " + "  |  ".join(row), flush=True)
     for arm, (call, kept, passed) in totals.items():
-        print(
-            f"{arm}: {call}/{args.seeds} calls, {kept}/{args.seeds} kept the definitions, {passed}/{args.seeds} tests pass"
-        )
+        print(f"{arm}: {call}/{args.seeds} calls, {kept}/{args.seeds} {second}, {passed}/{args.seeds} tests pass")
 
 
 if __name__ == "__main__":

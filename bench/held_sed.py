@@ -27,7 +27,8 @@ import urllib.request
 from typing import Any
 
 from proxy.engine.plan.callschema import call_schema
-from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped, held_script
+from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
+from proxy.engine.reading.vocabulary import Shaped
 
 BASH = {
     "type": "function",

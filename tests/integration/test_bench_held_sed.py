@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import Upstream, json_reply
 
-from proxy.engine.reading.vocabulary import SED_SCRIPT, held_script
+from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -44,4 +44,7 @@ async def test_the_probe_holds_the_text_to_replace_to_the_codes_lines_when_asked
     await asyncio.to_thread(held_sed.ask, upstream.base_url.removesuffix("/v1"), 0, True)
     schema = json.loads(upstream.seen[0].body)["response_format"]["json_schema"]["schema"]
     pattern = schema["properties"]["arguments"]["properties"]["command"]["pattern"]
-    assert pattern == f"^sed -i '{held_script(held_sed.CODE)}' stack\\.py$" and "item = self\\.items" in pattern
+    assert (
+        pattern == f"^sed -i '{held_script(held_sed.CODE)}' stack\\.py$"
+        and "(item = )?self\\.)?items\\.)?pop\\(0\\)" in pattern
+    )

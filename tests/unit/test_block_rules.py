@@ -15,7 +15,8 @@ from scenario_loader import analyse, engine
 
 from proxy.engine.plan.reply import Gate, ReplyView, judge
 from proxy.engine.reading.kept import definitions_kept
-from proxy.engine.reading.vocabulary import SED_SCRIPT, Shaped, held_script
+from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
+from proxy.engine.reading.vocabulary import Shaped
 
 RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
 NOT_FOUND = (

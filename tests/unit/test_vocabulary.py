@@ -214,7 +214,14 @@ STACK_POP = "    def pop(self):\n        item = self.items.pop(0)\n        retur
         (STACK_POP, "s/item = self.items.pop(0)/item = self.items.pop()/", True),
         (STACK_POP, "s/return item/return self.items.pop()/", True),
         (STACK_POP, "s/return self.items.pop(0)/return self.items.pop(1)/", False),
-        (STACK_POP, "s/self.items.pop(0)/self.items.pop()/", False),
+        (STACK_POP, "s/self.items.pop(0)/self.items.pop(-1)/", True),
+        (STACK_POP, "s/pop(0)/pop()/", True),
+        (STACK_POP, "s/item/x/", False),
+        (STACK_POP, "s/pop(self)/pop(self, 1)/", False),
+        (STACK_POP, "s/item = self/x = self/", False),
+        (STACK_POP, "s/elf.items.pop(0)/x/", False),
+        (STACK_POP, "s/pop(self)://", False),
+        (STACK_POP, "s/def pop(self):/def pop(self, i=-1):/", True),
         ('    raise ValueError("no")\n', 's/raise ValueError("no")/raise KeyError("no")/', True),
         ("    return a*b\n    return c\n", "s/return a*b/return a/", False),
         ("    return a*b\n    return c\n", "s/return c/return a/", True),
@@ -224,7 +231,14 @@ STACK_POP = "    def pop(self):\n        item = self.items.pop(0)\n        retur
         "a line of the function, whole",
         "another of its lines",
         "a line the file does not have: the model's own, sent four times (stack seed 1 at ba6fdd1)",
-        "part of a line: not held (the model copies lines whole)",
+        "a line's end from a name: the model's fix of stack, six runs of twelve before lines were held whole",
+        "a line's shorter end from a name",
+        "a bare name at a line's end: it would match in other lines too",
+        "the middle of a line (stack seed 0 at ba6fdd1, a fix that was wrong)",
+        "a line's start, not its end",
+        "an end that starts inside a name",
+        "a header's end: the model deleted it, 5 seeds of 12 at the stack stuck point",
+        "a header whole",
         "a line with double quotes, as the JSON text has them",
         "a line sed reads as a pattern (`*`): left out",
         "the other lines are still held",
@@ -243,11 +257,17 @@ def test_a_held_sed_replaces_one_of_the_lines_to_change_as_the_file_has_them(
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_whatever_a_held_line_pattern_lets_the_model_write_replaces_a_line_the_file_has(data: st.DataObject) -> None:
-    """The held text is a line of the file as sed reads it, in a JSON string llama.cpp's parser reads."""
+    """The held text is the end of a line of the file, from its start or a name's, never a bare
+    name alone, as sed reads it, in a JSON string llama.cpp's parser reads."""
     lines = STACK_POP + '        raise ValueError("empty stack")\n'
     pattern = learn_vocabulary(VOCABULARIES["mini_swe_agent"], CLASSIFIER).shell_edit("stack.py", lines)
     assert pattern is not None
     written = data.draw(st.from_regex(pattern.arguments["command"].pattern, fullmatch=True))
     command = json.loads(f'"{written}"')
     old = command.removeprefix("sed -i 's/").split("/", 1)[0]
-    assert old in {line.strip() for line in lines.splitlines()}
+    whole = {line.strip() for line in lines.splitlines()}
+    assert old in whole or (
+        any(line.endswith(old) and not line[-len(old) - 1].isidentifier() for line in whole)
+        and (old[0].isalpha() or old[0] == "_")
+        and not old.isidentifier()
+    )

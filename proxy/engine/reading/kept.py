@@ -12,7 +12,7 @@ by name, in their order, and any text around them.
     "x = 1"                                                -> None (no definition: free)
 
 The pattern is on the JSON text the model writes between the string's quotes (llama.cpp turns a
-`pattern` into grammar rules over those characters, `vocabulary.SED_SCRIPT`): J is one character
+`pattern` into grammar rules over those characters, `sed_script.SED_SCRIPT`): J is one character
 of it, a plain one or one of JSON's two-character escapes; a `"` only as `\\"`, no control
 character, no `\\u` escape. xgrammar (the structured-output backend vLLM and SGLang use by
 default) reads it the same way: its JSON-schema converter puts the pattern's rules between the

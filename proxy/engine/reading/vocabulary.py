@@ -14,9 +14,10 @@ import orjson
 
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.kept import definitions_kept
+from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
 from proxy.settings.kinds import CallKind
 
-__all__ = ["SED_SCRIPT", "Call", "Shaped", "Vocabulary", "held_script", "learn_vocabulary"]
+__all__ = ["Call", "Shaped", "Vocabulary", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
@@ -165,53 +166,6 @@ class Vocabulary:
             return None
         value: Any = ["bash", "-lc", command] if self.shell.array else command
         return Call(self.shell.name, {self.shell.arg: value})
-
-
-_NOT_PLAIN = r"""'/\\"\x00-\x1f\x7f"""
-_PLAIN = f"[^{_NOT_PLAIN}]"
-_OLD = rf"""({_PLAIN}|[\\]"|[\\][\\][^{_NOT_PLAIN}n])*"""
-_NEW = rf"""({_PLAIN}|[\\]"|[\\][\\]{_PLAIN})*"""
-SED_SCRIPT = rf"s/{_OLD}/{_NEW}/g?"
-r"""A single-quoted `sed` substitution, whole (`s/old/new/`, `g` or not), on one line, as a pattern
-on the JSON text the model writes between the string's quotes: llama.cpp turns a `pattern` into
-grammar rules over those characters (`common/json-schema-to-grammar.cpp` copies a character class
-as it is), so the pattern must keep that text valid JSON, or the server's parser fails the reply
-(HTTP 500: recovery bench, a `\'` in vowels seed 0; stack seed 1 at e899580, six 500s on held
-seds, whose text the server does not return, with a pattern that let a bare `"` through). So:
-no `"` but as the escape `\"`, no control character (a line break, a tab: JSON escapes them), and
-a backslash only as `\"` or `\\` (what sed reads as one backslash) followed by a plain
-character; no quote (the shell's end of the script), no `/` but the three delimiters (sed's
-`\/` is `\\/` in the JSON text, where the part ends at its slash: a held script cannot hold a
-`/`). In the text to replace, no `\\n`: sed reads a line at a time and never sees a line break
-there (`sed.never_matches`); in the replacement it writes one, and may. A server that reads
-`pattern` on the decoded value instead (JSON Schema's own reading) holds the model to a `"`
-written `\"`, which GNU sed reads as `"`."""
-
-
-_NOT_IN_A_HELD_LINE = frozenset("'/\\*[]^$")
-"""What a line held as the text to replace may not hold: the shell's quote, sed's delimiter, a
-backslash, and what a basic regular expression reads as more than itself (`.` stays: it matches
-itself too)."""
-_REGEX_SPECIAL = frozenset("|.()[]{}*+?^$")
-_QUOTE = r'[\\]"'
-"""A `"` of the line, as the JSON text has it: `\"` (as `SED_SCRIPT` writes it)."""
-
-
-def held_script(lines: str) -> str:
-    """`SED_SCRIPT` with its text to replace held to one of `lines` as the file has it (stripped
-    of its indentation: sed matches it anywhere in the line), written as the model writes it in
-    the JSON string (`"` as `\"`); lines sed or the shell would not read as written are left
-    out, and with none left the text is free (`SED_SCRIPT`)."""
-    held: list[str] = []
-    for line in dict.fromkeys(line.strip() for line in lines.splitlines()):
-        if not line or len(line) > 200 or not line.isascii() or not line.isprintable():
-            continue
-        if _NOT_IN_A_HELD_LINE.intersection(line):
-            continue
-        held.append("".join(_QUOTE if c == '"' else f"\\{c}" if c in _REGEX_SPECIAL else c for c in line))
-    if not held:
-        return SED_SCRIPT
-    return rf"s/({'|'.join(held)})/{_NEW}/g?"
 
 
 def _operand(path: str) -> str:
