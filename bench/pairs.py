@@ -23,13 +23,25 @@ from typing import Any
 from tiny_agent import is_edit
 
 
+def solved(row: dict[str, Any]) -> bool:
+    """The run ended green, and no edit of a test file applied on the way: records written before
+    the bench graded runs on their repository's own tests counted a test changed to pass
+    (`tiny_agent.tests_pass`)."""
+    changed = any(
+        is_edit(name, args) and t.get("waste") != "unapplied" and "tests/" in json.dumps(args)
+        for t in row["run"]["turns"]
+        for name, args in t.get("calls") or []
+    )
+    return bool(row["run"]["solved"]) and not changed
+
+
 def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
     counts: dict[tuple[str, int], Counter[str]] = {}
     for row in rows:
         count = counts.setdefault((row["arm"], row["seed"]), Counter())
         turns = row["run"]["turns"]
         count["runs"] += 1
-        count["solved"] += bool(row["run"]["solved"])
+        count["solved"] += solved(row)
         count["wasted"] += sum(1 for t in turns if t.get("waste"))
         count["rerun"] += sum(1 for t in turns if t.get("waste") == "rerun")
         count["applied"] += sum(1 for t in turns if any(is_edit(name, args) for name, args in t.get("calls") or []) and t.get("waste") != "unapplied")  # fmt: skip
@@ -38,12 +50,12 @@ def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
 
 def solvable(files: list[list[dict[str, Any]]]) -> list[str]:
     """The repositories some run solved, in any arm of any invocation."""
-    return sorted({row["repo"] for rows in files for row in rows if row["run"]["solved"]})
+    return sorted({row["repo"] for rows in files for row in rows if solved(row)})
 
 
 def solved_in(rows: list[dict[str, Any]], repos: list[str], seeds: set[int]) -> tuple[int, int]:
     """Runs solved (block off, block on) on `repos`, over the paired `seeds`."""
-    kept = [row for row in rows if row["repo"] in repos and row["seed"] in seeds and row["run"]["solved"]]
+    kept = [row for row in rows if row["repo"] in repos and row["seed"] in seeds and solved(row)]
     return sum(row["arm"] == "noblock" for row in kept), sum(row["arm"] == "full" for row in kept)
 
 

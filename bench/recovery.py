@@ -15,7 +15,8 @@ Arms:    direct    the model server itself
                    ([reply] salvage, action_gate, finish_gate off)
          full      repair-proxy with its defaults (salvage and the gates on)
 
-Per arm it prints: runs solved (`python -m pytest` green at the end), turns with a real tool
+Per arm it prints: runs solved (`python -m pytest` green at the end on the repository's own tests,
+`tiny_agent.tests_pass`), turns with a real tool
 call, wasted turns (empty, prose, the same call again, a call to no such tool), turns and
 completion tokens to the first green, hand-backs; and for the proxy arms, how often the reply
 to a request carrying a new instruction of ours was a real call. Then wasted turns by kind, as

@@ -22,6 +22,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,21 @@ def run_shell(command: str, cwd: Path, timeout: float = 30.0) -> tuple[int, str]
 
 
 def tests_pass(cwd: Path) -> bool:
-    return run_shell("python -m pytest", cwd)[0] == 0
+    """`python -m pytest` passes in `cwd`, graded on the tests the repository was given: where `cwd`
+    is a copy of a bench repository, a scratch copy of it gets that repository's own `tests/` and
+    `pytest.ini` back first, so a run that made its test pass by changing the test is not green
+    (Qwen2.5-Coder-1.5B pushed 2 twice in stack's test, `sed -i 's/push(1)/push(2)/'
+    tests/test_stack.py`, and was graded solved: recovery bench, block off, seed 0, twelfth run
+    and again at 8ae8378). The agent's own tree is left as it is."""
+    given = REPOS / cwd.name
+    if not (given / "tests").is_dir():
+        return run_shell("python -m pytest", cwd)[0] == 0
+    with tempfile.TemporaryDirectory(dir=cwd.parent) as scratch:
+        copy = Path(shutil.copytree(cwd, Path(scratch) / cwd.name, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache")))  # fmt: skip
+        shutil.rmtree(copy / "tests", ignore_errors=True)
+        shutil.copytree(given / "tests", copy / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(given / "pytest.ini", copy / "pytest.ini")
+        return run_shell("python -m pytest", copy)[0] == 0
 
 
 def tree_digest(root: Path) -> str:
