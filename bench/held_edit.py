@@ -1,4 +1,5 @@
-"""Does holding the held edit's replacement to the definitions it replaces help the model fix?
+"""Does the way a held edit is held help the model fix? (Its replacement kept to the definitions
+it replaces, beside an editor; its text to replace kept to the lines to change, in the one shell.)
 
 At a real stuck point of the recovery bench in OpenHands style (the test failed three times, two
 edits that changed nothing, then the failing test and the code read), the proxy's action gate
