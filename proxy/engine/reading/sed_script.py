@@ -64,7 +64,8 @@ def held_script(lines: str) -> str:
             continue
         if _NOT_IN_A_HELD_LINE.intersection(line):
             continue
-        starts = [0, *(m.start() for m in _WORD.finditer(line) if m.start() > 0 and not _HEADER.match(line))]
+        header = _HEADER.match(line) is not None
+        starts = [0, *(m.start() for m in _WORD.finditer(line) if m.start() > 0 and not header)]
         if len(starts) > 1 and line[starts[-1] :].isidentifier():
             starts.pop()  # a bare name at the line's end: never alone
         pieces = [line[a:b] for a, b in zip(starts, [*starts[1:], len(line)], strict=True)]
