@@ -5,7 +5,7 @@ snapshots under ``/work/.mirror/<owner>+<name>/repo``), reconstructs every chat 
 each agent sent to its model, and writes one gzipped JSON-lines file per source to
 ``bench/corpus/data/<source>.jsonl.gz`` (git-ignored). One line is one run:
 
-    {"source", "run", "scaffold", "model", "protocol", "resolved", "tools",
+    {"source", "part", "run", "scaffold", "model", "protocol", "resolved", "tools",
      "pool": [message, ...],
      "requests": [{"messages": [pool index, ...], "reply": pool index | null}, ...],
      "notes"}
@@ -124,6 +124,7 @@ class RunBuilder:
     protocol: str
     resolved: bool | None
     tools: list[Json] | None = None
+    part: str = "tune"  # "tune" (rules are tuned on it) or "test" (held out); set from the source's origin
     pool: list[Json] = field(default_factory=list)
     requests: list[Json] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -148,6 +149,7 @@ class RunBuilder:
     def record(self) -> Json:
         return {
             "source": self.source,
+            "part": self.part,
             "run": self.run,
             "scaffold": self.scaffold,
             "model": self.model,
@@ -679,6 +681,7 @@ def source_msb(mirror: Path) -> Iterator[RunBuilder]:
 ORIGINS: dict[str, Json] = {
     "openhands": {
         "repository": OH_REPO,
+        "part": "tune",
         "data_commit": OH_COMMIT,
         "data_commit_note": "commit 'uploading some exp data' (2024-12-09); the folder was deleted again in d74b5f6, so it is read from history",
         "paths": [
@@ -695,6 +698,7 @@ ORIGINS: dict[str, Json] = {
     },
     "mswea2": {
         "repository": MSWEA_REPO,
+        "part": "tune",
         "data_commit": MSWEA_REF,
         "data_commit_note": "head of refs/pull/816 (an outside contributor's PR that committed run outputs; never merged)",
         "paths": [
@@ -711,6 +715,7 @@ ORIGINS: dict[str, Json] = {
     },
     "msb": {
         "repository": MSB_REPO,
+        "part": "tune",
         "data_commit": MSB_COMMIT,
         "data_commit_note": "repository HEAD ('add bench logs'); the run folders were added 2024-08-25",
         "paths": [
@@ -728,6 +733,7 @@ ORIGINS: dict[str, Json] = {
     },
     "mswea1": {
         "repository": MSWEA1_REPO,
+        "part": "tune",
         "data_commit": MSWEA1_COMMIT,
         "data_commit_note": "repository HEAD (a fork of mini-swe-agent that committed its SWE-bench runs)",
         "paths": [
@@ -744,6 +750,7 @@ ORIGINS: dict[str, Json] = {
     },
     "coder": {
         "repository": CODER_REPO,
+        "part": "tune",
         "data_commit": CODER_COMMIT,
         "data_commit_note": "repository HEAD",
         "paths": ["trajs/<instance>.traj", "results.json", "config/roles/*.yml"],
@@ -765,7 +772,8 @@ def write_manifest(path: Path, mirror: Path, by_source: dict[str, list[RunBuilde
         entries.append(
             {
                 "id": source,
-                **{k: v for k, v in origin.items() if k != "repository"},
+                "part": origin["part"],
+                **{k: v for k, v in origin.items() if k not in ("repository", "part")},
                 "repository": origin["repository"],
                 "snapshot_head": snap.head(),
                 "scaffold": sorted({b.scaffold for b in builders}),
@@ -814,6 +822,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, build in SOURCES.items():
             for b in build(args.mirror):
+                b.part = ORIGINS[name]["part"]
                 by_source.setdefault(b.source, []).append(b)
                 origin_of[b.source] = name
     except MissingSnapshot as e:
