@@ -937,7 +937,7 @@ def moatless_run(run: str, traj: Json, resolved: bool | None, identify_prompt: s
     b = RunBuilder(
         source="moatless-claude35-sonnet-lite",
         run=run,
-        scaffold="moatless-tools-0.0.3 (anthropic tool use)",
+        scaffold="moatless-tools-0.0.3 (claude tool use)",
         model=agent["completion"]["model"],
         protocol="tools",
         resolved=resolved,
