@@ -5,7 +5,7 @@ snapshots under ``/work/.mirror/<owner>+<name>/repo``), reconstructs every chat 
 each agent sent to its model, and writes one gzipped JSON-lines file per source to
 ``bench/corpus/data/<source>.jsonl.gz`` (git-ignored). One line is one run:
 
-    {"source", "run", "scaffold", "model", "protocol", "resolved", "tools",
+    {"source", "part", "run", "scaffold", "model", "protocol", "resolved", "tools",
      "pool": [message, ...],
      "requests": [{"messages": [pool index, ...], "reply": pool index | null}, ...],
      "notes"}
@@ -101,6 +101,13 @@ class Snapshot:
         )
         return proc.stdout if proc.returncode == 0 else None
 
+    def has(self, rev: str, path: str) -> bool:
+        """Whether the blob at ``rev:path`` is in the snapshot (large blobs can be absent)."""
+        proc = subprocess.run(
+            ["git", f"--git-dir={self.git_dir}", "cat-file", "-e", f"{rev}:{path}"], capture_output=True, check=False
+        )
+        return proc.returncode == 0
+
     def read_json(self, rev: str, path: str) -> Any:
         blob = self.read(rev, path)
         return None if blob is None else orjson.loads(blob)
@@ -124,6 +131,7 @@ class RunBuilder:
     protocol: str
     resolved: bool | None
     tools: list[Json] | None = None
+    part: str = "tune"  # "tune" (rules are tuned on it) or "test" (held out); set from the source's origin
     pool: list[Json] = field(default_factory=list)
     requests: list[Json] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -148,6 +156,7 @@ class RunBuilder:
     def record(self) -> Json:
         return {
             "source": self.source,
+            "part": self.part,
             "run": self.run,
             "scaffold": self.scaffold,
             "model": self.model,
@@ -674,11 +683,349 @@ def source_msb(mirror: Path) -> Iterator[RunBuilder]:
             yield b
 
 
+# --------------------------------------------------------------------------- source: AutoCodeRover (test part)
+
+
+ACR_REPO = "nus-apr/auto-code-rover"
+ACR_COMMIT = "3536ac292e3062ffb3f6e98457958e2b803228d6"
+"""Repository HEAD (main); the results/ folder was committed with the initial commit ``7866b17``
+(2024-04-09) and its reports re-evaluated in ``da4c043`` (2024-06-10)."""
+ACR_RUNS: list[tuple[str, str]] = [
+    # (source id, run folder under results/); both gpt-4-0125-preview on SWE-bench Lite
+    ("acr-gpt4-lite-run1", "acr-run-1"),  # conf/vanilla-lite.conf: stratified search, no validation
+    ("acr-gpt4-lite-validation", "acr-val-only"),  # the same with patch validation (test results fed back)
+]
+ACR_PER_CLASS = 75
+ACR_COMPLAINTS = ("The search API calls seem not valid", "Your edit could not be applied to the program")
+"""How the agent's messages begin when it could not use the model's answer (all proxy tries gave no
+valid JSON; no patch could be extracted): counted as format-error events."""
+ACR_TASK_DIR = re.compile(r"^(?P<iid>.+)_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d$")
+
+
+def acr_numbered(files: list[str], prefix: str) -> dict[int, str]:
+    """``<prefix><n>.json`` files of a task folder by their number."""
+    out: dict[int, str] = {}
+    for path in files:
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith(prefix) and name.endswith(".json") and name[len(prefix) : -5].isdigit():
+            out[int(name[len(prefix) : -5])] = path
+    return out
+
+
+def acr_run(
+    source: str, run: str, model: str, resolved: bool | None, snap: Snapshot, rev: str, files: list[str]
+) -> RunBuilder:
+    """One task of an AutoCodeRover run from its dumped message threads.
+
+    ``conversation_round_<r>.json`` is the search thread saved before round ``r``'s first call
+    (the last one, after write_patch was dispatched, is the whole search thread); the reply at
+    index ``len(round r)`` is that round's API selection, which the proxy agent
+    (``agent_proxy_<r>.json``: one [system, user, assistant] thread per try) turned into JSON;
+    ``debug_agent_write_patch_<i>.json`` is the write-patch thread after try ``i`` (the search thread
+    under its own system prompt, then the patch prompt and the tries)."""
+    b = RunBuilder(
+        source=source,
+        run=run,
+        scaffold="autocoderover-2024.04 (text)",
+        model=model,
+        protocol="text",
+        resolved=resolved,
+    )
+
+    def thread(path: str) -> list[Json]:
+        raw = snap.read_json(rev, path)
+        if raw is None:
+            raise MissingSnapshot(f"{ACR_REPO}@{rev}: {path} absent from the snapshot")
+        return [{"role": m["role"], "content": m["content"]} for m in raw]
+
+    rounds = acr_numbered(files, "conversation_round_")
+    proxies = acr_numbered(files, "agent_proxy_")
+    patches = acr_numbered(files, "debug_agent_write_patch_")
+    if not rounds:
+        return b
+    search = thread(rounds[max(rounds)])
+    selection_round = {len(thread(path)): r for r, path in rounds.items() if r in proxies}
+    n_proxy = 0
+    for at, msg in enumerate(search):
+        if msg["role"] != "assistant":
+            continue
+        b.request(search[:at], msg)
+        if (r := selection_round.get(at)) is not None:
+            for proxy in snap.read_json(rev, proxies[r]) or []:
+                msgs = [{"role": m["role"], "content": m["content"]} for m in proxy]
+                b.request(msgs[:-1], msgs[-1])
+                n_proxy += 1
+    b.format_errors = sum(1 for m in search if m["role"] == "user" and str(m["content"]).startswith(ACR_COMPLAINTS))
+    tries = 0
+    if patches:
+        write = thread(patches[max(patches)])
+        for at in range(len(search), len(write)):
+            if write[at]["role"] == "assistant":
+                b.request(write[:at], write[at])
+                tries += 1
+            elif str(write[at]["content"]).startswith(ACR_COMPLAINTS):
+                b.format_errors += 1
+    b.notes.append(
+        f"search thread ({len(rounds) - 1} round(s)) replayed from conversation_round_*.json; "
+        f"{n_proxy} proxy-agent call(s) (JSON extraction of the API calls, response_format json_object) "
+        f"after each selection; {tries} write-patch tr(y/ies) from debug_agent_write_patch_*.json; "
+        "identical resends by the client's retry decorator are not recorded"
+    )
+    return b
+
+
+def source_acr(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(ACR_REPO, mirror)
+    rev = snap.require(ACR_COMMIT)
+    for source, folder in ACR_RUNS:
+        base = f"results/{folder}"
+        report = snap.read_json(rev, f"{base}/new_eval_results/report.json")
+        stats = snap.read_json(rev, f"{base}/stats.json")
+        if report is None or stats is None:
+            raise MissingSnapshot(f"{ACR_REPO}@{rev}: {base} report.json or stats.json absent")
+        folders: dict[str, dict[str, list[str]]] = {}  # instance -> task folder -> its files
+        for path in snap.ls(rev, base):
+            parts = path.split("/")
+            if (
+                len(parts) == 5
+                and parts[2] not in ("new_eval_results", "old_eval_results")
+                and (m := ACR_TASK_DIR.match(parts[3]))
+            ):
+                folders.setdefault(m.group("iid"), {}).setdefault("/".join(parts[:4]), []).append(path)
+        # one folder per instance (the category folder the run filed it under); the latest if several
+        tasks = {iid: found[max(found)] for iid, found in folders.items()}
+        resolved = set(report.get("resolved") or [])
+        labels = {iid: iid in resolved for iid in tasks}  # no applicable patch: unresolved
+        for run in balanced(list(tasks), labels, ACR_PER_CLASS):
+            b = acr_run(source, run, stats["model"], labels[run], snap, rev, tasks[run])
+            if len(b.requests) >= 2:
+                yield b
+
+
+# --------------------------------------------------------------------------- source: Moatless Tools (test part)
+
+
+MOAT_REPO = "aorwall/moatless-tools"
+MOAT_COMMIT = "91f874186e8298e5270c00a334c7a962bb4cdfad"
+"""'20241117_moatless_claude_3_5_sonnet_20241022 trajectories' (2024-11-17), on main; the code at this
+commit is the one its evaluation (moatless/benchmark/loop_evaluation.py) ran."""
+MOAT_DIR = "evaluations/20241117_moatless_claude_3_5_sonnet_20241022"
+MOAT_LABELS_COMMIT = "44852c4d90aa545b5f04beb941d024a2df92e9e6"
+MOAT_LABELS_PATH = "moatless/evaluation/datasets/resolved_submissions.json"
+MOAT_SUBMISSION = "20241117_moatless_claude-3.5-sonnet-20241022"
+"""The run's name on the SWE-bench Lite leaderboard, as resolved_submissions.json lists it."""
+MOAT_PER_CLASS = 75
+MOAT_EXAMPLES_HEADER = "\n\n# Examples\nHere are some examples of how to use the available actions:\n\n"
+"""What CodingAgent.generate_system_prompt appends to the system prompt when any offered action has
+few-shot examples (the search actions do); with tool-call responses it appends no example itself."""
+MOAT_RETRY_NOTES = (
+    "You're an autonomous agent that can't communicate with the user. Please provide a tool call.",
+    "The request was invalid. Please try again.",
+)
+"""How the completion layer's own retry messages begin (a reply without a valid tool call)."""
+
+
+def literal_constant(snap: Snapshot, rev: str, path: str, name: str) -> Any:
+    """A module-level literal ``name = ...`` from a Python file at ``rev``."""
+    src = snap.read(rev, path)
+    if src is None:
+        raise MissingSnapshot(f"{snap.repo}@{rev}: {path} absent")
+    for node in ast.parse(src.decode()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise RuntimeError(f"{name} not found in {path}")
+
+
+def strip_anthropic(message: Json) -> Json:
+    """An Anthropic message without the ``cache_control`` markers prompt caching moved onto its
+    newest blocks (they differ from call to call; the text is unchanged)."""
+    content = message["content"]
+    if isinstance(content, list):
+        content = [{k: v for k, v in block.items() if k != "cache_control"} for block in content]
+    return {"role": message["role"], "content": content}
+
+
+def anthropic_to_chat(message: Json) -> list[Json]:
+    """An Anthropic Messages-API message as OpenAI chat messages: text blocks become the content
+    (joined by newlines), tool_use blocks tool_calls (the source's ids, ``input`` as a JSON string),
+    each tool_result block a ``tool`` message, a user's text blocks one user message after them."""
+    role, content = message["role"], message["content"]
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
+    texts = [block["text"] for block in content if block.get("type") == "text"]
+    if role == "assistant":
+        msg: Json = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+        calls = [
+            {
+                "id": block["id"],
+                "type": "function",
+                "function": {"name": block["name"], "arguments": orjson.dumps(block.get("input") or {}).decode()},
+            }
+            for block in content
+            if block.get("type") == "tool_use"
+        ]
+        if calls:
+            msg["tool_calls"] = calls
+        return [msg]
+    out: list[Json] = []
+    for block in content:
+        if block.get("type") == "tool_result":
+            result = block.get("content")
+            if isinstance(result, list):
+                result = "\n".join(part.get("text", "") for part in result if isinstance(part, dict))
+            out.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": result})
+    if texts:
+        out.append({"role": role, "content": "\n".join(texts)})
+    return out
+
+
+def moatless_completion(b: RunBuilder, system: str, completion: Json, base: int) -> int:
+    """The requests behind one logged completion. Its ``input`` is the message list of the last
+    attempt: the ``base`` messages the agent built, then for every earlier attempt that was retried
+    an (assistant, user) pair the retry appended. Each attempt is a request; an earlier attempt's
+    reply is the assistant message of its pair, the last one's the logged response.
+    Returns the number of retried attempts."""
+    sent = [strip_anthropic(m) for m in completion["input"]]
+    chat: list[list[Json]] = [anthropic_to_chat(m) for m in sent]
+    head = [{"role": "system", "content": system}]
+
+    def upto(n: int) -> list[Json]:
+        return head + [m for part in chat[:n] for m in part]
+
+    retries = max(0, (len(sent) - base) // 2)
+    for k in range(retries):
+        at = base + 2 * k
+        reply = chat[at][0] if sent[at]["role"] == "assistant" else None
+        b.request(upto(at), reply)
+        note = sent[at + 1]["content"]
+        text = note if isinstance(note, str) else " ".join(str(x.get("content") or x.get("text") or "") for x in note)
+        if MOAT_RETRY_NOTES[0] in text or MOAT_RETRY_NOTES[1] in text:
+            b.format_errors += 1
+    response = completion.get("response") or {}
+    reply = None
+    if isinstance(response, dict) and isinstance(response.get("content"), list):
+        reply = anthropic_to_chat({"role": "assistant", "content": response["content"]})[0]
+    b.request(upto(len(sent)), reply)
+    return retries
+
+
+def moatless_internal_retries(sent: list[Json]) -> int:
+    """Trailing (assistant, user) pairs the completion layer appended itself (reply without a valid
+    tool call), recognised by its retry message."""
+    n = 0
+    while len(sent) >= 2 * n + 2 and sent[-2 * n - 2]["role"] == "assistant":
+        note = sent[-2 * n - 1]["content"]
+        text = note if isinstance(note, str) else " ".join(str(x.get("content") or x.get("text") or "") for x in note)
+        if not any(m in text for m in MOAT_RETRY_NOTES):
+            break
+        n += 1
+    return n
+
+
+def moatless_run(run: str, traj: Json, resolved: bool | None, identify_prompt: str) -> RunBuilder:
+    """One trajectory: per node, the agent's action completion (``build_action``) and, for search
+    actions, their code-identification completion (``execute_action``), in node order.
+
+    Where a node's attempts were retried, its logged input holds the messages the agent built for
+    the node (``base``) plus one (assistant, user) pair per retried attempt. The history grows by
+    the node's action and observation from one node to the next, so ``base`` is carried along
+    (+2 a node) from the first node's (its leading task message(s)); when a node's input does not
+    fit that (its history was rebuilt shorter, or the message after ``base`` is carried on into the
+    next node's input, so it is history, not a retry), ``base`` is re-synchronised to the input
+    less the completion layer's own recognisable retry pairs, and the node is noted."""
+    agent = traj["agent"]
+    b = RunBuilder(
+        source="moatless-claude35-sonnet-lite",
+        run=run,
+        scaffold="moatless-tools-0.0.3 (claude tool use)",
+        model=agent["completion"]["model"],
+        protocol="tools",
+        resolved=resolved,
+    )
+    system = agent["system_prompt"] + MOAT_EXAMPLES_HEADER
+    builds = [
+        [strip_anthropic(m) for m in c["input"]] if (c := (n.get("completions") or {}).get("build_action")) else None
+        for n in traj["nodes"]
+    ]
+    base: int | None = None
+    retried = identify = resynced = branched = 0
+    previous = None
+    for at, node in enumerate(traj["nodes"]):
+        if previous is not None and node.get("parent_id") != previous:
+            branched += 1
+        previous = node.get("node_id")
+        completions = node.get("completions") or {}
+        build = completions.get("build_action")
+        sent = builds[at]
+        if build and sent is not None and "input" in build:
+            if base is None:  # the first action: the root's task message(s) only
+                base = next((i for i, m in enumerate(sent) if m["role"] == "assistant"), len(sent))
+            following = next((x for x in builds[at + 1 :] if x is not None), None)
+            extra = len(sent) - base
+            fits = (
+                base >= 1
+                and extra >= 0
+                and extra % 2 == 0
+                and all(
+                    sent[base + 2 * k]["role"] == "assistant" and sent[base + 2 * k + 1]["role"] == "user"
+                    for k in range(extra // 2)
+                )
+                and (extra == 0 or following is None or len(following) <= base or following[base] != sent[base])
+            )
+            if not fits:
+                resynced += 1
+                base = len(sent) - 2 * moatless_internal_retries(sent)
+            retried += moatless_completion(b, system, build, base)
+            base += 2  # the next node's history adds this node's action and observation
+        execute = completions.get("execute_action")
+        if isinstance(execute, dict) and "input" in execute:
+            retried += moatless_completion(b, identify_prompt, execute, 1)
+            identify += 1
+    b.notes.append(
+        "requests are the logged completions' input (Anthropic messages, converted to chat: tool_use -> tool_calls, "
+        "tool_result -> tool messages; cache_control markers dropped), each after a system message: the agent's "
+        "system_prompt plus the few-shot header generate_system_prompt adds (inferred from the code), or the "
+        "search actions' IDENTIFY_SYSTEM_PROMPT for their code-identification calls; tool schemas not recorded"
+    )
+    if identify:
+        b.notes.append(f"{identify} code-identification call(s) of search actions, each a conversation of its own")
+    if retried:
+        b.notes.append(
+            f"{retried} retried attempt(s) rebuilt from the retry pairs in the next attempt's input "
+            "(their replies as the agent put them back into the history)"
+        )
+    if resynced:
+        b.notes.append(f"{resynced} node(s) whose input did not continue the history: split re-synchronised there")
+    if branched:
+        b.notes.append(f"{branched} node(s) whose parent is not the node before")
+    return b
+
+
+def source_moatless(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(MOAT_REPO, mirror)
+    rev = snap.require(MOAT_COMMIT)
+    labels_rev = snap.require(MOAT_LABELS_COMMIT)
+    submissions = snap.read_json(labels_rev, MOAT_LABELS_PATH)
+    if submissions is None:
+        raise MissingSnapshot(f"{MOAT_REPO}@{labels_rev}: {MOAT_LABELS_PATH} absent")
+    identify_prompt = literal_constant(snap, rev, "moatless/actions/search_base.py", "IDENTIFY_SYSTEM_PROMPT")
+    paths = {p.split("/")[-2]: p for p in snap.ls(rev, MOAT_DIR) if p.endswith("/trajectory.json") and snap.has(rev, p)}
+    labels = {run: MOAT_SUBMISSION in (submissions.get(run) or {}).get("resolved_submissions", []) for run in paths}
+    for run in balanced(list(paths), labels, MOAT_PER_CLASS):
+        traj = snap.read_json(rev, paths[run])
+        if traj is None:
+            continue
+        b = moatless_run(run, traj, labels[run], identify_prompt)
+        if len(b.requests) >= 2:
+            yield b
+
+
 # --------------------------------------------------------------------------- manifest
 
 ORIGINS: dict[str, Json] = {
     "openhands": {
         "repository": OH_REPO,
+        "part": "tune",
         "data_commit": OH_COMMIT,
         "data_commit_note": "commit 'uploading some exp data' (2024-12-09); the folder was deleted again in d74b5f6, so it is read from history",
         "paths": [
@@ -695,6 +1042,7 @@ ORIGINS: dict[str, Json] = {
     },
     "mswea2": {
         "repository": MSWEA_REPO,
+        "part": "tune",
         "data_commit": MSWEA_REF,
         "data_commit_note": "head of refs/pull/816 (an outside contributor's PR that committed run outputs; never merged)",
         "paths": [
@@ -711,6 +1059,7 @@ ORIGINS: dict[str, Json] = {
     },
     "msb": {
         "repository": MSB_REPO,
+        "part": "tune",
         "data_commit": MSB_COMMIT,
         "data_commit_note": "repository HEAD ('add bench logs'); the run folders were added 2024-08-25",
         "paths": [
@@ -728,6 +1077,7 @@ ORIGINS: dict[str, Json] = {
     },
     "mswea1": {
         "repository": MSWEA1_REPO,
+        "part": "tune",
         "data_commit": MSWEA1_COMMIT,
         "data_commit_note": "repository HEAD (a fork of mini-swe-agent that committed its SWE-bench runs)",
         "paths": [
@@ -742,8 +1092,55 @@ ORIGINS: dict[str, Json] = {
         "selection": "the four runs of the fork's stock agent (gpt-5-nano, gpt-5-mini at three reasoning settings); "
         "every trajectory with at least 2 requests",
     },
+    "acr": {
+        "repository": ACR_REPO,
+        "part": "test",
+        "data_commit": ACR_COMMIT,
+        "data_commit_note": "repository HEAD (main); results/ was added in the initial commit 7866b17 (2024-04-09), "
+        "the reports re-evaluated in da4c043 (2024-06-10)",
+        "paths": [
+            "results/<run>/<category>/<instance>_<date>/conversation_round_<r>.json",
+            "results/<run>/<category>/<instance>_<date>/agent_proxy_<r>.json",
+            "results/<run>/<category>/<instance>_<date>/debug_agent_write_patch_<i>.json",
+            "results/<run>/new_eval_results/report.json",
+            "results/<run>/stats.json",
+        ],
+        "licence": "GPL-3.0 at the commit that added the data (7866b17); the repository's LICENSE is now a dual "
+        "AGPL-3.0 (non-commercial) / commercial licence",
+        "licence_file": "LICENSE",
+        "scaffold_version": "AutoCodeRover, initial public release (runs name an unpublished commit a5f016d; prompts match "
+        "app/ at 7866b17): stratified search rounds with text API calls, proxy agent, write_patch",
+        "benchmark": "SWE-bench Lite (300 instances per run)",
+        "label_source": "results/<run>/new_eval_results/report.json (SWE-bench harness) 'resolved' true; every other task "
+        "of the run false (no applicable patch counts as unresolved)",
+        "selection": f"up to {ACR_PER_CLASS} resolved + {ACR_PER_CLASS} unresolved, fixed stride over sorted instance ids",
+    },
+    "moatless": {
+        "repository": MOAT_REPO,
+        "part": "test",
+        "data_commit": MOAT_COMMIT,
+        "data_commit_note": "'20241117_moatless_claude_3_5_sonnet_20241022 trajectories' (2024-11-17, main); labels from "
+        f"{MOAT_LABELS_PATH} at {MOAT_LABELS_COMMIT[:7]} (2025-05-30, main)",
+        "paths": [
+            f"{MOAT_DIR}/<instance>/trajectory.json",
+            f"{MOAT_LABELS_PATH} (at the labels commit)",
+            "moatless/actions/search_base.py (IDENTIFY_SYSTEM_PROMPT)",
+            "moatless/agent/code_agent.py, moatless/completion/completion.py (how requests are built; read, not run)",
+        ],
+        "licence": "MIT",
+        "licence_file": "LICENSE (at the data commit)",
+        "scaffold_version": "Moatless Tools 0.0.3 (pyproject; the run calls itself 'moatless_tools_0_4'): CodingAgent with "
+        "Claude tool use (SemanticSearch, FindClass, FindFunction, FindCodeSnippet, ViewCode, str_replace_editor, "
+        "Finish, Reject), message history, search actions' code-identification calls",
+        "benchmark": "SWE-bench Lite (300 trajectories committed, some blobs absent from the snapshot)",
+        "label_source": f"resolved_submissions.json (the repository's digest of the SWE-bench leaderboard runs): resolved if "
+        f"'{MOAT_SUBMISSION}' is among the instance's resolved submissions, else unresolved",
+        "selection": f"up to {MOAT_PER_CLASS} resolved + {MOAT_PER_CLASS} unresolved among the trajectories present, "
+        "fixed stride over sorted instance ids",
+    },
     "coder": {
         "repository": CODER_REPO,
+        "part": "tune",
         "data_commit": CODER_COMMIT,
         "data_commit_note": "repository HEAD",
         "paths": ["trajs/<instance>.traj", "results.json", "config/roles/*.yml"],
@@ -765,7 +1162,8 @@ def write_manifest(path: Path, mirror: Path, by_source: dict[str, list[RunBuilde
         entries.append(
             {
                 "id": source,
-                **{k: v for k, v in origin.items() if k != "repository"},
+                "part": origin["part"],
+                **{k: v for k, v in origin.items() if k not in ("repository", "part")},
                 "repository": origin["repository"],
                 "snapshot_head": snap.head(),
                 "scaffold": sorted({b.scaffold for b in builders}),
@@ -792,6 +1190,8 @@ SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "mswea1": source_mswea1,
     "coder": source_coder,
     "msb": source_msb,
+    "acr": source_acr,
+    "moatless": source_moatless,
 }
 
 
@@ -814,6 +1214,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, build in SOURCES.items():
             for b in build(args.mirror):
+                b.part = ORIGINS[name]["part"]
                 by_source.setdefault(b.source, []).append(b)
                 origin_of[b.source] = name
     except MissingSnapshot as e:
