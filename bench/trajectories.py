@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import multiprocessing
 import random
 import statistics
 import sys
 import tomllib
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,17 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from measures import Measured, Tripped, measure, observed_turns  # noqa: E402
+
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
+from proxy.engine.detectors import BY_NAME  # noqa: E402
+from proxy.engine.detectors.failure_reads import evidence_to_read, next_kind, resolved  # noqa: E402
 from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
+from proxy.engine.state.failure import RepairState  # noqa: E402
 from proxy.engine.text.messages import content_text  # noqa: E402
 from proxy.engine.text.nudges import complains  # noqa: E402
+from proxy.settings.kinds import Ask, CallKind  # noqa: E402
 from proxy.settings.policy import Policy, policy_from_mapping  # noqa: E402
 
 CORPUS = HERE / "corpus" / "data"
@@ -65,6 +72,8 @@ class Run:
     tools: list[Any] | None
     pool: list[dict[str, Any]]
     requests: list[dict[str, Any]]
+    part: str = "tune"
+    """`tune` (rules are written and judged against it) or `test` (opened only to measure)."""
 
     @property
     def key(self) -> str:
@@ -98,6 +107,7 @@ def load_runs(folder: Path = CORPUS, sources: set[str] | None = None) -> Iterato
                     raw.get("tools"),
                     raw["pool"],
                     raw["requests"],
+                    raw.get("part", "tune"),
                 )
 
 
@@ -114,6 +124,10 @@ class Fired:
     detail: str
     text: str = ""
     """The instruction or hand-back the proxy would have placed (empty for a gate)."""
+    shadow: bool = False
+    """Its pattern runs in shadow: `action` is what it would have done; it did nothing."""
+    measured: Measured | None = None
+    """The measures that need no judge (`measures.py`)."""
 
 
 @dataclass(slots=True)
@@ -140,10 +154,42 @@ def _reply_view(reply: dict[str, Any]) -> ReplyView:
     return ReplyView(content_text(reply.get("content")), names, arguments)
 
 
+def _bodies(run: Run) -> Iterator[list[dict[str, Any]]]:
+    for index in range(len(run.requests)):
+        yield run.messages(index)
+
+
+def _step(repair: RepairState) -> tuple[CallKind, str | None]:
+    """The kind of the next step on the live failure, and the file a read of it names."""
+    kind = next_kind(repair)
+    if kind is not CallKind.READ:
+        return kind, None
+    paths = [resolved(repair, path) for path, _line, _why in evidence_to_read(repair)]
+    unread = [p for p in paths if p not in repair.read_since_failure]
+    return kind, unread[0] if unread else None
+
+
+def _acted(run: Run, index: int) -> bool | None:
+    """The model's reply to request `index` made a call its agent took: what the agent sent next
+    after it is a result, not a complaint (None: the run ends there)."""
+    if index + 1 >= len(run.requests):
+        return None
+    known = len(run.requests[index]["messages"])
+    for message in run.messages(index + 1)[known:]:
+        role = message.get("role")
+        if role == "user" and complains(content_text(message.get("content"))):
+            return False
+        if role in ("tool", "user"):
+            return True
+    return None
+
+
 def replay_run(run: Run, policy: Policy) -> Replayed:
-    """Every request of `run` through a fresh engine, as the proxy would read it."""
+    """Every request of `run` through a fresh engine, as the proxy would read it, each trip
+    measured against what the recorded run did next (`measures`)."""
     engine = Engine.of(policy)
     out = Replayed(run)
+    tripped: list[Tripped] = []
     for index in range(len(run.requests)):
         body = {"model": run.model, "messages": run.messages(index)}
         if run.tools:
@@ -155,9 +201,25 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
             continue
         decision = planned.decision
         texts = {i.turn: i.text for i in decision.placed}
+        repair = decision.state.repair
         for trip in decision.new_trips:
             text = decision.halt.text if decision.halt is not None else texts.get(trip.turn, "")
-            out.fired.append(Fired(run.key, index, trip.turn, trip.pattern, trip.action.value, trip.detail, text))
+            out.fired.append(
+                Fired(run.key, index, trip.turn, trip.pattern, trip.action.value, trip.detail, text, trip.shadow)
+            )
+            asks = BY_NAME[trip.pattern].asks
+            tripped.append(
+                Tripped(
+                    trip.pattern,
+                    asks,
+                    trip.turn,
+                    trip.since,
+                    repair.failing_key,
+                    repair.failing_scripts,
+                    step=_step(repair) if asks is Ask.STEP else None,
+                    acted=_acted(run, index) if asks is Ask.CALL else None,
+                )
+            )
         reply = run.reply(index)
         if reply is not None and decision.halt is None and decision.reply.gates:
             judgement = judge(_reply_view(reply), decision.reply)
@@ -165,7 +227,11 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
                 turn = decision.state.turns
                 refusal = judgement.refusal
                 why = f"refused by {refusal.pattern}: {refusal.reason}" if refusal else "the recorded reply is held"
-                out.fired.append(Fired(run.key, index, turn, f"gate:{judgement.gate.value}", "retry", why))
+                gate = f"gate:{judgement.gate.value}"
+                out.fired.append(Fired(run.key, index, turn, gate, "retry", why))
+                tripped.append(Tripped(gate, None, turn, 0, repair.failing_key, repair.failing_scripts))
+    turns = observed_turns(_bodies(run), engine.rules.classifier)
+    out.fired = [replace(f, measured=measure(turns, t)) for f, t in zip(out.fired, tripped, strict=True)]
     return out
 
 
@@ -173,38 +239,83 @@ def _share(hit: int, total: int) -> str:
     return f"{hit}/{total} ({100 * hit / total:.0f}%)" if total else "0/0"
 
 
-def report(replays: list[Replayed]) -> str:
-    """The per-pattern table, the failure model's bar, and intrusive actions on resolved runs."""
+PARTS = ("tune", "test")
+
+
+def _rate(flags: list[bool | None]) -> str:
+    known = [f for f in flags if f is not None]
+    return f"{sum(known)}/{len(known)}" if known else "-"
+
+
+def _pattern_row(replays: list[Replayed], pattern: str) -> list[str]:
+    """One part's figures for one pattern: runs tripped among resolved and unresolved, the median
+    first turn, acting force/halt on resolved runs, and the measures that need no judge."""
     resolved = [r for r in replays if r.run.resolved is True]
     unresolved = [r for r in replays if r.run.resolved is False]
-    patterns = sorted({f.pattern for r in replays for f in r.fired})
-    lines = [
-        f"{len(replays)} runs ({len(resolved)} resolved, {len(unresolved)} unresolved), "
-        f"{sum(r.requests for r in replays)} requests, {sum(r.failed for r in replays)} not analysable",
-        "",
-        f"{'pattern':28} {'resolved runs':>16} {'unresolved runs':>16} {'median 1st turn':>16} {'force/halt on resolved':>24}",
+    fired = [f for r in replays for f in r.fired if f.pattern == pattern]
+    firsts = [min(f.turn for f in r.fired if f.pattern == pattern) for r in replays if _fires(r, pattern)]
+    intrusive = sum(
+        1 for r in resolved for f in r.fired if f.pattern == pattern and f.action in INTRUSIVE and not f.shadow
+    )
+    measured = [f.measured for f in fired if f.measured is not None]
+    lates = [m.late for m in measured if m.late is not None]
+    return [
+        _share(sum(_fires(r, pattern) for r in resolved), len(resolved)),
+        _share(sum(_fires(r, pattern) for r in unresolved), len(unresolved)),
+        str(statistics.median(firsts)) if firsts else "-",
+        str(intrusive),
+        str(len(fired)),
+        _rate([m.redundant for m in measured]),
+        _rate([m.stale for m in measured]),
+        str(statistics.median(lates)) if lates else "-",
+        _rate([m.repeated for m in measured]),
     ]
-    for pattern in patterns:
-        firsts = [min(f.turn for f in r.fired if f.pattern == pattern) for r in replays if _fires(r, pattern)]
-        intrusive = sum(1 for r in resolved for f in r.fired if f.pattern == pattern and f.action in INTRUSIVE)
+
+
+_COLUMNS = ("res runs", "unres runs", "1st turn", "acting f/h res", "trips", "redundant", "stale", "late", "repeated")
+
+
+def report(replays: list[Replayed]) -> str:
+    """Per part (tune, test) side by side: the per-pattern table with the measures that need no
+    judge, the failure model's bar, intrusive actions on resolved runs; then per family."""
+    parts = {part: [r for r in replays if r.run.part == part] for part in PARTS}
+    lines: list[str] = []
+    for part, runs in parts.items():
+        resolved = [r for r in runs if r.run.resolved is True]
         lines.append(
-            f"{pattern:28} {_share(sum(_fires(r, pattern) for r in resolved), len(resolved)):>16} "
-            f"{_share(sum(_fires(r, pattern) for r in unresolved), len(unresolved)):>16} "
-            f"{statistics.median(firsts) if firsts else '-':>16} {intrusive:>24}"
+            f"{part}: {len(runs)} runs ({len(resolved)} resolved, "
+            f"{sum(r.run.resolved is False for r in runs)} unresolved), {sum(r.requests for r in runs)} requests, "
+            f"{sum(r.failed for r in runs)} not analysable; families: "
+            + ", ".join(sorted({r.run.scaffold for r in runs}))
         )
-    model = sum(any(_fires(r, p) for p in FAILURE_MODEL) for r in resolved)
-    intrusive_all = sum(1 for r in resolved for f in r.fired if f.action in INTRUSIVE)
-    lines += [
-        "",
-        f"failure model (reverify_owed, stuck_same_diagnostic) on resolved runs: {_share(model, len(resolved))} (bar: at most 10%)",
-        f"force or halt on resolved runs: {intrusive_all} (bar: 0)",
-    ]
-    by_source: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in replays:
-        for f in r.fired:
-            by_source[r.run.source][f.pattern] += 1
+    patterns = sorted({f.pattern for r in replays for f in r.fired})
+    shadow = {f.pattern for r in replays for f in r.fired if f.shadow}
+    lines += ["", f"{'pattern':24} {'part':5} " + " ".join(f"{c:>14}" for c in _COLUMNS)]
+    for pattern in patterns:
+        name = pattern + (" (shadow)" if pattern in shadow else "")
+        for part, runs in parts.items():
+            if runs:
+                row = _pattern_row(runs, pattern)
+                lines.append(f"{name:24} {part:5} " + " ".join(f"{c:>14}" for c in row))
+                name = ""
     lines.append("")
-    lines.append("trips by source: " + "; ".join(f"{s}: {dict(c)}" for s, c in sorted(by_source.items())))
+    for part, runs in parts.items():
+        resolved = [r for r in runs if r.run.resolved is True]
+        model = sum(any(_fires(r, p) for p in FAILURE_MODEL) for r in resolved)
+        acting = sum(1 for r in resolved for f in r.fired if f.action in INTRUSIVE and not f.shadow)
+        lines.append(
+            f"{part}: failure model on resolved runs {_share(model, len(resolved))} (bar: at most 10%); "
+            f"acting force or halt on resolved runs: {acting} (bar: 0)"
+        )
+    lines += ["", "per family (trips, redundant, stale, median late, repeated):"]
+    for family in sorted({r.run.scaffold for r in replays}):
+        runs = [r for r in replays if r.run.scaffold == family]
+        cells = []
+        for pattern in patterns:
+            row = _pattern_row(runs, pattern)
+            if row[4] != "0":
+                cells.append(f"{pattern} {row[4]} red {row[5]} stale {row[6]} late {row[7]} rep {row[8]}")
+        lines.append(f"  [{runs[0].run.part}] {family}: " + ("; ".join(cells) or "no trips"))
     return "\n".join(lines)
 
 
@@ -229,7 +340,8 @@ def context(run: Run, fired: Fired, before: int = 8, after: int = 6, chars: int 
     lines = [
         f"=== {fired.run} request {fired.request} turn {fired.turn}: {fired.pattern} -> {fired.action}",
         f"run: {run.scaffold} / {run.model} / resolved={run.resolved}; {len(run.requests)} requests",
-        f"detail: {fired.detail}",
+        f"detail: {fired.detail}" + (" [shadow]" if fired.shadow else ""),
+        f"measures: {fired.measured}",
         "--- before (the end of the request):",
         *(_brief(m, chars) for m in messages[-before:]),
         "--- the proxy would say:",
@@ -345,33 +457,40 @@ def whole_run(replayed: Replayed, chars: int = 500) -> str:
 
 
 def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> str:
-    """Judged precision: the judgments of trips that still fire, by pattern. `within`: a trip the
-    same pattern makes up to this many requests later in the same run counts as the judged one
-    (a threshold moved by a turn or two fires in the same episode, later)."""
+    """Judged precision of the trips that still fire, by part and pattern, under the strict rubric
+    (`bench/corpus/README.md`: right only when the claim is true, the run was going wrong that way,
+    and the step asked for is not what the agent did next), with the older lenient judgments on a
+    line of their own. `within`: a trip the same pattern makes up to this many requests later in
+    the same run counts as the judged one."""
     if not path.exists():
         return "no judgments yet (bench/corpus/judgments.jsonl)"
-    verdicts: dict[tuple[str, int, str], str] = {}
+    part_of = {r.run.key: r.run.part for r in replays}
+    verdicts: dict[tuple[str, int, str], tuple[str, str]] = {}
     for line in path.read_bytes().splitlines():
         if line.strip():
             entry = orjson.loads(line)
-            verdicts[(entry["run"], int(entry["request"]), entry["pattern"])] = entry["verdict"]
+            key = (entry["run"], int(entry["request"]), entry["pattern"])
+            verdicts[key] = (entry["verdict"], entry.get("rubric", "lenient"))
     firing = {(f.run, f.request, f.pattern) for r in replays for f in r.fired}
     near = {(run, request - back, pattern) for run, request, pattern in firing for back in range(within + 1)}
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    for key, verdict in verdicts.items():
-        if key in near:
-            counts[key[2]][verdict] += 1
-            counts["all"][verdict] += 1
+    counts: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
+    for key, (verdict, rubric) in verdicts.items():
+        if key in near and key[0] in part_of:
+            for pattern in (key[2], "all"):
+                counts[(rubric, part_of[key[0]], pattern)][verdict] += 1
     where = f" (at the judged request or up to {within} later)" if within else ""
     lines = [f"judged trips that still fire{where} (right / wrong / unclear):"]
-    for pattern, c in sorted(counts.items()):
-        total = sum(c.values())
-        lines.append(
-            f"  {pattern:28} {c['right']} / {c['wrong']} / {c['unclear']}  precision {100 * c['right'] / total:.0f}%"
-        )
-    stale = len(verdicts) - sum(sum(c.values()) for p, c in counts.items() if p != "all")
+    for rubric in ("strict", "lenient"):
+        for (r, part, pattern), c in sorted(counts.items()):
+            if r != rubric:
+                continue
+            total = sum(c.values())
+            lines.append(
+                f"  {rubric:7} {part:5} {pattern:26} {c['right']} / {c['wrong']} / {c['unclear']}"
+                f"  precision {100 * c['right'] / total:.0f}%"
+            )
     unjudged = len(firing - verdicts.keys())
-    lines.append(f"  ({stale} judged trips no longer fire; {unjudged} firing trips not judged)")
+    lines.append(f"  ({unjudged} firing trips not judged)")
     return "\n".join(lines)
 
 
@@ -395,7 +514,11 @@ def complaint_runs(run: Run) -> int | None:
 
 
 def format_loops(replays: list[Replayed]) -> str:
-    """Runs with three complaints in a row, and how many a trip caught within 2 requests."""
+    """Per part: runs with three complaints in a row, and how many a trip caught within 2 requests."""
+    return "\n".join(_format_loops(part, [r for r in replays if r.run.part == part]) for part in PARTS)
+
+
+def _format_loops(part: str, replays: list[Replayed]) -> str:
     found = caught = 0
     missed: list[str] = []
     for replayed in replays:
@@ -407,14 +530,26 @@ def format_loops(replays: list[Replayed]) -> str:
             caught += 1
         else:
             missed.append(f"{replayed.run.key} (third complaint at request {at})")
-    line = (
-        f"format-error loops (3 complaints in a row): {found} runs, caught within 2 requests: {_share(caught, found)}"
-    )
+    line = f"{part}: format-error loops (3 complaints in a row): {found} runs, caught within 2 requests: {_share(caught, found)}"
     return "\n".join([line, *(f"  missed: {m}" for m in missed[:10])])
 
 
 def _fires(replayed: Replayed, pattern: str) -> bool:
     return any(f.pattern == pattern for f in replayed.fired)
+
+
+def _replay_one(job: tuple[Run, dict[str, Any] | None]) -> Replayed:
+    run, overrides = job
+    return replay_run(run, policy_for(run, {}, overrides))
+
+
+def replay_all(runs: list[Run], overrides: dict[str, Any] | None, jobs: int) -> list[Replayed]:
+    """Every run replayed on an engine of its own (in `jobs` processes: runs share no state)."""
+    work = [(run, overrides) for run in runs]
+    if jobs <= 1:
+        return [_replay_one(job) for job in work]
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        return pool.map(_replay_one, work, chunksize=4)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -423,6 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", help="print every trip of these patterns in context (comma-separated)")
     parser.add_argument(
         "--sample", type=int, default=0, help="print this many unjudged trips, drawn at random, in context"
+    )
+    parser.add_argument(
+        "--per-pattern", type=int, default=0, help="print up to this many unjudged trips of each pattern (stratified)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", help="TOML laid over each run's preset, e.g. '[patterns.reverify_owed]\\nafter = 3'")
@@ -433,15 +571,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--within", type=int, default=0, help="judged precision: count a trip up to this many requests later too"
     )
+    parser.add_argument("--part", choices=("tune", "test", "all"), default="all", help="which part to replay")
+    parser.add_argument(
+        "--open-test",
+        action="store_true",
+        help="let --show/--sample/--per-pattern/--run/--quiet print runs of the test part (to judge a finished "
+        "change; never while rules are being written)",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="processes to replay in")
     args = parser.parse_args(argv)
     sources = set(args.sources.split(",")) if args.sources else None
     cache: dict[str, Policy] = {}
     overrides = tomllib.loads(args.set.replace("\\n", "\n")) if args.set else None
-    runs = {run.key: run for run in load_runs(sources=sources)}
+    reading = bool(args.show or args.sample or args.per_pattern or args.run or args.quiet)
+    part = args.part
+    if reading and not args.open_test:
+        if part == "test":
+            raise SystemExit("the test part is opened only to judge a finished change: add --open-test")
+        part = "tune"
+    runs = {run.key: run for run in load_runs(sources=sources) if part in ("all", run.part)}
     if args.views:
         print(compare_views(list(runs.values()), cache, overrides))
         return 0
-    replays = [replay_run(run, policy_for(run, cache, overrides)) for run in runs.values()]
+    replays = replay_all(list(runs.values()), overrides, args.jobs)
     if args.run or args.quiet:
         chosen = [r for r in replays if r.run.key in set((args.run or "").split(","))]
         if args.quiet:
@@ -450,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         for replayed in chosen:
             print(whole_run(replayed), end="\n\n")
         return 0
-    if args.show or args.sample:
+    if args.show or args.sample or args.per_pattern:
         wanted = set(args.show.split(",")) if args.show else None
         fired = [
             f
@@ -458,10 +610,21 @@ def main(argv: list[str] | None = None) -> int:
             for f in r.fired
             if (wanted is None or f.pattern in wanted) and (not args.resolved_only or r.run.resolved)
         ]
-        if args.sample:
-            verdicts = _judged_keys()
+        if args.sample or args.per_pattern:
+            verdicts = _judged_keys(strict=True)
             fired = [f for f in fired if (f.run, f.request, f.pattern) not in verdicts]
-            fired = random.Random(args.seed).sample(fired, min(args.sample, len(fired)))
+            draw = random.Random(args.seed)
+            if args.per_pattern:
+                by_pattern: dict[str, list[Fired]] = defaultdict(list)
+                for f in fired:
+                    by_pattern[f.pattern].append(f)
+                fired = [
+                    x
+                    for p in sorted(by_pattern)
+                    for x in draw.sample(by_pattern[p], min(args.per_pattern, len(by_pattern[p])))
+                ]
+            else:
+                fired = draw.sample(fired, min(args.sample, len(fired)))
         for f in fired:
             print(context(runs[f.run], f), end="\n\n")
         return 0
@@ -473,11 +636,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _judged_keys(path: Path = JUDGMENTS) -> set[tuple[str, int, str]]:
+def _judged_keys(path: Path = JUDGMENTS, *, strict: bool = False) -> set[tuple[str, int, str]]:
+    """The trips judged already (under the strict rubric only, with `strict`)."""
     if not path.exists():
         return set()
     entries = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    return {(e["run"], int(e["request"]), e["pattern"]) for e in entries}
+    return {
+        (e["run"], int(e["request"]), e["pattern"])
+        for e in entries
+        if not strict or e.get("rubric", "lenient") == "strict"
+    }
 
 
 if __name__ == "__main__":

@@ -123,7 +123,9 @@ class Engine:
             # is empty and cheap to derive again, so it is not cached.
             self.cache.put((request.team, request.conversation), state)
         effects = Effects(
-            record_verdict=any(BY_NAME[t.pattern].remembered or t.action is Action.HALT for t in folded.new_trips),
+            record_verdict=any(
+                not t.shadow and (BY_NAME[t.pattern].remembered or t.action is Action.HALT) for t in folded.new_trips
+            ),
             clear_verdict=passed(folded.before, state),
             outcomes=state.outcomes[
                 max(0, len(state.outcomes) - (state.outcomes_total - folded.before.outcomes_total)) :
@@ -139,7 +141,7 @@ class Engine:
 
     def _remedies(self, trips: tuple[tuple[Trip, RepairState], ...], tools: list[Any] | None) -> tuple[Injection, ...]:
         """Each injecting trip's remedy, written from the failure model as it stood on its turn."""
-        injecting = [(t, repair) for t, repair in trips if t.action in _INJECTING]
+        injecting = [(t, repair) for t, repair in trips if t.acts in _INJECTING]
         if not injecting:
             return ()
         vocabulary = learn_vocabulary(tools, self.rules.classifier)

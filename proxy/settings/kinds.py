@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Action", "CallKind", "Placement"]
+__all__ = ["Action", "Ask", "CallKind", "Mode", "Placement"]
 
 
 class CallKind(StrEnum):
@@ -33,6 +33,33 @@ class Action(StrEnum):
     """Inject and take the tool being misused out of `tools` for one request."""
     HALT = "halt"
     """Answer the agent with an incomplete hand-back; no upstream call."""
+
+
+class Mode(StrEnum):
+    """Whether a pattern's trips act, or only count (a pattern earns the right to act)."""
+
+    ACT = "act"
+    """Its trips do what its ladder says."""
+    SHADOW = "shadow"
+    """Its trips are logged, counted and replayed with the action they would take, and change
+    nothing in the request or the reply: no instruction, no pinned call, no refusal, no hand-back."""
+
+
+class Ask(StrEnum):
+    """The step a pattern's instruction asks the agent for: what the corpus report checks the
+    recorded run against (did the agent take that step anyway, right after the trip?)."""
+
+    RERUN = "rerun"
+    """Re-run the failing check."""
+    CHANGE = "change"
+    """Make a change to the code."""
+    STOP = "stop"
+    """Stop making the call the trip names."""
+    CALL = "call"
+    """Make a (valid) tool call."""
+    STEP = "step"
+    """The next step on the live failure (`detectors.failure_reads`): a read of the evidence not read
+    since it appeared (the failing test, the line where it fails, the code under test), else a change."""
 
 
 class Placement(StrEnum):

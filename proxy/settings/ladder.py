@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, Mode
 
 __all__ = ["Frozen", "Ladder", "Rung"]
 
@@ -31,6 +31,9 @@ class Ladder(Frozen):
     after: int = Field(ge=1)
     action: Action = Action.NUDGE
     escalate: tuple[Rung, ...] = ()
+    mode: Mode = Mode.ACT
+    """`act`, or `shadow`: the pattern trips, logs and counts, and changes nothing (each pattern's
+    default is set by its measured precision on agents its rules were not written against)."""
 
     @model_validator(mode="after")
     def _rising(self) -> Ladder:

@@ -13,6 +13,7 @@ from chat import Chat
 from scenario_loader import analyse
 
 from proxy.engine.core import Engine
+from proxy.engine.detectors.reverify_owed import unseen_by
 from proxy.settings.policy import load_policy
 
 Call = tuple[str, dict[str, str], str]
@@ -270,25 +271,23 @@ CASES = [
         False,
     ),
     Case(
-        "a probe failing through the edited file ran the edit: one more edit after it owes no re-run",
+        "a probe failing through the edited file ran the edit: no re-run owed",
         "mswea1-cam-gpt5-nano/django__django-12193",
         [
             [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
             [bash(EDIT)],
             [bash(f"python -c '{PROBE}'", PROBE_FAILS_IN.format(file="/testbed/" + MARSHALLING), 1)],
-            [bash(EDIT_2)],
         ],
         "reverify_owed",
         False,
     ),
     Case(
-        "a probe failing in its own code only did not run the edit: one more edit after it owes a re-run",
+        "a probe failing in its own code only did not run the edit: a re-run owed",
         "mswea1-cam-gpt5-nano/django__django-12193",
         [
             [bash("python reproduce_issue.py", ATTRIBUTE, 1)],
             [bash(EDIT)],
             [bash(f"python -c '{PROBE}'", PROBE_FAILS_IN.format(file="<string>"), 1)],
-            [bash(EDIT_2)],
         ],
         "reverify_owed",
         True,
@@ -854,6 +853,12 @@ CASES = [
 ]
 
 
+OWED = "reverify_owed"
+"""A case about what is an edit of the sources asks whether, at its end, a re-run of the check is
+due as `reverify_owed` counts it (the failure model's flag, on edits the check can see), not when
+the pattern speaks of it (it waits for the agent to move on: its own cases are in tests/scenarios)."""
+
+
 def _trips(case: Case) -> list[str]:
     engine = Engine.of(load_policy("mini_swe_agent"))
     chat = Chat(system=case.system, tools=BASH, user="Fix the issue described in the PR.")
@@ -863,6 +868,9 @@ def _trips(case: Case) -> list[str]:
         planned = analyse(engine, chat.bytes())
         assert planned is not None
         tripped += [t.pattern for t in planned.decision.new_trips]
+        repair = planned.decision.state.repair
+    if repair.reverify_owed and not unseen_by(repair):
+        tripped.append(OWED)
     return tripped
 
 

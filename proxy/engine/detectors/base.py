@@ -22,7 +22,7 @@ from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts, UserFacts
 from proxy.engine.text.salvage import OfferedTool
-from proxy.settings.kinds import CallKind
+from proxy.settings.kinds import Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 from proxy.settings.problems import ConfigProblem, problems_of
 
@@ -153,6 +153,10 @@ class Detector(Generic[S, Opts]):
     reply is held only while some pattern may); None: the pattern never blocks."""
     futile: Callable[[S, Proposal, RemedyContext, Opts], Refusal | None] | None = None
     """The block rung's judgement of one proposed call, given `blocks` said it may refuse."""
+    asks: Ask = Ask.STOP
+    """The step its instruction asks for (re-run the check, make a change, stop making the call
+    it names, make a call): what the corpus report checks the recorded run's next calls against,
+    to count the trips whose step the agent was taking anyway (redundant)."""
     judges_text: bool = False
     """The block rung also judges calls an agent writes in its text protocol. Off where the
     agent's own tool keeps state the proxy does not see (SWE-agent's open file and window, its
@@ -189,6 +193,8 @@ class Detector(Generic[S, Opts]):
         blocks, futile = self.blocks, self.futile
         if blocks is None or futile is None or not isinstance(options, type(self.options)):
             return None
+        if options.mode is Mode.SHADOW:
+            return None  # a pattern in shadow refuses nothing
         if text and not self.judges_text:
             return None
         state = states.get(self)
@@ -229,6 +235,8 @@ class Pattern(Protocol):
     def watched(self) -> bool: ...
     @property
     def remembered(self) -> bool: ...
+    @property
+    def asks(self) -> Ask: ...
 
     def configure(self, table: Mapping[str, Any], source: str) -> tuple[Ladder | None, list[ConfigProblem]]: ...
 

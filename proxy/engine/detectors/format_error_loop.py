@@ -32,7 +32,7 @@ from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.text.protocols import FORMS
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, Ask
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -116,4 +116,5 @@ DETECTOR = Detector(
     force=force,
     on_user=on_user,
     episodic=False,  # a person's message ends nothing here: only a call does
+    asks=Ask.CALL,
 )

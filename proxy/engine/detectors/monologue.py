@@ -28,7 +28,7 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.state.patterns import UserFacts
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, Ask
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME", "normalised"]
@@ -82,5 +82,12 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
 
 
 DETECTOR = Detector(
-    name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, episodic=False, on_user=on_user
+    name=NAME,
+    initial=State(),
+    fold=fold,
+    options=OPTIONS,
+    remedy=remedy,
+    episodic=False,
+    on_user=on_user,
+    asks=Ask.CALL,
 )

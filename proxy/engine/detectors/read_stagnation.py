@@ -38,13 +38,13 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import UserFacts
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, Ask, CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
 
 NAME = "read_stagnation"
-AFTER = 10
+AFTER = 3
 """Consecutive read-or-search-only turns without a change (one of them a re-read) that trip the pattern.
 Judged on real runs (bench/trajectories.py --within 4): at 8, 8 of 49 judged trips were on
 explorations that were converging (the agents edited within a few turns); at 10, 4 of 42."""
@@ -96,6 +96,13 @@ class State:
     """(file, times read) in this run, most read first."""
     recent: tuple[tuple[str, ...], ...] = ()
     """The run's last few turns' reads of a named file (keys), oldest first."""
+    revisits: int = 0
+    """Turns of the run that read again something it had read, showing the same thing."""
+    began: int = 0
+    """The turn the run began."""
+    last: tuple[frozenset[str], ...] = ()
+    """The last two turns' reads (with what they showed): a read of one of them again is the
+    loop of one or two calls that repeat_call and ping_pong name, not a revisit counted here."""
 
     @property
     def reread(self) -> bool:
@@ -119,7 +126,8 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         return State(), []
     keys = {f"{c.key}\x00{c.digest}" for c in reads}  # the same read showing something else is paging
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
-    again = bool(keys & state.seen)
+    near = frozenset().union(*state.last)
+    again = bool((keys & state.seen) - near)  # a read of the last two turns again: repeat_call's, ping_pong's
     state = State(
         run=state.run + 1,
         seen=state.seen | keys if len(state.seen) < _MAX_KEYS else state.seen,
@@ -127,18 +135,23 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         fired=state.fired,
         reads=_count(state.reads, paths),
         recent=(*state.recent, tuple(sorted(c.key for c in reads if c.kind is CallKind.READ and c.target)))[-_RECENT:],
+        revisits=state.revisits + (1 if again else 0),
+        began=state.began or facts.turn.ordinal,
+        last=(*state.last, frozenset(keys))[-2:],
     )
-    recent = state.reread and state.run - state.reread_at < ladder.reread_within
-    reached = [n for n in ladder.counts if n <= state.run and n not in state.fired] if recent else []
+    reached = [n for n in ladder.counts if n <= state.revisits and n not in state.fired] if again else []
     if not reached:
         return state, []
     action = ladder.action_at(max(reached))
     state = replace(state, fired=state.fired | set(reached))
     if action is None:
         return state, []
-    detail = f"{state.run} turns of reading and searching without a change, going back over what was read"
+    detail = (
+        f"{state.run} turns of reading and searching without a change, {state.revisits} of them going back "
+        "over what was read (the same read showing the same thing)"
+    )
     subject = state.reads[0][0] if state.reads else ""
-    return state, [facts.trip(NAME, action, detail, state.run, subject=subject)]
+    return state, [facts.trip(NAME, action, detail, state.run, subject=subject, since=state.began)]
 
 
 def on_user(state: State, facts: UserFacts, _ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
@@ -188,4 +201,5 @@ DETECTOR = Detector(
     on_user=on_user,
     blocks=blocks,
     futile=futile,
+    asks=Ask.CHANGE,
 )

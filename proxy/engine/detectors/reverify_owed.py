@@ -1,13 +1,15 @@
 """`reverify_owed`: successful edits landed on a live failure and the check was not re-run.
 
-Counts consecutive edit turns that leave a re-verify owed; fires when that count reaches
-a rung of the ladder (first `after`, default `AFTER`). Resets once the check is run again.
+Counts the turns of other work (neither an edit nor a re-run of the check) since the last edit
+that left a re-verify owed: the agent moved on without re-running. Fires when that count reaches a
+rung of the ladder (first `after`, default `AFTER`). Resets once the check is run again; another
+edit starts the count again (a change made in several steps is not moving on).
 
 Remedy: re-run the failing check exactly as it was made. `force` pins the policy's verify
 tool, else the tool that ran the failing check.
 
 Must never fire on: edits with no live failure; an edit followed by the re-run in the
-same turn; an edit put back as it was before (nothing left to re-verify); edits the check
+same turn; the turns between two halves of one edit (edit, look, edit); an edit put back as it was before (nothing left to re-verify); edits the check
 cannot see (a Python check after edits of Java, Go, Rust... sources only: `unseen_by`; corpus,
 SWE-agent on Java, a `python reproduce_bug.py` that raises on purpose, told to be re-run after
 edits of TextBuffer.java); edits a later run failed through (its traceback passes through an edited
@@ -23,20 +25,24 @@ from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext,
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.reading.commands import read_command
 from proxy.engine.state.failure import RepairState
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
 
 NAME = "reverify_owed"
-AFTER = 2
-"""Consecutive edit turns on a live failure without a re-run before the pattern trips.
-
-At 2, an agent that edits and then re-runs the check is never interrupted; one that stacks
-a second edit on an unverified one is told to re-run first (an agent that tries to stop
-right after one edit meets the done-gate instead). Every nudge stays in all later prompts,
-so 1 costs tokens on long runs."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
+AFTER = 3
+"""Turns of other work (no edit, no re-run) after the last unverified edit before the pattern trips:
+the agent moved on. Between two halves of one edit, or an edit and a look at it, it is silent.
+Measured on the corpus's tune part (bench/trajectories.py, --part tune): counting stacked edit
+turns (2, the old rule), 23 trips, 13 of 21 redundant (the agent re-ran the check within its next
+two calls anyway); counting turns of other work, at 1: 63 trips, 34 of 62 redundant; at 2: 27,
+11 of 26; at 3: 14, 7 of 14. Agents re-run when they are ready; the done gate holds the one move
+that matters (a finish while the re-run is owed). Hence shadow by default (`MODE`)."""
+MODE = Mode.SHADOW
+"""It counts and is replayed, and says nothing, until it is measured right on agents its rule was
+not written against (redundant at most 20%): see the README's pattern table."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
 _PYTHON = frozenset({"python", "python3", "pytest", "py.test"})
@@ -62,21 +68,29 @@ def unseen_by(repair: RepairState) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class State:
-    edit_turns: int = 0
-    """Edit turns in a row that left the re-verify owed."""
+    edits: int = 0
+    """Edit turns since the re-verify fell due."""
+    away: int = 0
+    """Turns since the last edit that neither edited nor re-ran the check: the agent moved on."""
+    since: int = 0
+    """The turn of the first edit the check has not seen."""
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
     if not facts.failure_model or not facts.after.reverify_owed or unseen_by(facts.after):
         return State(), []
-    if not any(c.changed_sources for c in facts.turn.calls):
-        return state, []
-    state = State(state.edit_turns + 1)
-    action = ladder.action_at(state.edit_turns)
+    turn = facts.turn
+    if any(c.changed_sources for c in turn.calls):
+        return State(state.edits + 1, 0, state.since or turn.ordinal), []
+    state = State(state.edits, state.away + 1, state.since or turn.ordinal)
+    action = ladder.action_at(state.away)
     if action is None:
         return state, []
-    detail = f"{state.edit_turns} edit turn(s) on a live failure without re-running the failing check"
-    return state, [facts.trip(NAME, action, detail, state.edit_turns)]
+    detail = (
+        f"{state.edits} edit turn(s) on a live failure, then {state.away} turn(s) of other work "
+        "without re-running the failing check"
+    )
+    return state, [facts.trip(NAME, action, detail, state.away, since=state.since)]
 
 
 def remedy(_trip: Trip, context: RemedyContext) -> str:
@@ -99,4 +113,5 @@ DETECTOR = Detector(
     remedy=remedy,
     episodic=False,  # the current-failure model never resets on user messages
     force=force,
+    asks=Ask.RERUN,
 )

@@ -39,7 +39,7 @@ from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, Ask, CallKind
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "FORCE_AT", "HALT_AT", "NAME"]
@@ -95,7 +95,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         f"the same failure came back {after} times in a row; "
         f"{facts.after.edits_on_failure} edit(s) since it appeared did not change it"
     )
-    return state, [facts.trip(NAME, action, detail, after)]
+    return state, [facts.trip(NAME, action, detail, after, since=facts.after.failing_since)]
 
 
 def remedy(_trip: Trip, context: RemedyContext) -> str:
@@ -170,4 +170,5 @@ DETECTOR = Detector(
     blocks=blocks,
     futile=futile,
     judges_text=True,
+    asks=Ask.STEP,
 )

@@ -162,7 +162,7 @@ def decide(
     messages = request.translation.messages
     positions = anchor_positions(messages, {i.anchor for i in state.injections} | {state.last_anchor})
     at_tail = positions.get(state.last_anchor) == len(messages) - 1
-    tail_trips = [t for t in state.trips if t.anchor == state.last_anchor] if at_tail else []
+    tail_trips = [t for t in state.trips if t.anchor == state.last_anchor and not t.shadow] if at_tail else []
     halt = next((t for t in tail_trips if t.action is Action.HALT), None)
     if halt is not None:
         text = handback_text(halt, state.repair, state.turns, state.progress.describe())

@@ -20,6 +20,8 @@ from functools import lru_cache
 
 import orjson
 
+from proxy.engine.reading.labels import bookkeeping_dropped
+
 __all__ = ["CODE_KEYS", "TEXT_KEYS", "payload", "unwrap"]
 
 CODE_KEYS = ("returncode", "exit_code", "exitcode", "exitCode", "return_code", "status_code")
@@ -75,6 +77,7 @@ def payload(text: str) -> str:
     """`text` without the agent's framing lines, stripped; empty when it said nothing else.
     Remembered for the last few texts: one result is read for its digest, its outcome and its
     evidence, each asking for its payload."""
+    text = bookkeeping_dropped(text)
     if "[Python Interpreter: " in text:
         text = _INTERPRETER.sub("", text)
     if "<" in text or "[" in text or "@" in text or "(" in text or "OBSERVATION" in text or "command" in text:

@@ -110,7 +110,7 @@ _READ_FAILURE = re.compile(
 """A read or search that found nothing to read: its first line says so."""
 _EDIT_FAILURE = re.compile(
     r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>|no file open)|"
-    r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find)\b|"
+    r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find|does not match anything)\b|"
     r"your proposed edit has introduced new syntax error|your changes have not been applied",
     re.IGNORECASE,
 )
@@ -252,14 +252,17 @@ def _installed_cannot_import(tail: str, errors: list[str]) -> bool:
 
 def rejected(text: str) -> bool:
     """The tool turned the call down (a missing or invalid argument, an unknown tool): the result
-    opens as an error and says why; or SWE-agent's editor refused the edit."""
+    opens as an error and says why (past the agent's framing); or SWE-agent's editor refused the edit."""
+    text = payload(text)
     head = _ERROR_HEAD.match(text) is not None and _REJECTED.search(text[:400]) is not None
     return head or ("our" in text and _EDITOR_REFUSED.search(text) is not None)
 
 
 def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
-    """How one call's result came out, judged by what kind of call made it."""
-    if is_error or _json_error(text) or rejected(text) or (kind not in _SHOWS_FILES and _usage_only(text)):
+    """How one call's result came out, judged by what kind of call made it. What the result opens
+    with is read past the agent's framing (SWE-agent's `OBSERVATION:` line, `envelope.payload`)."""
+    said = payload(text)
+    if is_error or _json_error(said) or rejected(said) or (kind not in _SHOWS_FILES and _usage_only(text)):
         return Outcome.FAIL
     text = text if text.endswith("\n") else text + "\n"
     code = exit_code(text)
@@ -268,14 +271,14 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     if kind is not CallKind.FINISH and code != 0 and any_marker(_BROKE, text[:600]):
         return Outcome.FAIL
     if kind is CallKind.EDIT:
-        if code not in (None, 0) or _EDIT_FAILURE.search(text[:400]):
+        if code not in (None, 0) or _EDIT_FAILURE.search(said[:400]):
             return Outcome.FAIL
         return Outcome.NEUTRAL
     if kind is CallKind.FINISH:
         return Outcome.NEUTRAL
     if kind in (CallKind.READ, CallKind.SEARCH, CallKind.POLL):
         # grep's exit 1 means "no match"; a read's content is not evidence of failure.
-        missing = kind is not CallKind.POLL and _READ_FAILURE.search(text[:300]) is not None
+        missing = kind is not CallKind.POLL and _READ_FAILURE.search(said[:300]) is not None
         return Outcome.FAIL if code not in (None, 0, 1) or missing else Outcome.NEUTRAL
     if code not in (None, 0):
         return Outcome.FAIL

@@ -30,19 +30,16 @@ Folded once per turn by `fold_failure`, by these rules:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
-from enum import StrEnum
+from dataclasses import replace
 
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
 from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.checks import (
     DIAGNOSTIC_KINDS,
     READS,
-    Changes,
     exercised,
     first_failure,
     is_check,
@@ -52,7 +49,8 @@ from proxy.engine.state.checks import (
     restores,
     rewrites,
 )
-from proxy.engine.state.seen import Seen, seen_after, settled, shown_whole
+from proxy.engine.state.repair import SIX_FIELDS, DiagnosticClass, RepairState
+from proxy.engine.state.seen import seen_after, settled
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
 
@@ -60,110 +58,6 @@ _MAX_FILES = 12
 _MAX_READ = 64
 _MAX_CALLED = 24
 _CALLED_SCAN = 32_000
-
-
-def _plain(value: object) -> object:
-    return value.value if isinstance(value, StrEnum) else value
-
-
-class DiagnosticClass(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-
-
-@dataclass(frozen=True, slots=True)
-class RepairState:
-    """The six fields of the current-failure model, plus what remedies quote."""
-
-    last_diagnostic_class: DiagnosticClass | None = None
-    last_diagnostic_signature: str | None = None
-    write_epoch: int = 0
-    same_diagnostic_streak: int = 0
-    edit_since_failure: bool = False
-    reverify_owed: bool = False
-    snippet: str = ""
-    """The live failure's evidence as printed."""
-    failing_tool: str = ""
-    failing_command: str = ""
-    """The call that produced the live failure: its tool and its shell command (or raw arguments)."""
-    failing_arguments: str = ""
-    failing_key: str = ""
-    """The failing call as `ObservedCall.key` (tool and sorted-key arguments): what a proposal of
-    the same call again is compared with."""
-    edits_on_failure: int = 0
-    """Successful edits since this failure first appeared that did not change it."""
-    pointers: Pointers = field(default_factory=Pointers)
-    """The failing test and location the live failure's latest output states (else the last stated)."""
-    read_since_failure: frozenset[str] = frozenset()
-    """Files read since the live failure first appeared."""
-    edited_since_failure: tuple[str, ...] = ()
-    """Files changed since the live failure first appeared, in order."""
-    failing_scripts: tuple[str, ...] = ()
-    """The program files the failing command runs (the check, when it is the agent's script)."""
-    check_rewritten: bool = False
-    """One of `failing_scripts` was written since the failure was last seen."""
-    called: tuple[str, ...] = ()
-    """Functions the live failure points at: its test's name less `test_`, then the names called
-    in its output, in order (at most `_MAX_CALLED`)."""
-    seen: Seen = ()
-    """The files read whole or in part, each with what its last read showed (`state.seen`),
-    dropped when the file changes: what an edit directive quotes."""
-    whole: frozenset[str] = frozenset()
-    """Of `seen`, the files whose last read showed them whole."""
-    probes: tuple[tuple[str, str], ...] = ()
-    """Probes run so far (the most recent `checks.MAX_PROBES`): each call's key and the signature its
-    last run failed with (empty: it did not fail)."""
-    quiet_since_failure: bool = False
-    """Since the live failure was last seen, only reads, searches and edits that changed nothing
-    ran: nothing that could change what the failing check sees."""
-    put_back: bool = False
-    """Since the live failure was last seen, the agent put the files it had changed back as they
-    were (`checks.restores`), and edited nothing after: the same failure next is the code without
-    its changes, not one more that failed to change it."""
-    changes: Changes = field(default_factory=Changes)
-    """The source files changed and not put back over the whole conversation (`checks.Changes`)."""
-
-    @property
-    def live(self) -> bool:
-        return self.last_diagnostic_class is DiagnosticClass.FAIL
-
-    @property
-    def predates(self) -> bool:
-        """The live failure first appeared on the agent's changes and was seen with every one of
-        them put back (`Changes.predates`): it is there without the agent's work, and not a failure
-        the agent began from (corpus, sphinx-8035: a docutils warning that failed a test on the
-        repository as it was, which the proxy told the agent to change the code for)."""
-        signature = self.last_diagnostic_signature
-        return self.live and signature is not None and self.changes.predates(signature)
-
-    def as_dict(self) -> dict[str, object]:
-        """The six fields, as replay and the admin API show them."""
-        return {name: _plain(getattr(self, name)) for name in SIX_FIELDS}
-
-    def current_failure(self) -> dict[str, object] | None:
-        """The hand-back's `current_failure` block; None when nothing is failing."""
-        if not self.live:
-            return None
-        return {
-            "class": DiagnosticClass.FAIL.value,
-            "signature": self.last_diagnostic_signature,
-            "snippet": self.snippet,
-            "same_diagnostic_streak": self.same_diagnostic_streak,
-        }
-
-    def shown_whole(self, path: str) -> str | None:
-        """What the agent's last read of `path` showed, when it showed the file whole and it has
-        not changed since."""
-        return shown_whole(self.seen, self.whole, path)
-
-    def shown(self, path: str) -> str | None:
-        """What the agent's last read of `path` showed, when it read it and has not changed it
-        since (paths compared as the agent wrote them, relative or absolute)."""
-        return next((text for known, text in reversed(self.seen) if same_file(known, path)), None)
-
-
-SIX_FIELDS = tuple(f.name for f in fields(RepairState))[:6]
-"""The current-failure model's own fields (the first six), in the order they are shown."""
 
 
 def _called(pointers: Pointers, output: str) -> tuple[str, ...]:
@@ -192,72 +86,21 @@ def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[froze
 
 
 def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: bool = True) -> RepairState:
-    """The failure model after `turn` (pure)."""
+    """The failure model after `turn` (pure): by what the turn holds, a failing check (rule 2),
+    a clean run of the live failure's check or a passing check (a pass), a check that could not
+    run, edits (rule 3), or anything else (rule 4)."""
     calls = settled(turn.calls, state.seen, state.whole)  # a substitution of text not there: no change
     if not calls:
         return state
-    read, edited, back = _touched(state, calls)
+    failed_at = first_failure(calls, state.probes)
+    if failed_at is not None:
+        return _failed(state, calls, failed_at, turn.ordinal, post_edit_reverify)
     seen, whole = seen_after(state.seen, state.whole, calls)
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
-    failed_at = first_failure(calls, state.probes)
     probes = probes_after(state.probes, calls)
-    until = len(calls) if failed_at is None else failed_at + 1  # a check may write its script first
-    rewritten = state.check_rewritten or rewrites(calls[:until], state.failing_scripts)
-
-    if failed_at is not None:
-        failing = calls[failed_at]
-        found = evidence(failing.result)
-        same = state.live and found.signature == state.last_diagnostic_signature
-        again = failing.probe and not same and (failing.key, found.signature) in state.probes
-        _, edited_at, undone = _touched(state, calls[: failed_at + 1])
-        at_check = state.changes.after(calls[: failed_at + 1]).saw(found.signature)
-        back = _touched(replace(state, edited_since_failure=edited_at, put_back=False), calls[failed_at + 1 :])[2]
-        # the check itself was rewritten, or the sources put back as they were before the
-        # agent's changes: a new reproduction, or the failure without those changes, no repeat
-        held = same and (rewritten or undone)
-        latest = extract_pointers(failing.result)
-        kept = same and latest.empty
-        pointers = state.pointers if kept else latest
-        if not same:  # a new failure: what was read or edited for the old one does not count
-            read, edited, back = _touched(RepairState(), calls[failed_at + 1 :])
-        # An edit after the failing check in the same turn has not been re-verified yet.
-        edited_after = any(i > failed_at for i in mutated)
-        edited_before = any(i < failed_at for i in mutated)
-        return RepairState(
-            last_diagnostic_class=DiagnosticClass.FAIL,
-            last_diagnostic_signature=found.signature,
-            write_epoch=epoch,
-            same_diagnostic_streak=(state.same_diagnostic_streak + (0 if held else 1) if same else 2 if again else 1),
-            edit_since_failure=edited_after,
-            reverify_owed=edited_after and post_edit_reverify,
-            snippet=found.snippet,
-            failing_tool=failing.call.name,
-            failing_command=failing.command or "",
-            failing_arguments=failing.call.raw_arguments,
-            failing_key=failing.key,
-            edits_on_failure=(
-                state.edits_on_failure + (1 if (state.edit_since_failure or edited_before) and not undone else 0)
-                if same
-                else 0
-            ),
-            pointers=pointers,
-            called=state.called if kept else _called(pointers, failing.result),
-            read_since_failure=read,
-            edited_since_failure=edited,
-            failing_scripts=read_command(failing.command).scripts if failing.command else (),
-            check_rewritten=rewrites(calls[failed_at + 1 :], read_command(failing.command).scripts)
-            if failing.command
-            else False,
-            seen=seen,
-            whole=whole,
-            probes=probes,
-            quiet_since_failure=quiet(calls[failed_at + 1 :]),
-            put_back=back,
-            changes=at_check.after(calls[failed_at + 1 :]),
-        )
     changes = state.changes.after(calls)
-    if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls):
+    if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls) or _ran_clean(state, calls):
         passed = DiagnosticClass.PASS
         return RepairState(passed, write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
     if not state.live:
@@ -266,35 +109,107 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         # the check ran again and could not run here: the failure it showed is not seen any more,
         # and nothing more can be known of it on this machine
         return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
+    read, edited, back = _touched(state, calls)
+    rewritten = state.check_rewritten or rewrites(calls, state.failing_scripts)
     undone = back and not edited  # every file changed since the failure put back: nothing to re-verify
-    if mutated:
-        return replace(
-            state,
-            write_epoch=epoch,
-            edit_since_failure=not undone,
-            quiet_since_failure=False,
-            reverify_owed=post_edit_reverify and not undone and not exercised(calls[max(mutated) + 1 :], edited),
-            put_back=back,
-            read_since_failure=read,
-            edited_since_failure=edited,
-            check_rewritten=rewritten,
-            seen=seen,
-            whole=whole,
-            probes=probes,
-            changes=changes,
-        )
-    return replace(
+    kept = replace(
         state,
         write_epoch=epoch,
-        edit_since_failure=state.edit_since_failure and not undone,
-        reverify_owed=state.reverify_owed and not undone and not exercised(calls, edited),
         read_since_failure=read,
         edited_since_failure=edited,
         check_rewritten=rewritten,
         seen=seen,
         whole=whole,
         probes=probes,
-        quiet_since_failure=state.quiet_since_failure and quiet(calls),
         put_back=back,
         changes=changes,
+    )
+    if mutated:
+        owed = post_edit_reverify and not undone and not exercised(calls[max(mutated) + 1 :], edited)
+        return replace(kept, edit_since_failure=not undone, quiet_since_failure=False, reverify_owed=owed)
+    return replace(
+        kept,
+        edit_since_failure=state.edit_since_failure and not undone,
+        reverify_owed=state.reverify_owed and not undone and not exercised(calls, edited),
+        quiet_since_failure=state.quiet_since_failure and quiet(calls),
+    )
+
+
+def _ran_clean(state: RepairState, calls: tuple[ObservedCall, ...]) -> bool:
+    """The live failure's own check ran again (the same call, or a run of the same script) and
+    printed no failure: the failure it showed is gone, whether or not the run printed a pass
+    (a reproduction script that prints its results, SWE-agent's output with no exit code:
+    corpus, django-11019, a `python reproduce.py` whose TypeError was gone, cited four turns on)."""
+    if not state.live:
+        return False
+    return any(
+        c.outcome is Outcome.NEUTRAL and not c.rejected and is_check(c, state.probes) and _reruns(c, state)
+        for c in calls
+    )
+
+
+def _reruns(call: ObservedCall, state: RepairState) -> bool:
+    """`call` runs the live failure's check: the same call, or a command running the same script."""
+    if call.key == state.failing_key:
+        return True
+    scripts = read_command(call.command).scripts if call.command else ()
+    return bool(scripts) and bool(state.failing_scripts) and set(scripts) == set(state.failing_scripts)
+
+
+def _failed(
+    state: RepairState, calls: tuple[ObservedCall, ...], failed_at: int, ordinal: int, post_edit_reverify: bool
+) -> RepairState:
+    """Rules 1 and 2: the turn's first failing check, the same failure again or a new one."""
+    read, edited, back = _touched(state, calls)
+    seen, whole = seen_after(state.seen, state.whole, calls)
+    mutated = [i for i, c in enumerate(calls) if c.changed_sources]
+    rewritten = state.check_rewritten or rewrites(calls[: failed_at + 1], state.failing_scripts)
+    failing = calls[failed_at]
+    found = evidence(failing.result)
+    same = state.live and found.signature == state.last_diagnostic_signature
+    again = failing.probe and not same and (failing.key, found.signature) in state.probes
+    _, edited_at, undone = _touched(state, calls[: failed_at + 1])
+    at_check = state.changes.after(calls[: failed_at + 1])
+    back = _touched(replace(state, edited_since_failure=edited_at, put_back=False), calls[failed_at + 1 :])[2]
+    # the check itself was rewritten, or the sources put back as they were before the agent's
+    # changes: a new reproduction, or the failure without those changes, no repeat
+    held = same and (rewritten or undone)
+    latest = extract_pointers(failing.result)
+    kept = same and latest.empty
+    if not same:  # a new failure: what was read or edited for the old one does not count
+        read, edited, back = _touched(RepairState(), calls[failed_at + 1 :])
+    # An edit after the failing check in the same turn has not been re-verified yet.
+    edited_after = any(i > failed_at for i in mutated)
+    edited_before = any(i < failed_at for i in mutated)
+    scripts = read_command(failing.command).scripts if failing.command else ()
+    return RepairState(
+        last_diagnostic_class=DiagnosticClass.FAIL,
+        last_diagnostic_signature=found.signature,
+        write_epoch=state.write_epoch + (1 if mutated else 0),
+        same_diagnostic_streak=(state.same_diagnostic_streak + (0 if held else 1) if same else 2 if again else 1),
+        edit_since_failure=edited_after,
+        reverify_owed=edited_after and post_edit_reverify,
+        snippet=found.snippet,
+        failing_tool=failing.call.name,
+        failing_command=failing.command or "",
+        failing_arguments=failing.call.raw_arguments,
+        failing_key=failing.key,
+        edits_on_failure=(
+            state.edits_on_failure + (1 if (state.edit_since_failure or edited_before) and not undone else 0)
+            if same
+            else 0
+        ),
+        pointers=state.pointers if kept else latest,
+        called=state.called if kept else _called(latest, failing.result),
+        read_since_failure=read,
+        edited_since_failure=edited,
+        failing_scripts=scripts,
+        check_rewritten=rewrites(calls[failed_at + 1 :], scripts) if failing.command else False,
+        seen=seen,
+        whole=whole,
+        probes=probes_after(state.probes, calls),
+        quiet_since_failure=quiet(calls[failed_at + 1 :]),
+        put_back=back,
+        failing_since=state.failing_since if same else ordinal,
+        changes=at_check.saw(found.signature).after(calls[failed_at + 1 :]),
     )

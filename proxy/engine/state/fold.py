@@ -38,7 +38,7 @@ from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts, UserFacts
 from proxy.engine.state.progress import fold_progress
 from proxy.engine.text import nudges, roles
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, Mode
 
 __all__ = ["Caught", "fold_messages", "fold_turn", "fold_user"]
 
@@ -58,7 +58,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
         detectors, found = detector.step(detectors, facts, rules.options[detector.name], policy)
         trips.extend(found)
     protocol = turn.turn.protocol if turn.calls else state.protocol
-    trips = _as_written(trips, protocol)
+    trips = _shadowed(_as_written(trips, protocol), rules)
     changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
     outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
     row: TimelineRow = (  # a TimelineEntry's fields, in order
@@ -67,7 +67,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
         _timeline_outcome(turn, outcome),
         (after.last_diagnostic_signature or "")[:12],
         after.same_diagnostic_streak,
-        tuple(f"{t.pattern}:{t.action.value}" for t in trips),
+        tuple(f"{t.pattern}:{t.action.value}" + (" (shadow)" if t.shadow else "") for t in trips),
     )
     watches, outcomes = _watch(state, after, turn.ordinal, trips, rules)
     return (
@@ -81,7 +81,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
             turns=turn.ordinal,
             folded=(*state.folded, *numbered(state.folded, [call_identity(c.call) for c in turn.calls]))[-FOLDED_IDS:],
             trips=(*state.trips, *trips)[-TRIPS_KEPT:],
-            tripped=state.tripped | {t.pattern for t in trips},
+            tripped=state.tripped | {t.pattern for t in trips if not t.shadow},
             last_anchor=turn.anchor,
             progress=fold_progress(state.progress, turn),
             timeline=(*state.timeline, row)[-TIMELINE_TURNS:],
@@ -100,6 +100,13 @@ def _as_written(trips: list[Trip], protocol: str) -> list[Trip]:
     return [replace(t, action=Action.NUDGE) if t.action in _PINNING else t for t in trips]
 
 
+def _shadowed(trips: list[Trip], rules: FoldRules) -> list[Trip]:
+    """Trips of patterns in shadow marked so: they are recorded and counted, and act on nothing."""
+    if not any(rules.options[t.pattern].mode is Mode.SHADOW for t in trips):
+        return trips
+    return [replace(t, shadow=True) if rules.options[t.pattern].mode is Mode.SHADOW else t for t in trips]
+
+
 def _timeline_outcome(turn: ObservedTurn, outcome: str) -> str:
     """A turn as the timeline shows it: a check's verdict, an environment problem, or neutral."""
     checks = [c for c in turn.calls if is_check(c)]
@@ -112,7 +119,7 @@ def _watch(
     state: ConversationState, after: RepairState, ordinal: int, trips: list[Trip], rules: FoldRules
 ) -> tuple[tuple[Watch, ...], tuple[TripOutcome, ...]]:
     """Resolve the open watches with this turn's failure model; open new ones for new trips."""
-    halted = any(t.action is Action.HALT for t in trips)
+    halted = any(t.acts is Action.HALT for t in trips)
     still: list[Watch] = []
     done: list[TripOutcome] = []
     for w in state.watches:
@@ -127,7 +134,7 @@ def _watch(
         else:
             still.append(w)
     for trip in trips:
-        if rules.pattern(trip.pattern).watched and trip.action is not Action.HALT:
+        if rules.pattern(trip.pattern).watched and trip.acts is not Action.HALT:
             still.append(Watch(trip.pattern, trip.turn, after.last_diagnostic_signature or ""))
     return tuple(still), tuple(done)
 
@@ -153,7 +160,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     for pattern in rules.patterns:
         detectors, found = pattern.user_step(detectors, facts, rules.options[pattern.name], rules.policy)
         trips.extend(found)
-    trips = _as_written(trips, state.protocol)
+    trips = _shadowed(_as_written(trips, state.protocol), rules)
     if repeated and not trips and detectors is state.detectors:
         return state, []
     return replace(
@@ -162,7 +169,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
         user_texts=state.user_texts if repeated else (*state.user_texts, digest)[-USER_TEXTS_KEPT:],
         episode_start=state.episode_start if repeated or nudge else state.turns,
         trips=(*state.trips, *trips)[-TRIPS_KEPT:],
-        tripped=state.tripped | {t.pattern for t in trips},
+        tripped=state.tripped | {t.pattern for t in trips if not t.shadow},
         last_anchor=trips[-1].anchor if trips else state.last_anchor,
     ), trips
 

@@ -57,6 +57,15 @@ class Trip:
     """The argument names of the call the pattern is about (what a remedy may tell it to change)."""
     slip: str = ""
     """What was wrong with the evidence, read from it (a reply's closing fence glued to a line)."""
+    since: int = 0
+    """The turn the loop it names began (0: not known): how late the trip came is `turn - since`."""
+    shadow: bool = False
+    """Its pattern runs in shadow (`Mode.SHADOW`): `action` is what it would do; it does nothing."""
+
+    @property
+    def acts(self) -> Action:
+        """What the trip does: its `action`, or only `observe` for a pattern in shadow."""
+        return Action.OBSERVE if self.shadow else self.action
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +91,15 @@ class TurnFacts:
         excerpt: str = "",
         tool: str = "",
         arguments: tuple[str, ...] = (),
+        since: int = 0,
     ) -> Trip:
-        """A trip of `pattern` on this turn."""
+        """A trip of `pattern` on this turn; `since`: the turn its loop began (default: `count`
+        turns back, this one included)."""
         turn = self.turn
-        return Trip(pattern, action, detail, turn.ordinal, turn.anchor, count, subject, excerpt, tool, arguments)
+        began = since or max(1, turn.ordinal - count + 1)
+        return Trip(
+            pattern, action, detail, turn.ordinal, turn.anchor, count, subject, excerpt, tool, arguments, since=began
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +150,16 @@ class UserFacts:
     def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "", slip: str = "") -> Trip:
         """A trip of `pattern` on this message, anchored right after it."""
         return Trip(
-            pattern, action, detail, self.ordinal, f"msg:{self.index}", count, self.protocol, excerpt, slip=slip
+            pattern,
+            action,
+            detail,
+            self.ordinal,
+            f"msg:{self.index}",
+            count,
+            self.protocol,
+            excerpt,
+            slip=slip,
+            since=max(0, self.ordinal - count + 1),
         )
 
 
