@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import ast
 import gzip
+import json
 import re
 import subprocess
 import sys
@@ -111,6 +112,37 @@ class Snapshot:
     def read_json(self, rev: str, path: str) -> Any:
         blob = self.read(rev, path)
         return None if blob is None else orjson.loads(blob)
+
+    def ls_blobs(self, rev: str, path: str) -> dict[str, str]:
+        """Every file under ``path`` at ``rev`` with its blob id (the blob itself may be absent)."""
+        out = self._git("ls-tree", "-r", rev, "--", path).decode()
+        blobs: dict[str, str] = {}
+        for line in out.splitlines():
+            meta, _, name = line.partition("\t")
+            blobs[name] = meta.split()[2]
+        return blobs
+
+    def read_blobs(self, blob_ids: list[str]) -> Iterator[bytes | None]:
+        """The blobs' bytes in order (None where the snapshot lacks one), through one
+        ``git cat-file --batch`` process: many small files without a process each."""
+        proc = subprocess.Popen(
+            ["git", f"--git-dir={self.git_dir}", "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for blob_id in blob_ids:
+                proc.stdin.write(blob_id.encode() + b"\n")
+                proc.stdin.flush()
+                header = proc.stdout.readline().split()
+                if len(header) < 3 or header[1] != b"blob":
+                    yield None
+                    continue
+                data = proc.stdout.read(int(header[2]))
+                proc.stdout.read(1)  # the newline after each object
+                yield data
+        finally:
+            proc.stdin.close()
+            proc.wait()
 
 
 # --------------------------------------------------------------------------- run building
@@ -1020,6 +1052,298 @@ def source_moatless(mirror: Path) -> Iterator[RunBuilder]:
             yield b
 
 
+# --------------------------------------------------------------------------- source: OpenHands 1.0 (mock function calling)
+
+
+OH1_REPO = "ergt10/openhands_swebench"
+OH1_COMMIT = "3f8ba937f9e13afa16e8596c497becbe6a52154c"  # 'check 1.7' (2026-01-06); later commits removed the data
+OH1_DIR = "continuum32/princeton-nlp__SWE-bench_Lite-test/CodeActAgent/GLM-4.6-FP8_maxiter_135"
+OH1_SESSIONS = ".eval_sessions/sessions"
+OH1_SOURCE = "openhands1-glm46-lite"
+OH1_SCAFFOLD = "openhands-codeact-1.0 (mock fn calling)"
+OH1_RUNS = 150
+OH1_ERROR_SUFFIX = "\n[Error occurred in processing last action]"
+"""What ConversationMemory._process_observation appends to an ErrorObservation's text."""
+OH1_RESULT = "EXECUTION RESULT of [{name}]:\n"
+"""How convert_fncall_messages_to_non_fncall_messages turns a tool result into a user message."""
+
+
+def oh1_truncate(text: str, max_chars: int) -> str:
+    """``openhands.events.serialization.event.truncate_content``: keep both ends of a long text."""
+    if len(text) <= max_chars or max_chars < 0:
+        return text
+    half = max_chars // 2
+    return text[:half] + "\n[... Observation truncated due to length ...]\n" + text[-half:]
+
+
+def oh1_tool_call_text(call: Json) -> str:
+    """``fn_call_converter.convert_tool_call_to_string``: a tool call as the text the model is shown
+    (list and dict values through Python's ``json.dumps``, as OpenHands wrote them)."""
+    text = f"<function={call['function']['name']}>\n"
+    for name, value in json.loads(call["function"]["arguments"]).items():
+        shown = json.dumps(value) if isinstance(value, list | dict) else f"{value}"
+        text += f"<parameter={name}>{shown}</parameter>\n"
+    return text + "</function>"
+
+
+def oh1_assistant_text(message: Json) -> str:
+    """A reply as OpenHands puts it back into the history: ``ConversationMemory._process_action`` keeps
+    the function-calling form of the reply (its content when not blank, and its one tool call), and the
+    converter renders that as ``content + "\\n\\n" + call``, left-stripped."""
+    content = message.get("content") or ""
+    content = content if content.strip() else ""
+    calls = message.get("tool_calls") or []
+    if len(calls) > 1:
+        raise ValueError("more than one tool call in a mock function-calling reply")
+    if calls:
+        content = (content + "\n\n" + oh1_tool_call_text(calls[0])).lstrip()
+    return content
+
+
+def oh1_observation_text(event: Json, max_chars: int) -> str:
+    """``ConversationMemory._process_observation`` for the observation types these sessions hold."""
+    kind = event.get("observation")
+    content = event.get("content") or ""
+    extras = event.get("extras") or {}
+    if kind == "run":  # CmdOutputObservation.to_agent_observation()
+        meta = extras.get("metadata") or {}
+        text = f"{meta.get('prefix') or ''}{content}{meta.get('suffix') or ''}"
+        if meta.get("working_dir"):
+            text += f"\n[Current working directory: {meta['working_dir']}]"
+        if meta.get("py_interpreter_path"):
+            text += f"\n[Python interpreter: {meta['py_interpreter_path']}]"
+        if meta.get("exit_code", -1) != -1:
+            text += f"\n[Command finished with exit code {meta['exit_code']}]"
+        return oh1_truncate(text, max_chars)
+    if kind == "read":  # FileReadObservation: content as is (already truncated by openhands-aci)
+        return content
+    if kind == "edit" and extras.get("impl_source") == "oh_aci":  # FileEditObservation.__str__ in OH_ACI mode
+        return oh1_truncate(content, max_chars)
+    if kind in ("think", "task_tracking"):
+        return oh1_truncate(content, max_chars)
+    if kind == "error":
+        return oh1_truncate(content, max_chars) + OH1_ERROR_SUFFIX
+    raise ValueError(f"observation type {kind!r} not ported")
+
+
+def oh1_is_error(message: Json) -> bool:
+    return message["role"] == "user" and str(message["content"]).endswith(OH1_ERROR_SUFFIX)
+
+
+def oh1_events(snap: Snapshot, session_blobs: dict[str, str]) -> list[Json]:
+    """A session's events in id order: ``events/<id>.json``, gaps filled from the ``event_cache/`` chunks."""
+    names = sorted(n for n in session_blobs if "/events/" in n or "/event_cache/" in n)
+    by_id: dict[int, Json] = {}
+    for name, blob in zip(names, snap.read_blobs([session_blobs[n] for n in names]), strict=True):
+        if blob is None:
+            raise MissingSnapshot(f"{OH1_REPO}@{OH1_COMMIT}: {name} absent from the snapshot")
+        data = orjson.loads(blob)
+        for event in data if isinstance(data, list) else [data]:
+            by_id.setdefault(event["id"], event)
+    return [by_id[i] for i in sorted(by_id)]
+
+
+@dataclass
+class Oh1Tally:
+    """What a session's rebuild found, for its notes: kinds of calls, and how far the port agrees."""
+
+    lost: int = 0  # unlogged calls between logged ones (reply failed the converter's validation)
+    tail: int = 0  # the same after the last logged call, rendered from the events
+    rejected: int = 0  # logged replies the agent's own validation rejected
+    nudges: int = 0  # replies without a function call, answered by the fake user
+    transitions: int = 0  # logged transitions re-rendered from the events by the port
+    mismatches: int = 0
+    step_gaps: int = 0  # step_id gaps the rebuilt calls do not explain
+
+
+@dataclass
+class Oh1Session:
+    """A session's events, indexed the way the rebuild looks them up."""
+
+    events: list[Json]
+    max_chars: int
+    actions: dict[str, Json] = field(default_factory=dict)  # by the id of the model response that made them
+    observation_of: dict[int, Json] = field(default_factory=dict)  # by the id of the action that caused them
+    errors: list[Json] = field(default_factory=list)  # ErrorObservations no action caused, in order
+
+    def __post_init__(self) -> None:
+        for e in self.events:
+            if "action" in e and (e.get("tool_call_metadata") or {}).get("model_response"):
+                self.actions[e["tool_call_metadata"]["model_response"]["id"]] = e
+            if "observation" in e and e.get("cause") is not None:
+                self.observation_of[e["cause"]] = e
+            elif e.get("observation") == "error":
+                self.errors.append(e)
+
+    def rendered(self, reply: Json, response_id: str) -> list[Json]:
+        """The messages a reply (function-calling form) added to the history: itself as the history keeps
+        it, then its action's observation when the events hold one."""
+        out = [{"role": "assistant", "content": oh1_assistant_text(reply)}]
+        action = self.actions.get(response_id)
+        if action is not None and action["id"] in self.observation_of:
+            name = action["tool_call_metadata"]["function_name"]
+            text = oh1_observation_text(self.observation_of[action["id"]], self.max_chars)
+            out.append({"role": "user", "content": OH1_RESULT.format(name=name) + text})
+        return out
+
+    def trailing_errors(self, response_id: str) -> list[Json]:
+        """The errors after the observation of the last logged reply's action, when nothing else followed."""
+        action = self.actions.get(response_id)
+        if action is None or action["id"] not in self.observation_of:
+            return []
+        after = self.observation_of[action["id"]]["id"]
+        later = [e for e in self.events if e["id"] > after and e.get("observation") != "agent_state_changed"]
+        return later if all(e in self.errors for e in later) else []
+
+    def model_calls(self) -> int:
+        """One per agent action (one reply each) and one per error no action caused (a rejected reply)."""
+        acted = sum(1 for e in self.events if e.get("source") == "agent" and e.get("action") not in (None, "system"))
+        return acted + len(self.errors)
+
+
+def oh1_added(tally: Oh1Tally, sess: Oh1Session, added: list[Json], prev_reply: Json, prev_id: str) -> int:
+    """How many of the messages a logged request added after the one before come from the previous
+    reply (the rest are errors of unlogged calls); checks them against the port."""
+    if not added or added[0]["role"] != "assistant":
+        tally.rejected += 1  # the previous reply failed the agent's own validation: only its error came back
+        return 1
+    rendered = sess.rendered(prev_reply, prev_id)
+    if len(rendered) == 1 and len(added) > 1:
+        tally.nudges += 1  # no function call in it: the fake user answered
+        rendered.append(added[1])
+    tally.transitions += 1
+    tally.mismatches += added[: len(rendered)] != rendered
+    return 2
+
+
+def openhands1_run(run: str, session: str, model: str, calls: list[Json], sess: Oh1Session) -> RunBuilder:
+    """One session from its logged completions (in time order) and its events.
+
+    A logged completion's ``messages`` are what was sent, after the mock function-calling conversion.
+    Not logged: a call whose reply failed the converter's validation inside ``LLM.completion`` (it raises
+    before the log is written); the ErrorObservation it caused is the next user message, so that call's
+    request is the logged history up to that message (exact; reply lost). After the last logged call,
+    such calls are rebuilt from the events with the port above (checked against every logged transition)."""
+    b = RunBuilder(source=OH1_SOURCE, run=run, scaffold=OH1_SCAFFOLD, model=model, protocol="text", resolved=None)
+    tally = Oh1Tally()
+    prev: list[Json] = []
+    prev_step = 0
+    prev_reply: Json = {}
+    prev_id = ""
+    for call in calls:
+        sent = [{"role": m["role"], "content": m["content"]} for m in call["messages"]]
+        if not prev:
+            start, skip = 2, 0  # the system prompt (tools described in it) and the task (in-context example first)
+        elif sent[: len(prev)] != prev:
+            raise RuntimeError(f"{OH1_SOURCE} {run}: a logged request does not continue the one before")
+        else:
+            start = len(prev)
+            skip = oh1_added(tally, sess, sent[start:], prev_reply, prev_id)
+        for j in range(start + skip, len(sent)):
+            if not oh1_is_error(sent[j]):
+                raise RuntimeError(f"{OH1_SOURCE} {run}: message {j} is not the error of an unlogged call")
+            b.request(sent[:j], None)
+            tally.lost += 1
+        step = call["kwargs"]["extra_body"]["metadata"].get("step_id")
+        if isinstance(step, int):
+            tally.step_gaps += step - prev_step - 1 != len(sent) - start - skip
+            prev_step = step
+        reply = call["response"]["choices"][0]["message"].get("content") or ""
+        b.request(sent, {"role": "assistant", "content": reply})
+        prev, prev_reply, prev_id = sent, call["fncall_response"]["choices"][0]["message"], call["response"]["id"]
+    sent_errors = [m["content"].removeprefix("\n\n") for m in prev if oh1_is_error(m)]
+    logged_errors = [oh1_observation_text(e, sess.max_chars) for e in sess.errors[: len(sent_errors)]]
+    tally.mismatches += sent_errors != logged_errors
+    # After the last logged call: its reply and observation, then one unlogged call per error that followed.
+    if trailing := sess.trailing_errors(prev_id):
+        history = [*prev, *sess.rendered(prev_reply, prev_id)]
+        for k, error in enumerate(trailing):
+            b.request(list(history), None)
+            tally.tail += 1
+            text = ("\n\n" if k else "") + oh1_observation_text(error, sess.max_chars)  # consecutive user messages
+            history.append({"role": "user", "content": text})
+    b.format_errors = tally.lost + tally.tail + tally.rejected + tally.nudges
+    oh1_notes(b, session, tally, sess.model_calls())
+    return b
+
+
+def oh1_notes(b: RunBuilder, session: str, tally: Oh1Tally, model_calls: int) -> None:
+    b.notes.append(
+        f"session {session}; requests are the logged llm_completions' messages (the text sent after OpenHands' mock "
+        "function-calling conversion; no tools parameter sent); a reply is the raw response text, cut at the stop word "
+        "'</function' (the next request carries it as the agent re-rendered it)"
+    )
+    if tally.lost:
+        b.notes.append(
+            f"{tally.lost} unlogged call(s) (reply failed the converter's validation before the log was written): "
+            "request = the logged history before the error message it caused (exact), reply null"
+        )
+    if tally.tail:
+        b.notes.append(
+            f"{tally.tail} such call(s) after the last logged one: request rendered from the events (ported "
+            "ConversationMemory + fn_call_converter; inferred), reply null"
+        )
+    if tally.rejected:
+        b.notes.append(
+            f"{tally.rejected} logged reply(ies) rejected by the agent's own validation (the next request ends in its error)"
+        )
+    if tally.nudges:
+        b.notes.append(f"{tally.nudges} reply(ies) without a function call, answered by the fake user")
+    b.notes.append(
+        f"port check: {tally.transitions} logged transition(s) re-rendered from the events, "
+        f"{tally.mismatches} mismatch(es)"
+    )
+    if tally.step_gaps:
+        b.notes.append(f"{tally.step_gaps} gap(s) in step_id not explained by the rebuilt calls")
+    if model_calls != len(b.requests):
+        b.notes.append(f"the events imply {model_calls} model calls; {len(b.requests)} requests rebuilt")
+
+
+def source_openhands1(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(OH1_REPO, mirror)
+    rev = snap.require(OH1_COMMIT)
+    meta = snap.read_json(rev, f"{OH1_DIR}/metadata.json")
+    if meta is None:
+        raise MissingSnapshot(f"{OH1_REPO}@{OH1_COMMIT}: {OH1_DIR}/metadata.json absent")
+    llm = meta["llm_config"]
+    if llm.get("native_tool_calling") is not False or (meta.get("condenser_config") or {}).get("type") != "noop":
+        raise RuntimeError(f"{OH1_SOURCE}: expected mock function calling and no condenser, metadata says otherwise")
+    completions: dict[str, list[tuple[float, str]]] = {}
+    for path, blob in snap.ls_blobs(rev, f"{OH1_DIR}/llm_completions").items():
+        stamp = float(path.rsplit("-", 1)[1].removesuffix(".json"))
+        completions.setdefault(path.split("/")[-2], []).append((stamp, blob))
+    for files in completions.values():
+        files.sort()
+    session_files = snap.ls_blobs(rev, OH1_SESSIONS)
+    sessions: dict[str, dict[str, str]] = {}
+    for path, blob in session_files.items():
+        sessions.setdefault(path.split("/")[2], {})[path] = blob
+    # the session an instance ran in, as its first logged call names it
+    runs = sorted(completions)
+    session_of: dict[str, str] = {}
+    for run, first in zip(runs, snap.read_blobs([completions[run][0][1] for run in runs]), strict=True):
+        if first is None:
+            raise MissingSnapshot(f"{OH1_REPO}@{OH1_COMMIT}: the first completion log of {run} is absent")
+        session_of[run] = orjson.loads(first)["kwargs"]["extra_body"]["metadata"]["session_id"]
+    by_session = {s: run for run, s in session_of.items() if s in sessions}
+    ordered = sorted(by_session)
+    stride = len(ordered) / OH1_RUNS if len(ordered) > OH1_RUNS else 1
+    picked = sorted(by_session[ordered[int(k * stride)]] for k in range(min(OH1_RUNS, len(ordered))))
+    for run in picked:
+        session = session_of[run]
+        blobs = snap.read_blobs([blob for _, blob in completions[run]])
+        calls = [orjson.loads(blob) for blob in blobs if blob is not None]
+        if len(calls) != len(completions[run]):
+            raise MissingSnapshot(f"{OH1_REPO}@{OH1_COMMIT}: a completion log of {run} is absent from the snapshot")
+        if any(c["kwargs"]["extra_body"]["metadata"].get("session_id") != session for c in calls):
+            raise RuntimeError(f"{OH1_SOURCE} {run}: completion logs from more than one session")
+        sess = Oh1Session(oh1_events(snap, sessions[session]), int(llm["max_message_chars"]))
+        b = openhands1_run(run, session, llm["model"], calls, sess)
+        b.notes.append("no evaluation report in the source (resolved null)")
+        if len(b.requests) >= 2:
+            yield b
+
+
 # --------------------------------------------------------------------------- manifest
 
 ORIGINS: dict[str, Json] = {
@@ -1138,6 +1462,28 @@ ORIGINS: dict[str, Json] = {
         "selection": f"up to {MOAT_PER_CLASS} resolved + {MOAT_PER_CLASS} unresolved among the trajectories present, "
         "fixed stride over sorted instance ids",
     },
+    "openhands1": {
+        "repository": OH1_REPO,
+        "part": "test",
+        "data_commit": OH1_COMMIT,
+        "data_commit_note": "'check 1.7' (2026-01-06, the only commit holding both); the run folder (continuum32/) was "
+        "removed again in 32f4abd and the session folders in 57c27c9, so both are read from history",
+        "paths": [
+            f"{OH1_DIR}/llm_completions/<instance>/*.json",
+            f"{OH1_DIR}/metadata.json",
+            f"{OH1_SESSIONS}/<session>/events/*.json and event_cache/*.json",
+            "OpenHands/ (the vendored OpenHands 1.0.0 that ran: llm/llm.py, llm/fn_call_converter.py, "
+            "memory/conversation_memory.py; read, not run)",
+        ],
+        "licence": "none stated",
+        "licence_file": None,
+        "scaffold_version": "OpenHands 1.0.0 CodeActAgent (vendored copy with timing/tracing edits to llm.py and "
+        "codeact_agent.py), native_tool_calling=false (mock function calling: tools described in the system prompt, "
+        "calls as <function=...> text, results as user messages), NoOp condenser, max 135 iterations",
+        "benchmark": "SWE-bench Lite test (189 instances with logged completions and a session folder)",
+        "label_source": "none: no evaluation report in the repository (output.jsonl blob absent); resolved null",
+        "selection": f"{OH1_RUNS} sessions by a fixed stride over the sorted session ids",
+    },
     "coder": {
         "repository": CODER_REPO,
         "part": "tune",
@@ -1192,6 +1538,7 @@ SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "msb": source_msb,
     "acr": source_acr,
     "moatless": source_moatless,
+    "openhands1": source_openhands1,
 }
 
 
