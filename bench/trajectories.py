@@ -74,6 +74,11 @@ class Run:
     requests: list[dict[str, Any]]
     part: str = "tune"
     """`tune` (rules are written and judged against it) or `test` (opened only to measure)."""
+    complaints: frozenset[int] = frozenset()
+    """Pool indices of the agent's own format-error complaints, as the converter marked them."""
+    marked: bool = False
+    """The record carries `complaints` (even an empty list): complaints are read from the marks,
+    not recognised by the proxy's own `complains()`."""
 
     @property
     def key(self) -> str:
@@ -108,6 +113,8 @@ def load_runs(folder: Path = CORPUS, sources: set[str] | None = None) -> Iterato
                     raw["pool"],
                     raw["requests"],
                     raw.get("part", "tune"),
+                    frozenset(raw.get("complaints") or ()),
+                    "complaints" in raw,
                 )
 
 
@@ -175,9 +182,11 @@ def _acted(run: Run, index: int) -> bool | None:
     if index + 1 >= len(run.requests):
         return None
     known = len(run.requests[index]["messages"])
-    for message in run.messages(index + 1)[known:]:
+    for at in run.requests[index + 1]["messages"][known:]:
+        message = run.pool[at]
         role = message.get("role")
-        if role == "user" and complains(content_text(message.get("content"))):
+        marked = at in run.complaints if run.marked else complains(content_text(message.get("content")))
+        if role in ("tool", "user") and marked:
             return False
         if role in ("tool", "user"):
             return True
@@ -498,15 +507,25 @@ def complaint_runs(run: Run) -> int | None:
     """The request at which the run's agent has complained, for the third time in a row, that
     the model's reply made no valid call (no call of the model's between the complaints: no tool
     result, and for an agent that writes its calls as text no user message that is not a
-    complaint, its results being user messages), or None when it never does."""
+    complaint, its results being user messages), or None when it never does.
+
+    A record with the converter's marks (`Run.marked`) says which messages are complaints: a
+    message is one iff its pool index is marked (whatever its role: an invalid call's rejection
+    can come back as its tool result), and a call the agent rejected does not end the streak, only
+    an unmarked result does. Older records fall back to the proxy's own `complains()`, which only
+    knows the complaint texts the proxy was written for."""
     for index in range(len(run.requests)):
-        messages = run.messages(index)
         streak = 0
-        for message in messages:
+        for at in run.requests[index]["messages"]:
+            message = run.pool[at]
             role = message.get("role")
-            if role == "user" and complains(content_text(message.get("content"))):
+            if run.marked:
+                complaint = at in run.complaints
+            else:
+                complaint = role == "user" and complains(content_text(message.get("content")))
+            if complaint:
                 streak += 1
-            elif role in ("tool", "user") or (role == "assistant" and message.get("tool_calls")):
+            elif role in ("tool", "user") or (not run.marked and role == "assistant" and message.get("tool_calls")):
                 streak = 0
         if streak >= FORMAT_LOOP:
             return index

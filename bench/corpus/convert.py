@@ -8,10 +8,12 @@ each agent sent to its model, and writes one gzipped JSON-lines file per source 
     {"source", "part", "run", "scaffold", "model", "protocol", "resolved", "tools",
      "pool": [message, ...],
      "requests": [{"messages": [pool index, ...], "reply": pool index | null}, ...],
-     "notes"}
+     "complaints": [pool index, ...], "notes"}
 
 Messages are OpenAI chat-completions messages (``role``, ``content``, optional
 ``tool_calls`` / ``tool_call_id``); every distinct message is stored once in ``pool``.
+``complaints`` are the pool indices of the agent's own format-error messages (the model's reply
+before made no valid call), as each scaffold's code tells them apart.
 How each scaffold's requests are rebuilt, and what is lossy, is in README.md next to
 this file. Run selection is deterministic (sorted instance ids, fixed strides).
 
@@ -169,6 +171,7 @@ class RunBuilder:
     notes: list[str] = field(default_factory=list)
     format_errors: int = 0
     _index: dict[bytes, int] = field(default_factory=dict)
+    _complaints: set[bytes] = field(default_factory=set)
 
     def add(self, message: Json) -> int:
         key = _canon(message)
@@ -185,7 +188,15 @@ class RunBuilder:
             }
         )
 
+    def complaint(self, message: Json) -> None:
+        """Mark ``message`` as the agent's own complaint that the model's reply before it made no
+        valid call (or had the wrong format): not a valid call's tool error, not a limit or context
+        note. Resolved to its pool index when the record is written; a message no request carries
+        (the run ended after it) is in no pool, so nothing is marked."""
+        self._complaints.add(_canon(message))
+
     def record(self) -> Json:
+        complaints = sorted(self._index[key] for key in self._complaints if key in self._index)
         return {
             "source": self.source,
             "part": self.part,
@@ -197,6 +208,7 @@ class RunBuilder:
             "tools": self.tools,
             "pool": self.pool,
             "requests": self.requests,
+            "complaints": complaints,
             "notes": "; ".join(self.notes),
         }
 
@@ -329,6 +341,7 @@ def openhands_run(run: str, model: str, resolved: bool | None, calls: list[Json 
         reply = chat_message({**call["response"]["choices"][0]["message"], "role": "assistant"})
         if prev_reply_had_calls is False and messages and messages[-1]["role"] == "user":
             b.format_errors += 1  # the model answered without a tool call; the agent sent a user nudge
+            b.complaint(messages[-1])
         b.request(messages, reply)
         prev_reply_had_calls = bool(reply.get("tool_calls"))
     b.notes.append(
@@ -419,6 +432,7 @@ def mswea2_run(source: str, run: str, traj: Json, resolved: bool | None, tools: 
             # never added to the history (not recorded); only this user error message was.
             b.request(list(history), None)
             b.format_errors += 1
+            b.complaint(chat_message(raw))
             history.append(chat_message(raw))
         else:
             history.append(chat_message(raw))
@@ -504,6 +518,7 @@ def mswea1_run(source: str, run: str, traj: Json, resolved: bool | None) -> RunB
             b.request(list(history), msg)
         elif raw.get("role") == "user" and str(raw.get("content") or "").startswith(MSWEA1_FORMAT_ERROR):
             b.format_errors += 1
+            b.complaint(msg)
         history.append(msg)
     b.notes.append(
         f"mini-swe-agent {info.get('mini_version')}, text protocol (one ```bash block, <returncode> results); "
@@ -744,6 +759,15 @@ def acr_numbered(files: list[str], prefix: str) -> dict[int, str]:
     return out
 
 
+def acr_complaints(b: RunBuilder, thread: list[Json]) -> None:
+    """Count and mark the agent's complaints in a thread: its messages after a try whose answer it
+    could not use (``ACR_COMPLAINTS``)."""
+    for m in thread:
+        if m["role"] != "assistant" and str(m["content"]).startswith(ACR_COMPLAINTS):
+            b.format_errors += 1
+            b.complaint(m)
+
+
 def acr_run(
     source: str, run: str, model: str, resolved: bool | None, snap: Snapshot, rev: str, files: list[str]
 ) -> RunBuilder:
@@ -787,7 +811,7 @@ def acr_run(
                 msgs = [{"role": m["role"], "content": m["content"]} for m in proxy]
                 b.request(msgs[:-1], msgs[-1])
                 n_proxy += 1
-    b.format_errors = sum(1 for m in search if m["role"] == "user" and str(m["content"]).startswith(ACR_COMPLAINTS))
+    acr_complaints(b, search)
     tries = 0
     if patches:
         write = thread(patches[max(patches)])
@@ -795,8 +819,7 @@ def acr_run(
             if write[at]["role"] == "assistant":
                 b.request(write[:at], write[at])
                 tries += 1
-            elif str(write[at]["content"]).startswith(ACR_COMPLAINTS):
-                b.format_errors += 1
+        acr_complaints(b, write[len(search) :])
     b.notes.append(
         f"search thread ({len(rounds) - 1} round(s)) replayed from conversation_round_*.json; "
         f"{n_proxy} proxy-agent call(s) (JSON extraction of the API calls, response_format json_object) "
@@ -933,6 +956,9 @@ def moatless_completion(b: RunBuilder, system: str, completion: Json, base: int)
         text = note if isinstance(note, str) else " ".join(str(x.get("content") or x.get("text") or "") for x in note)
         if MOAT_RETRY_NOTES[0] in text or MOAT_RETRY_NOTES[1] in text:
             b.format_errors += 1
+            for m in chat[at + 1]:  # the note as a user message, or as the invalid call's tool result
+                if any(note in str(m.get("content") or "") for note in MOAT_RETRY_NOTES):
+                    b.complaint(m)
     response = completion.get("response") or {}
     reply = None
     if isinstance(response, dict) and isinstance(response.get("content"), list):
@@ -1201,15 +1227,21 @@ class Oh1Session:
         return acted + len(self.errors)
 
 
-def oh1_added(tally: Oh1Tally, sess: Oh1Session, added: list[Json], prev_reply: Json, prev_id: str) -> int:
+def oh1_added(
+    b: RunBuilder, tally: Oh1Tally, sess: Oh1Session, added: list[Json], prev_reply: Json, prev_id: str
+) -> int:
     """How many of the messages a logged request added after the one before come from the previous
-    reply (the rest are errors of unlogged calls); checks them against the port."""
+    reply (the rest are errors of unlogged calls); checks them against the port, and marks the
+    agent's complaints among them."""
     if not added or added[0]["role"] != "assistant":
         tally.rejected += 1  # the previous reply failed the agent's own validation: only its error came back
+        if added:
+            b.complaint(added[0])
         return 1
     rendered = sess.rendered(prev_reply, prev_id)
     if len(rendered) == 1 and len(added) > 1:
         tally.nudges += 1  # no function call in it: the fake user answered
+        b.complaint(added[1])
         rendered.append(added[1])
     tally.transitions += 1
     tally.mismatches += added[: len(rendered)] != rendered
@@ -1238,12 +1270,13 @@ def openhands1_run(run: str, session: str, model: str, calls: list[Json], sess: 
             raise RuntimeError(f"{OH1_SOURCE} {run}: a logged request does not continue the one before")
         else:
             start = len(prev)
-            skip = oh1_added(tally, sess, sent[start:], prev_reply, prev_id)
+            skip = oh1_added(b, tally, sess, sent[start:], prev_reply, prev_id)
         for j in range(start + skip, len(sent)):
             if not oh1_is_error(sent[j]):
                 raise RuntimeError(f"{OH1_SOURCE} {run}: message {j} is not the error of an unlogged call")
             b.request(sent[:j], None)
             tally.lost += 1
+            b.complaint(sent[j])
         step = call["kwargs"]["extra_body"]["metadata"].get("step_id")
         if isinstance(step, int):
             tally.step_gaps += step - prev_step - 1 != len(sent) - start - skip
@@ -1262,6 +1295,7 @@ def openhands1_run(run: str, session: str, model: str, calls: list[Json], sess: 
             tally.tail += 1
             text = ("\n\n" if k else "") + oh1_observation_text(error, sess.max_chars)  # consecutive user messages
             history.append({"role": "user", "content": text})
+            b.complaint(history[-1])
     b.format_errors = tally.lost + tally.tail + tally.rejected + tally.nudges
     oh1_notes(b, session, tally, sess.model_calls())
     return b

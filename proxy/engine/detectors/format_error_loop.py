@@ -6,7 +6,11 @@ any tool calls", a "no tool calls found" (`text.nudges`; a bare "please continue
 but no complaint: `monologue` watches replies that repeat). Some keep the bad reply in the
 history, some drop it and keep only their complaint, some ask again with only the newest pair:
 in every shape, the complaints come one after another with no call of the model's between them.
-Counts those complaints in a row (a turn with a real call ends the run); fires when the count
+A complaint is known by what it says (`text.nudges`) or, whatever it says, by where it stands:
+mid-task, a message where the model's reply should be (right after a result or another message,
+or after calls no result answered: `UserFacts.refused`) answers a reply the agent dropped; a
+person does not write three in a row while the model stays silent. Counts those complaints in a
+row (a turn with a real call ends the run); fires when the count
 reaches a rung of the ladder (first `after`, default `AFTER`), on the request that carries the
 complaint, so the reply to it can be made to act.
 
@@ -71,7 +75,7 @@ def fold(state: State, facts: TurnFacts, _ladder: Ladder, _policy: Policy) -> tu
 
 
 def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
-    if not facts.complaint:
+    if not facts.refused:
         return (state, []) if facts.nudge else (State(), [])
     state = State(state.count + 1)
     action = ladder.action_at(state.count)

@@ -1,15 +1,20 @@
-"""`ping_pong`: two calls alternate, A, B, A, B, ..., and neither result changes.
+"""`ping_pong`: a short cycle of calls going round, A, B, A, B, ... or A, B, C, A, B, C, ..., and
+no result changes.
 
-Tracks the run of calls (not failing checks) that alternate between two distinct call keys where
-each call's output equals its previous occurrence; fires when the run reaches a rung of the
-ladder (first `after`, default `AFTER`).
+Tracks the stretch of calls that repeats with a period of two to four distinct calls, each call's
+output equal to its previous occurrence; counts the cycles gone round and fires when the count
+reaches a rung of the ladder (first `after`, default `AFTER`: three times round), then again at
+each later rung (`RESTRICT_AT`: the cycle's tool taken away for one request, where it has one and
+it is not the agent's only tool). A cycle of one call is `repeat_call`'s. Never a hand-back by
+default: on the corpus a run that went round a cycle of two reads six times was then resolved
+(coder, django-11039).
 
-Remedy: name both calls and ask for a different step.
+Remedy: name the calls of the cycle and ask for a different step.
 
-Must never fire on: A, B, C, A, B, C (three calls); an alternation whose results change;
-failing checks (the failure model's), which break the run. Other calls that fail the same way
-each time alternate like any (SWE-agent's `open` of two paths that do not exist, turn after
-turn: corpus, gson-1391).
+Must never fire on: A, B, C, D, E (no call comes back); a cycle whose results change (the agent
+is watching something move); failing checks (the failure model's), which break the stretch; a
+cycle broken by another call. Other calls that fail the same way each time go round like any
+(SWE-agent's `open` of two paths that do not exist, turn after turn: corpus, gson-1391).
 """
 
 from __future__ import annotations
@@ -20,21 +25,43 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
 from proxy.settings.kinds import Action, CallKind
-from proxy.settings.policy import Ladder, Policy
+from proxy.settings.policy import Ladder, Policy, Rung
 
-__all__ = ["AFTER", "DETECTOR", "NAME"]
+__all__ = ["AFTER", "DETECTOR", "NAME", "RESTRICT_AT"]
 
 NAME = "ping_pong"
-AFTER = 6
-"""Calls alternating between two call keys, results unchanged, that trip the pattern."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
+AFTER = 3
+"""Times round a cycle of two to four calls, results unchanged, that trip the pattern (A,B six calls)."""
+RESTRICT_AT = 5
+"""Times round at which the cycle's tool is taken away for one request: told at three, it kept going."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=RESTRICT_AT, action=Action.RESTRICT),))
+PERIODS = (2, 3, 4)
+_KEPT = 8
+
+Entry = tuple[str, str | None, str]
+"""A call as (key, output digest, description)."""
 
 
 @dataclass(frozen=True, slots=True)
 class State:
-    last: tuple[tuple[str, str | None, str], ...] = ()
-    """The last two calls as (key, output digest, description)."""
+    last: tuple[Entry, ...] = ()
+    """The latest calls, oldest first (at most `_KEPT`)."""
+    period: int = 0
+    """The cycle's length; 0: no cycle going."""
     run: int = 0
+    """Calls of the stretch that repeats with that period."""
+
+
+def _cycle(last: tuple[Entry, ...]) -> int:
+    """The shortest period (two to four) with which the newest call closes a cycle of distinct
+    calls, its output as when it was last made; 0: none."""
+    newest = last[-1]
+    for period in PERIODS:
+        if len(last) > period and last[-1 - period][:2] == newest[:2]:
+            keys = {entry[0] for entry in last[-period:]}
+            if len(keys) == period:
+                return period
+    return 0
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
@@ -43,28 +70,38 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         if call.outcome is Outcome.FAIL and call.kind is CallKind.VERIFY:
             state = State()
             continue
-        entry = (call.key, call.digest, call.describe())
-        last = state.last
-        if len(last) == 2 and entry[:2] == last[0][:2] and entry[0] != last[1][0] and state.run >= 2:
+        last = (*state.last, (call.key, call.digest, call.describe()))[-_KEPT:]
+        period = state.period
+        if period and len(last) > period and last[-1 - period][:2] == last[-1][:2]:
             run = state.run + 1
-        elif last and entry[0] != last[-1][0]:
-            run = 2
         else:
-            run = 1
-        state = State((*last, entry)[-2:], run)
-        action = ladder.action_at(run) if run >= 2 else None
+            period = _cycle(last)
+            run = period + 1 if period else 0
+        state = State(last, period, run)
+        if not period or run % period:
+            continue
+        action = ladder.action_at(run // period)
         if action is not None:
-            subject = f"{state.last[0][2]} and {state.last[1][2]}"
-            detail = f"two calls alternated {run} times with unchanged results"
-            trips.append(facts.trip(NAME, action, detail, run, subject=subject))
+            subject = " and ".join(entry[2] for entry in last[-period:])
+            tools = {entry[0].split("\x00", 1)[0] for entry in last[-period:]}
+            detail = f"a cycle of {period} calls went round {run // period} times with unchanged results"
+            tool = next(iter(tools)) if len(tools) == 1 else ""
+            trips.append(
+                facts.trip(NAME, action, detail, run // period, subject=subject, tool=tool, since=_began(facts, run))
+            )
     return state, trips
+
+
+def _began(facts: TurnFacts, run: int) -> int:
+    """The turn the stretch began on, counting one call a turn (what most agents make)."""
+    return max(1, facts.turn.ordinal - run + 1)
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
     return context.fit(
-        f"{PREFIX} You are alternating between {trip.subject}, and neither result changes.",
+        f"{PREFIX} You are going round in a cycle: {trip.subject}, again and again, and no result changes.",
         "",
-        "Stop alternating. Neither call will tell you anything new; take a different step.",
+        "Stop the cycle. None of these calls will tell you anything new; take a different step.",
     )
 
 

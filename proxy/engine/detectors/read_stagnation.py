@@ -79,6 +79,8 @@ OPTIONS = Options(after=AFTER, action=Action.NUDGE)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 _MAX_KEYS = 256
+_NEAR = 4
+"""Turns back within which a read made again is a short cycle's (ping_pong's), not a revisit."""
 _RECENT = 4
 """Reads remembered in one run (a longer run still sees re-reads of these)."""
 
@@ -101,8 +103,8 @@ class State:
     began: int = 0
     """The turn the run began."""
     last: tuple[frozenset[str], ...] = ()
-    """The last two turns' reads (with what they showed): a read of one of them again is the
-    loop of one or two calls that repeat_call and ping_pong name, not a revisit counted here."""
+    """The last `_NEAR` turns' reads (with what they showed): a read of one of them again is the
+    loop of one to four calls that repeat_call and ping_pong name, not a revisit counted here."""
 
     @property
     def reread(self) -> bool:
@@ -127,17 +129,18 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
     keys = {f"{c.key}\x00{c.digest}" for c in reads}  # the same read showing something else is paging
     paths = [p for p in (c.target for c in reads if c.kind is CallKind.READ) if p]
     near = frozenset().union(*state.last)
-    again = bool((keys & state.seen) - near)  # a read of the last two turns again: repeat_call's, ping_pong's
+    reread = bool(keys & state.seen)
+    again = bool((keys & state.seen) - near)  # a read of the last few turns again: repeat_call's, ping_pong's
     state = State(
         run=state.run + 1,
         seen=state.seen | keys if len(state.seen) < _MAX_KEYS else state.seen,
-        reread_at=state.run + 1 if again else state.reread_at,
+        reread_at=state.run + 1 if reread else state.reread_at,
         fired=state.fired,
         reads=_count(state.reads, paths),
         recent=(*state.recent, tuple(sorted(c.key for c in reads if c.kind is CallKind.READ and c.target)))[-_RECENT:],
         revisits=state.revisits + (1 if again else 0),
         began=state.began or facts.turn.ordinal,
-        last=(*state.last, frozenset(keys))[-2:],
+        last=(*state.last, frozenset(keys))[-_NEAR:],
     )
     reached = [n for n in ladder.counts if n <= state.revisits and n not in state.fired] if again else []
     if not reached:

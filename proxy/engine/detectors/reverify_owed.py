@@ -8,12 +8,13 @@ edit starts the count again (a change made in several steps is not moving on).
 Remedy: re-run the failing check exactly as it was made. `force` pins the policy's verify
 tool, else the tool that ran the failing check.
 
-Must never fire on: edits with no live failure; an edit followed by the re-run in the
-same turn; the turns between two halves of one edit (edit, look, edit); an edit put back as it was before (nothing left to re-verify); edits the check
-cannot see (a Python check after edits of Java, Go, Rust... sources only: `unseen_by`; corpus,
-SWE-agent on Java, a `python reproduce_bug.py` that raises on purpose, told to be re-run after
-edits of TextBuffer.java); edits a later run failed through (its traceback passes through an edited
-file: `checks.exercised`, corpus django-12193); anything while `post_edit_reverify` is off.
+Must never fire on: edits with no live failure; an edit followed by the re-run in the same turn;
+the turns between two halves of one edit (edit, look, edit); an edit put back as it was before
+(nothing left to re-verify); edits the check cannot see (a Python check after edits of Java, Go,
+Rust... sources only: `unseen_by`; corpus, SWE-agent on Java, a `python reproduce_bug.py` that
+raises on purpose, told to be re-run after edits of TextBuffer.java); edits a later run failed
+through (its traceback passes through an edited file: `checks.exercised`, corpus django-12193);
+anything while `post_edit_reverify` is off.
 """
 
 from __future__ import annotations

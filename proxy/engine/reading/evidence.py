@@ -29,7 +29,9 @@ __all__ = [
     "Evidence",
     "Pointers",
     "evidence",
+    "evidence_lines",
     "extract_pointers",
+    "line_digest",
     "project_frames",
 ]
 
@@ -194,13 +196,16 @@ def extract_pointers(output: str) -> Pointers:
     return Pointers()
 
 
-def evidence(output: str) -> Evidence:
-    """The signature and snippet of one failing result.
-
-    The evidence is the output's failure lines (deduplicated by their normalised form, in
-    order); when it has none, its normalised tail. The snippet quotes the same lines as printed.
-    """
+def evidence_lines(output: str) -> tuple[list[tuple[str, str]], bool]:
+    """The lines of a failing output that are its evidence, each as printed and normalised, and
+    whether they are its failure lines (deduplicated by their normalised form, in order) rather
+    than its last lines (an output with none)."""
     text = payload(strip_controls(output)) + "\n"
+    picked = _failure_lines(text)
+    return (picked, True) if picked else (_last_lines(text), False)
+
+
+def _failure_lines(text: str) -> list[tuple[str, str]]:
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()
     for start in marked_lines(EVIDENCE_MARKERS, text):
@@ -214,17 +219,48 @@ def evidence(output: str) -> Evidence:
             picked.append((raw, norm))
             if len(picked) >= _MAX_EVIDENCE_LINES:
                 break
-    if not picked:
-        for line in text.split("\n")[-_TAIL_LINES:]:
-            raw = line[:LINE_CHARS].rstrip()
-            norm = normalised_or_none(raw)
-            if norm is not None and not noise_line(line):
-                picked.append((raw, norm))
-        basis = "\n".join(norm for _, norm in picked)[-4000:]
-        quoted = picked[-12:]
-    else:
+    return picked
+
+
+def _last_lines(text: str) -> list[tuple[str, str]]:
+    picked: list[tuple[str, str]] = []
+    for line in text.split("\n")[-_TAIL_LINES:]:
+        raw = line[:LINE_CHARS].rstrip()
+        norm = normalised_or_none(raw)
+        if norm is not None and not noise_line(line):
+            picked.append((raw, norm))
+    return picked
+
+
+def line_digest(norm: str) -> str:
+    """A short digest of one normalised line (what an ambient set holds: `state.ambient`)."""
+    return hashlib.blake2b(norm.encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
+def _own(picked: list[tuple[str, str]], ambient: frozenset[str]) -> list[tuple[str, str]]:
+    return [(raw, norm) for raw, norm in picked if line_digest(norm) not in ambient]
+
+
+def evidence(output: str, ambient: frozenset[str] = frozenset()) -> Evidence:
+    """The signature and snippet of one failing result.
+
+    The evidence is `evidence_lines`, less the lines in `ambient` (digests of lines the
+    conversation's other commands print too, whatever they do). When every failure line is
+    ambient, the output's own last lines are its evidence instead (what this run printed beyond
+    what every run prints); when nothing is left at all, the lines as they were.
+    The snippet quotes the same lines as printed.
+    """
+    picked, marked = evidence_lines(output)
+    if ambient and (own := _own(picked, ambient)) != picked:
+        if not own and marked:
+            own, marked = _own(_last_lines(payload(strip_controls(output)) + "\n"), ambient), False
+        picked = own or picked
+    if marked:
         basis = "\n".join(norm for _, norm in picked)
         quoted = picked
+    else:
+        basis = "\n".join(norm for _, norm in picked)[-4000:]
+        quoted = picked[-12:]
     digest = hashlib.sha256(basis.encode("utf-8", "replace")).hexdigest()
     snippet = "\n".join(raw for raw, _ in quoted)
     if len(snippet) > SNIPPET_CHARS:

@@ -101,9 +101,13 @@ MAX_PROBES = 16
 """Probes remembered (the most recent)."""
 
 
-def probes_after(probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
+def probes_after(
+    probes: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...], ambient: frozenset[str] = frozenset()
+) -> tuple[tuple[str, str], ...]:
     """The probes with this turn's runs recorded (each with its failure's signature, or empty)."""
-    runs = [(c.key, evidence(c.result).signature if c.outcome is Outcome.FAIL else "") for c in calls if c.probe]
+    runs = [
+        (c.key, evidence(c.result, ambient).signature if c.outcome is Outcome.FAIL else "") for c in calls if c.probe
+    ]
     if not runs:
         return probes
     kept = [p for p in probes if p[0] not in {key for key, _ in runs}]

@@ -92,23 +92,27 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
     calls = settled(turn.calls, state.seen, state.whole)  # a substitution of text not there: no change
     if not calls:
         return state
+    state = replace(state, ambient=state.ambient.after(calls))
     failed_at = first_failure(calls, state.probes)
     if failed_at is not None:
         return _failed(state, calls, failed_at, turn.ordinal, post_edit_reverify)
     seen, whole = seen_after(state.seen, state.whole, calls)
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     epoch = state.write_epoch + (1 if mutated else 0)
-    probes = probes_after(state.probes, calls)
+    probes = probes_after(state.probes, calls, state.ambient.lines)
     changes = state.changes.after(calls)
+    ambient = state.ambient
     if any(is_check(c, state.probes) and c.outcome is Outcome.PASS for c in calls) or _ran_clean(state, calls):
         passed = DiagnosticClass.PASS
-        return RepairState(passed, write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
+        return RepairState(
+            passed, write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes, ambient=ambient
+        )
     if not state.live:
         return replace(state, write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
     if any(is_check(c, state.probes) and c.outcome is Outcome.ENVIRONMENT for c in calls):
         # the check ran again and could not run here: the failure it showed is not seen any more,
         # and nothing more can be known of it on this machine
-        return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes)
+        return RepairState(write_epoch=epoch, seen=seen, whole=whole, probes=probes, changes=changes, ambient=ambient)
     read, edited, back = _touched(state, calls)
     rewritten = state.check_rewritten or rewrites(calls, state.failing_scripts)
     undone = back and not edited  # every file changed since the failure put back: nothing to re-verify
@@ -165,7 +169,7 @@ def _failed(
     mutated = [i for i, c in enumerate(calls) if c.changed_sources]
     rewritten = state.check_rewritten or rewrites(calls[: failed_at + 1], state.failing_scripts)
     failing = calls[failed_at]
-    found = evidence(failing.result)
+    found = evidence(failing.result, state.ambient.lines)
     same = state.live and found.signature == state.last_diagnostic_signature
     again = failing.probe and not same and (failing.key, found.signature) in state.probes
     _, edited_at, undone = _touched(state, calls[: failed_at + 1])
@@ -207,7 +211,8 @@ def _failed(
         check_rewritten=rewrites(calls[failed_at + 1 :], scripts) if failing.command else False,
         seen=seen,
         whole=whole,
-        probes=probes_after(state.probes, calls),
+        probes=probes_after(state.probes, calls, state.ambient.lines),
+        ambient=state.ambient,
         quiet_since_failure=quiet(calls[failed_at + 1 :]),
         put_back=back,
         failing_since=state.failing_since if same else ordinal,

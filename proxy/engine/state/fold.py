@@ -42,6 +42,8 @@ from proxy.settings.kinds import Action, Mode
 
 __all__ = ["Caught", "fold_messages", "fold_turn", "fold_user"]
 
+_IN_PLACE_OF_A_REPLY = frozenset({"result", "user", "call"})
+"""What a user message follows when it stands where the model's reply should be (`UserMessage.after`)."""
 _PINNING = frozenset({Action.FORCE, Action.RESTRICT})
 """Rungs that act through the request's tools: for an agent that writes its calls as text, a nudge."""
 
@@ -150,8 +152,17 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     repeated = digest in state.user_texts
     complaint = nudges.complains(message.text)
     nudge = complaint or nudges.continues(message.text)
+    refused = complaint or (state.turns > 0 and message.after in _IN_PLACE_OF_A_REPLY)
     facts = UserFacts(
-        message.text, message.message_index, state.turns, repeated, nudge, complaint, state.protocol, message.answered
+        message.text,
+        message.message_index,
+        state.turns,
+        repeated,
+        nudge,
+        complaint,
+        state.protocol,
+        message.answered,
+        refused,
     )
     detectors = state.detectors
     if not repeated and not nudge:

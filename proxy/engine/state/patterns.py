@@ -146,6 +146,10 @@ class UserFacts:
     """The text protocol the agent writes its calls in, if any (`text.protocols`)."""
     answered: str = ""
     """The text of the model's reply it answers, if the transcript kept it."""
+    refused: bool = False
+    """The agent answers a reply it could not use: its complaint says so, or, mid-task, the message
+    stands where the model's reply should be (right after a result, another user message, or calls
+    no result answered: the agent dropped the reply and said something instead)."""
 
     def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "", slip: str = "") -> Trip:
         """A trip of `pattern` on this message, anchored right after it."""

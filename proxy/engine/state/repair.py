@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from proxy.engine.reading.evidence import Pointers
 from proxy.engine.reading.workspace import same_file
+from proxy.engine.state.ambient import Ambient
 from proxy.engine.state.checks import Changes
 from proxy.engine.state.seen import Seen, shown_whole
 
@@ -75,6 +76,8 @@ class RepairState:
     """Since the live failure was last seen, the agent put the files it had changed back as they
     were (`checks.restores`), and edited nothing after: the same failure next is the code without
     its changes, not one more that failed to change it."""
+    ambient: Ambient = field(default_factory=Ambient, compare=False)
+    """Lines every command prints, whatever it does: left out of failures' signatures (`ambient`)."""
     failing_since: int = 0
     """The turn the live failure first appeared on (its streak began there)."""
     changes: Changes = field(default_factory=Changes)

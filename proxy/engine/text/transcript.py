@@ -74,6 +74,11 @@ class UserMessage:
     text: str
     answered: str = ""
     """The text of the model's reply right before it, if any (what a complaint is about)."""
+    after: str = ""
+    """What came right before it: `reply` (the model's reply, no call), `call` (a reply whose calls
+    no result answered), `result` (a call's result), `user` (another user message), or "" (the
+    start: no reply of the model's yet). After a result or a user message, the model's reply to
+    them is not in the history: the agent dropped it."""
 
 
 @dataclass(slots=True)
@@ -138,6 +143,8 @@ class _Reader:
         self.open: _Open | None = None
         self.last_run: tuple[int, tuple[str, str]] | None = None
         """aider: the turn of the last command output it reported, and (command, output)."""
+        self.previous = ""
+        """What the last message read was (see `UserMessage.after`)."""
 
     def close(self) -> None:
         if self.open is not None:
@@ -150,6 +157,7 @@ class _Reader:
         self.close()
         self.last_run = None
         self.open = _assistant(message, index)
+        self.previous = "call" if self.open.calls else "reply"
 
     def result(self, message: Message, index: int) -> None:
         if self.open is None:
@@ -160,6 +168,7 @@ class _Reader:
             call_id = pending[0] if pending else None
         if call_id is not None:
             self.open.results[call_id] = (content_text(message.get("content")), is_error_flag(message), index)
+            self.previous = "result"
 
     def user(self, message: Message, index: int) -> None:
         text = content_text(message.get("content"))
@@ -173,17 +182,21 @@ class _Reader:
             if seen is not None:
                 for call_id in self.open.pending():
                     self.open.results[call_id] = (seen.text, seen.is_error, index)
+                self.previous = "result"
                 return
             if protocol:  # no result came back: the reply only showed code
                 self.open.calls, self.open.written, self.open.protocol = [], False, ""
         ran = textcalls.run_output(text)
         if ran is not None:
             self._ran(ran, text, index)
+            self.previous = "result"
             return
+        after = self.previous
         self.close()
         self.last_run = None
         if not textcalls.is_framework_context(text):
-            self.users.append(UserMessage(index, text, answered))
+            self.users.append(UserMessage(index, text, answered, after))
+            self.previous = "user"
 
     def _ran(self, ran: tuple[str, str], text: str, index: int) -> None:
         """aider's report of a command it ran: a turn of its own; the same report sent again
