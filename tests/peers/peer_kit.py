@@ -34,6 +34,7 @@ LOOP_PATTERNS = frozenset(
         "format_error_loop",
         "monologue",
         "excessive_polling",
+        "no_effect",
     }
 )
 """The patterns that say "the agent is going round": a trip of any of them is our "stuck"."""
