@@ -29,6 +29,8 @@ LANDED = ROOT / "proxy" / "http" / "observe"
 PATH_LIKE = re.compile(r"\.(py|toml|md|json|jsonl|yaml)$")
 NOT_A_PATH = re.compile(r"[<>{}=:$|\\\[\]]")
 """A placeholder, a URL, a setting or an option's value: not a path."""
+TOPS = ("proxy", "bench", "tests", "deploy", "scripts", "policies")
+"""Where a bare file name (`base.py`) is looked for."""
 
 
 def section(heading: str) -> str:
@@ -36,10 +38,6 @@ def section(heading: str) -> str:
     start = README.index(heading + "\n") + len(heading) + 1
     following = README.find("\n## ", start)
     return README[start : following if following != -1 else len(README)]
-
-
-TOPS = ("proxy", "bench", "tests", "deploy", "scripts", "policies")
-"""Where a bare file name (`base.py`) is looked for."""
 
 
 def exists(path: str) -> bool:
@@ -85,7 +83,7 @@ def layout_paths() -> list[str]:
     found = []
     for line in tree.splitlines()[1:]:
         match = entry.match(line)
-        if match and not line.startswith(" " * 12):
+        if match:
             depth, name, rest = len(match.group(1)), match.group(2), match.group(3)
             parents = [(d, p) for d, p in parents if d < depth]
             path = "".join(p for _, p in parents) + name
@@ -116,7 +114,8 @@ def pattern_rows() -> tuple[list[str], list[list[str]]]:
 
 
 def test_the_readme_is_at_most_500_lines() -> None:
-    assert len(README.splitlines()) <= MAX_LINES
+    lines = len(README.splitlines())
+    assert lines <= MAX_LINES, f"README.md has {lines} lines; measurements go to bench/RESULTS-*.md"
 
 
 def test_every_path_named_in_backticks_exists() -> None:
