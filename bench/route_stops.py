@@ -48,7 +48,7 @@ ENGINE = PACKAGE + "engine/"
 whatever the HTTP layer does; counted apart."""
 
 _APP = ("proxy.http.serving.app", "proxy.http.app")
-_TENANCY = ("proxy.http.runtime.teams", "proxy.http.tenancy")
+_TENANCY = ("proxy.http.runtime.tenancy", "proxy.http.tenancy")
 _LOGS = ("proxy.http.observe.logs", "proxy.http.logs")
 
 CALL = {"id": "call_x", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'}}

@@ -133,8 +133,10 @@ def test_the_engine_check_catches_an_upward_import(tmp_path: Path) -> None:
 def test_the_import_check_catches_an_upward_import(tmp_path: Path) -> None:
     """The check itself: an engine module importing the HTTP layer or aiohttp is seen."""
     fake = tmp_path / "bad.py"
-    fake.write_text("import aiohttp\nfrom proxy.http.app import make_app\nfrom proxy.settings.kinds import Action\n")
-    assert imports(fake) == ["aiohttp", "proxy.http.app", "proxy.settings.kinds"]
+    fake.write_text(
+        "import aiohttp\nfrom proxy.http.serving.app import make_app\nfrom proxy.settings.kinds import Action\n"
+    )
+    assert imports(fake) == ["aiohttp", "proxy.http.serving.app", "proxy.settings.kinds"]
 
 
 def test_offline_commands_load_no_network_code() -> None:

@@ -9,7 +9,7 @@ from proxy.engine.detectors import Refusal
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import Gate, GatePlan, Judgement, ReplyRules
 from proxy.engine.text.exchange import Edit
-from proxy.http.steps import (
+from proxy.http.reply.steps import (
     STOP_AFTER,
     Attempt,
     Deliver,

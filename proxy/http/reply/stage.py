@@ -35,13 +35,11 @@ from multidict import CIMultiDict
 from proxy.dialects import Dialect, Planned
 from proxy.engine.detectors import Refusal
 from proxy.engine.plan.reply import Gate, Hold, Judgement, ReplyRules, holding, judge, settled
-from proxy.http.ahead import Ahead, ClientGone
-from proxy.http.analysis import remember_stall
-from proxy.http.appkeys import CONTEXT, METRICS
-from proxy.http.delivery import Reply, deliver, ended, retries
-from proxy.http.forward import RelayEnd, broken_end, downstream_headers, is_streaming, relay, send
-from proxy.http.replies import handback_reply
-from proxy.http.steps import (
+from proxy.http.observe.tracing import gate_retry
+from proxy.http.pipeline.analysis import remember_stall
+from proxy.http.reply.ahead import Ahead, ClientGone
+from proxy.http.reply.delivery import Reply, deliver, ended, retries
+from proxy.http.reply.steps import (
     Attempt,
     Deliver,
     End,
@@ -54,8 +52,10 @@ from proxy.http.steps import (
     reads_error,
     unreadable_as_call,
 )
-from proxy.http.tracing import gate_retry
-from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk
+from proxy.http.runtime.appkeys import CONTEXT, METRICS, Timeouts
+from proxy.http.upstream.forward import RelayEnd, broken_end, downstream_headers, is_streaming, relay, send
+from proxy.http.upstream.network import UpstreamFailure, next_chunk
+from proxy.http.upstream.replies import handback_reply
 
 __all__ = ["reply_stage"]
 

@@ -22,8 +22,8 @@ from proxy.engine.state.cache import Codec, StateCache, Tier
 from proxy.engine.state.codec import pack, unpack
 from proxy.engine.state.conversation import ConversationState, approx_bytes
 from proxy.engine.text.tokens import TokenCounter
-from proxy.http.footprint import Footprint, Shares
-from proxy.http.tls import upstream_tls
+from proxy.http.runtime.footprint import Footprint, Shares
+from proxy.http.runtime.tls import upstream_tls
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
@@ -97,7 +97,7 @@ class Runtime:
     by_key: Mapping[str, str]
     shared: Shared
     tls: ssl.SSLContext
-    """For https upstreams: trusted CAs and the client certificate (`proxy.http.tls.upstream_tls`)."""
+    """For https upstreams: trusted CAs and the client certificate (`proxy.http.runtime.tls.upstream_tls`)."""
 
     @property
     def open(self) -> bool:

@@ -28,7 +28,7 @@ from proxy.engine.plan.decide import Decision
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
+from proxy.http.runtime.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
 
 __all__ = ["analyse", "remember_stall"]
 

@@ -14,17 +14,17 @@ import contextlib
 import enum
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import aiohttp
 import structlog
 from multidict import CIMultiDict
 from yarl import URL
 
+from proxy.http.runtime.appkeys import Timeouts
+
 __all__ = [
     "Cause",
     "Phase",
-    "Timeouts",
     "UpstreamFailure",
     "mapped_errors",
     "next_chunk",
@@ -34,13 +34,6 @@ __all__ = [
 log = structlog.get_logger("repair_proxy")
 
 _NO_AUTO_HEADERS = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    connect: float
-    first_byte: float
-    idle: float
 
 
 class Phase(enum.Enum):

@@ -17,8 +17,8 @@ from aiohttp import web
 from proxy.dialects import Planned
 from proxy.engine.plan.handback import Handback
 from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.ahead import Ahead
-from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
+from proxy.http.reply.ahead import Ahead
+from proxy.http.runtime.appkeys import CONTEXT, METRICS, REQUEST_LOG
 
 __all__ = [
     "ARM_HEADER",

@@ -15,7 +15,10 @@ from aiohttp import web
 
 from proxy.dialects import ROUTES
 from proxy.engine.state.budget import GcAccounting
-from proxy.http.appkeys import (
+from proxy.http.observe.metrics import Metrics
+from proxy.http.observe.observed import OBSERVED, upstream_trace
+from proxy.http.observe.tracing import TRACING, tracing_from_env
+from proxy.http.runtime.appkeys import (
     GC,
     METRICS,
     REQUEST_LOG,
@@ -27,15 +30,12 @@ from proxy.http.appkeys import (
     RuntimeHolder,
     Stores,
 )
-from proxy.http.forward import RelayEnd
-from proxy.http.metrics import Metrics
-from proxy.http.observed import OBSERVED, upstream_trace
-from proxy.http.reload import Reloader
-from proxy.http.routes import add_routes
-from proxy.http.rundir import Worker, started
-from proxy.http.tenancy import Runtime
-from proxy.http.tracing import TRACING, tracing_from_env
-from proxy.http.workers import watch_supervisor
+from proxy.http.runtime.rundir import Worker, started
+from proxy.http.runtime.tenancy import Runtime
+from proxy.http.serving.reload import Reloader
+from proxy.http.serving.routes import add_routes
+from proxy.http.serving.workers import watch_supervisor
+from proxy.http.upstream.forward import RelayEnd
 from proxy.settings.config import Settings
 from proxy.store import backend_of, open_store
 from proxy.store.health import StoreHealth, WatchedStore

@@ -18,14 +18,14 @@ from multidict import CIMultiDict
 
 from proxy.dialects import ROUTES, Planned
 from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.analysis import analyse
-from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, RUNTIME, Context
-from proxy.http.forward import forward, upstream_headers
-from proxy.http.replies import ARM_HEADER, TRIPS_HEADER, handback_reply, openai_error
-from proxy.http.reply import reply_stage
-from proxy.http.tenancy import Team
-from proxy.http.tracing import decided, observing, requested
-from proxy.http.upstream import UpstreamFailure
+from proxy.http.observe.tracing import decided, observing, requested
+from proxy.http.pipeline.analysis import analyse
+from proxy.http.reply.stage import reply_stage
+from proxy.http.runtime.appkeys import CONTEXT, METRICS, REQUEST_LOG, RUNTIME, Context
+from proxy.http.runtime.tenancy import Team
+from proxy.http.upstream.forward import forward, upstream_headers
+from proxy.http.upstream.network import UpstreamFailure
+from proxy.http.upstream.replies import ARM_HEADER, TRIPS_HEADER, handback_reply, openai_error
 
 __all__ = ["proxy_v1"]
 

@@ -16,8 +16,8 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from proxy.http.appkeys import CONTEXT, REQUEST_LOG, SESSION
-from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk, open_upstream
+from proxy.http.runtime.appkeys import CONTEXT, REQUEST_LOG, SESSION, Timeouts
+from proxy.http.upstream.network import UpstreamFailure, next_chunk, open_upstream
 
 __all__ = [
     "HOP_BY_HOP",

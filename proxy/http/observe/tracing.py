@@ -27,13 +27,13 @@ from yarl import URL
 
 from proxy.dialects import Planned
 from proxy.engine.plan.decide import Decision
-from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG
-from proxy.http.forward import RelayEnd
-from proxy.http.observed import CURRENT, OBSERVED, Observed, genai_reply, quiet
-from proxy.http.traces_asked import not_installed, traces_asked
+from proxy.http.observe.observed import CURRENT, OBSERVED, Observed, genai_reply, quiet
+from proxy.http.observe.traces_asked import not_installed, traces_asked
+from proxy.http.runtime.appkeys import CONTEXT, METRICS, REQUEST_LOG
+from proxy.http.upstream.forward import RelayEnd
 
 if TYPE_CHECKING:
-    from proxy.http.otel import Otel
+    from proxy.http.observe.otel import Otel
 
 __all__ = ["OPERATIONS", "TRACING", "decided", "gate_retry", "observing", "requested", "tracing_from_env"]
 
@@ -65,7 +65,7 @@ def tracing_from_env(environ: Mapping[str, str]) -> Otel | None:
     if asked is None:
         return None
     try:
-        from proxy.http.otel import Otel  # noqa: PLC0415 - only when traces are asked for
+        from proxy.http.observe.otel import Otel  # noqa: PLC0415 - only when traces are asked for
 
         if asked.exporter == "otlp":
             import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401, PLC0415

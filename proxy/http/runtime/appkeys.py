@@ -9,10 +9,9 @@ import aiohttp
 from aiohttp import web
 
 from proxy.engine.state.budget import GcAccounting
-from proxy.http.metrics import Metrics
-from proxy.http.rundir import Worker
-from proxy.http.tenancy import Runtime, Team
-from proxy.http.upstream import Timeouts
+from proxy.http.observe.metrics import Metrics
+from proxy.http.runtime.rundir import Worker
+from proxy.http.runtime.tenancy import Runtime, Team
 from proxy.store import VerdictStore
 from proxy.store.health import StoreHealth
 
@@ -29,6 +28,7 @@ __all__ = [
     "RequestLog",
     "RuntimeHolder",
     "Stores",
+    "Timeouts",
 ]
 
 
@@ -69,6 +69,15 @@ class RequestLog:
     analysed: bool = False
     trips: tuple[str, ...] = ()
     end: str = "complete"
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """The upstream's timeouts: to connect, to its first byte, between its chunks."""
+
+    connect: float
+    first_byte: float
+    idle: float
 
 
 @dataclass(frozen=True, slots=True)

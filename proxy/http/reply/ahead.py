@@ -19,7 +19,7 @@ import aiohttp
 from aiohttp import web
 
 from proxy.dialects import Dialect
-from proxy.http.forward import cut_agent, downstream_headers, rewritten_headers
+from proxy.http.upstream.forward import cut_agent, downstream_headers, rewritten_headers
 
 __all__ = ["Ahead", "ClientGone"]
 

@@ -18,11 +18,11 @@ from multidict import CIMultiDict
 
 from proxy.dialects import Planned
 from proxy.engine.plan.reply import Gate, Judgement
-from proxy.http.ahead import Ahead
-from proxy.http.appkeys import METRICS, REQUEST_LOG
-from proxy.http.forward import RelayEnd, rewritten_headers
-from proxy.http.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER
-from proxy.http.steps import Attempt, Deliver, End
+from proxy.http.reply.ahead import Ahead
+from proxy.http.reply.steps import Attempt, Deliver, End
+from proxy.http.runtime.appkeys import METRICS, REQUEST_LOG
+from proxy.http.upstream.forward import RelayEnd, rewritten_headers
+from proxy.http.upstream.replies import OUTCOME_HEADER, RETRIES_HEADER, SALVAGED_HEADER
 
 __all__ = ["Reply", "deliver", "ended", "retries"]
 

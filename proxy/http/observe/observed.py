@@ -20,12 +20,12 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.http.forward import is_streaming
-from proxy.http.usage import UsageReader
+from proxy.http.observe.usage import UsageReader
+from proxy.http.upstream.forward import is_streaming
 
 if TYPE_CHECKING:
-    from proxy.http.metrics import Metrics
-    from proxy.http.otel import Otel, Span
+    from proxy.http.observe.metrics import Metrics
+    from proxy.http.observe.otel import Otel, Span
 
 __all__ = ["CURRENT", "OBSERVED", "Observed", "genai_reply", "quiet", "upstream_trace"]
 
