@@ -1,41 +1,32 @@
-"""Each proxied request observed where platform teams look: an OpenTelemetry span when the
-`OTEL_*` variables ask for traces (`tracing_from_env`; nothing of OpenTelemetry is imported
-otherwise), and the Prometheus model label and token counts, always.
+"""A finished request's record as OpenTelemetry spans, when the `OTEL_*` variables ask for traces
+(`tracing_from_env`; nothing of OpenTelemetry is imported otherwise):
 
-    proxy_v1 ── observing ──────────── the request's span, `chat {model}` (GenAI conventions),
-      │                                 its outcome (`RequestLog.end`, the reply stage's `End`)
-      ├─ after analysis: requested      the model, the team, the upstream
-      ├─ choose: decided                each trip, and each instruction placed, an event
-      ├─ reply stage: gate_retry        the next attempt is that gate's retry (an event)
-      └─ the upstream session's trace config (`observed.upstream_trace`)
-             each attempt a child span; its reply's usage read as the chunks pass (`usage`)
+    the request      `chat {model}` (GenAI conventions), from its arrival to its last byte, under
+                     the agent's trace when it sent a `traceparent`: its team, upstream, arm,
+                     conversation, outcome (`Outcome`), the model that answered and the tokens used
+      events         each trip and each instruction placed (`Analysed`), each gate's retry (`Retried`)
+      children       each request sent upstream (`Sent`): its status, its gate, what its reply used
 
-Only this module and `observed` know of spans; the pipeline and the reply stage call these
-hooks at their named steps, and the hooks never raise into the request.
+Built once the request is over, with the times the record kept: no span is open while the
+request runs, and nothing here is called by the pipeline or the reply stage.
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from aiohttp import web
 from yarl import URL
 
-from proxy.dialects import Planned
 from proxy.engine.plan.decide import Decision
-from proxy.http.observe.observed import CURRENT, OBSERVED, Observed, genai_reply, quiet
+from proxy.http.observe.record import Analysed, Record, Retried, Sent
 from proxy.http.observe.traces_asked import not_installed, traces_asked
-from proxy.http.runtime.appkeys import CONTEXT, METRICS, REQUEST_LOG
-from proxy.http.upstream.forward import RelayEnd
 
 if TYPE_CHECKING:
-    from proxy.http.observe.otel import Otel
+    from proxy.http.observe.otel import Otel, Span
 
-__all__ = ["OPERATIONS", "TRACING", "decided", "gate_retry", "observing", "requested", "tracing_from_env"]
+__all__ = ["OPERATIONS", "TRACING", "genai_reply", "spans", "tracing_from_env"]
 
 TRACING: web.AppKey[Otel] = web.AppKey("tracing")
 """The app's tracer; absent while traces are off."""
@@ -50,11 +41,6 @@ OPERATIONS = {
     "/api/embed": "embeddings",
 }
 """The GenAI operation each model route is (`gen_ai.operation.name`); other paths are plain HTTP."""
-MODEL_BODY_LIMIT = 1024 * 1024
-"""An unanalysed body is read for its `model` only up to this size."""
-_MODEL = re.compile(rb'"model"\s*:\s*"([\w.:/@+-]{0,200})"')
-"""A `"model": "name"` member. Inside a string (a message's text) its quotes are escaped, so a
-match is a key; where there is more than one (a nested object's), the body is parsed instead."""
 
 
 def tracing_from_env(environ: Mapping[str, str]) -> Otel | None:
@@ -74,126 +60,102 @@ def tracing_from_env(environ: Mapping[str, str]) -> Otel | None:
     return Otel.of(asked.exporter)
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+def genai_reply(model: str | None, tokens: Mapping[str, int | None], reasons: tuple[str, ...]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {} if model is None else {"gen_ai.response.model": model}
+    for kind, count in tokens.items():
+        if count is not None:
+            attributes[f"gen_ai.usage.{kind}_tokens"] = count
+    if reasons:
+        attributes["gen_ai.response.finish_reasons"] = reasons
+    return attributes
 
 
-async def observing(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Run the request's handler observed: its span from arrival to its last byte."""
-    operation = OPERATIONS.get(request.path.rstrip("/")) if request.method == "POST" else None
-    observed = Observed(operation, request.app[METRICS], request.app.get(TRACING))
-    request[OBSERVED] = observed
-    if observed.otel is not None:
-        attributes = {"http.request.method": request.method, "url.path": request.path}
-        if operation is not None:
-            attributes["gen_ai.operation.name"] = operation
-        observed.span = observed.otel.request_span(operation or request.method, request.headers, attributes)
-    token = CURRENT.set(observed)
-    status: int | None = None
-    end: str | None = None
-    try:
-        response = await handler(request)
-        status = response.status
-        return response
-    except (asyncio.CancelledError, ConnectionResetError):
-        end = RelayEnd.CLIENT_GONE.value
-        raise
-    except web.HTTPException as exc:
-        status = exc.status
-        raise
-    except BaseException:
-        end, status = "error", 500
-        raise
-    finally:
-        CURRENT.reset(token)
-        _finish(observed, end or request[REQUEST_LOG].end, status)
+def _requested(record: Record) -> dict[str, Any]:
+    """What the request asked of which upstream (model routes only)."""
+    attributes: dict[str, Any] = {"repair_proxy.team": record.team}
+    if record.upstream is not None:
+        upstream = URL(record.upstream)
+        attributes["server.address"] = upstream.host or ""
+        if upstream.port is not None:
+            attributes["server.port"] = upstream.port
+    if record.model is not None:
+        attributes["gen_ai.request.model"] = record.model
+    if (conversation := record.conversation) is not None:
+        attributes["repair_proxy.conversation"] = conversation
+    return attributes
 
 
-@quiet
-def _finish(observed: Observed, end: str, status: int | None) -> None:
-    for attempt in observed.attempts:
-        attempt.finish()
-    span = observed.span
-    if span is None:
-        return
-    span.set_attribute("repair_proxy.outcome", end)
-    if status is not None:
-        span.set_attribute("http.response.status_code", status)
-    if observed.operation is not None:
-        span.set_attributes(genai_reply(observed.response_model, observed.tokens, observed.finish_reasons))
-    if status is not None and status >= 500 and observed.otel is not None:
-        observed.otel.failed(span, end)
-    span.end()
-
-
-def _requested_model(body: bytes, analysed: Planned | None) -> str | None:
-    if analysed is not None:
-        return analysed.incoming.translation.model or None
-    if len(body) > MODEL_BODY_LIMIT or not body.lstrip().startswith(b"{"):
-        return None
-    found = _MODEL.findall(body)
-    if len(found) == 1:  # one place names a model: no parse of the whole body for it
-        return found[0].decode() if found[0] else None
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    model = data.get("model") if isinstance(data, dict) else None
-    return model if isinstance(model, str) and model else None
-
-
-@quiet
-def requested(request: web.Request, body: bytes, analysed: Planned | None) -> None:
-    """Once the request is read and analysed: its model, its team, where it goes."""
-    observed = request.get(OBSERVED)
-    if observed is None or observed.operation is None:
-        return
-    context = request[CONTEXT]
-    model = _requested_model(body, analysed)
-    observed.team = context.team.name
-    observed.label = observed.metrics.model_label(model)
-    if observed.span is None:
-        return
-    upstream = URL(context.team.upstream)
-    attributes: dict[str, Any] = {"repair_proxy.team": observed.team, "server.address": upstream.host or ""}
-    if upstream.port is not None:
-        attributes["server.port"] = upstream.port
-    if model is not None:
-        attributes["gen_ai.request.model"] = model
-        observed.span.update_name(f"{observed.operation} {model}")
-    if analysed is not None:
-        attributes["repair_proxy.conversation"] = analysed.decision.request.conversation
-    observed.span.set_attributes(attributes)
-
-
-@quiet
-def decided(request: web.Request, decision: Decision, arm: str) -> None:
-    """The analysis's decision, as the request's span's events: each trip (pattern, action) and
-    each instruction placed in the request sent (none in the holdout arm)."""
-    observed = request.get(OBSERVED)
-    span = None if observed is None else observed.span
-    if span is None:
-        return
-    span.set_attribute("repair_proxy.arm", arm)
+def _decided(span: Span, decision: Decision, arm: str | None, at: int) -> None:
+    """Each trip (pattern, action) and each instruction placed in the request sent (none in the
+    holdout arm, nor with a hand-back)."""
     actions = {}
     for trip in decision.new_trips:
         actions[(trip.turn, trip.pattern)] = trip.action.value
-        event = {"repair_proxy.pattern": trip.pattern, "repair_proxy.action": trip.action.value}
-        span.add_event("repair_proxy.trip", {**event, "repair_proxy.turn": trip.turn, "repair_proxy.count": trip.count})
+        event: dict[str, Any] = {"repair_proxy.pattern": trip.pattern, "repair_proxy.action": trip.action.value}
+        event |= {"repair_proxy.turn": trip.turn, "repair_proxy.count": trip.count}
+        span.add_event("repair_proxy.trip", event, timestamp=at)
     if arm == "holdout" or decision.halt is not None:
         return
     for placed in decision.placed:
         action = actions.get((placed.turn, placed.pattern))
         if action is not None:  # placed for a trip of this request (not one re-inserted)
             event = {"repair_proxy.pattern": placed.pattern, "repair_proxy.action": action}
-            span.add_event("repair_proxy.injection", {**event, "repair_proxy.placement": placed.placement.value})
+            event["repair_proxy.placement"] = placed.placement.value
+            span.add_event("repair_proxy.injection", event, timestamp=at)
 
 
-@quiet
-def gate_retry(request: web.Request, gate: str) -> None:
-    """The reply stage asks the upstream again through `gate`: the next attempt is its retry."""
-    observed = request.get(OBSERVED)
-    if observed is None:
-        return
-    observed.next_gate = gate
-    if observed.span is not None:
-        observed.span.add_event("repair_proxy.gate_retry", {"repair_proxy.gate": gate})
+def _attempt(otel: Otel, parent: Span, sent: Sent, index: int, gate: str | None, ended: int) -> None:
+    attributes: dict[str, Any] = {
+        "http.request.method": sent.method,
+        "server.address": sent.host,
+        "repair_proxy.attempt": index,
+    }
+    if sent.port is not None:
+        attributes["server.port"] = sent.port
+    if gate is not None:
+        attributes["repair_proxy.gate"] = gate
+    span = otel.attempt_span(parent, sent.method, attributes, sent.started)
+    if sent.status is not None:
+        span.set_attribute("http.response.status_code", sent.status)
+        if sent.status >= 400:
+            otel.failed(span, str(sent.status))
+    if sent.error is not None:
+        span.set_attribute("error.type", sent.error)
+        otel.failed(span, sent.error)
+    if sent.usage is not None:
+        counts = {"input": sent.usage.input_tokens, "output": sent.usage.output_tokens}
+        span.set_attributes(genai_reply(sent.usage.model, counts, sent.usage.finish_reasons))
+    span.end(end_time=sent.ended or ended)
+
+
+def spans(otel: Otel, record: Record, status: int | None, ended: int) -> None:
+    """The request's span and its children, from its record (`ended`: its last byte, in ns)."""
+    name = record.method if record.operation is None else record.operation
+    attributes: dict[str, Any] = {"http.request.method": record.method, "url.path": record.path}
+    if record.operation is not None:
+        attributes["gen_ai.operation.name"] = record.operation
+        attributes |= _requested(record)
+        name = f"{record.operation} {record.model}" if record.model is not None else name
+    span = otel.request_span(name, record.carrier, attributes, record.started_ns)
+    arm, gate, index = record.arm, None, 0
+    tokens, model, reasons = record.used()
+    if arm is not None:
+        span.set_attribute("repair_proxy.arm", arm)
+    for event in record.events:
+        if isinstance(event, Analysed):
+            _decided(span, event.decision, arm, event.at)
+        elif isinstance(event, Retried):
+            gate = event.gate.value
+            span.add_event("repair_proxy.gate_retry", {"repair_proxy.gate": gate}, timestamp=event.at)
+        elif isinstance(event, Sent):
+            index += 1
+            _attempt(otel, span, event, index, gate, ended)
+            gate = None
+    span.set_attribute("repair_proxy.outcome", record.outcome.value)
+    if status is not None:
+        span.set_attribute("http.response.status_code", status)
+    if record.operation is not None:
+        span.set_attributes(genai_reply(model, tokens, reasons))
+    if status is not None and status >= 500:
+        otel.failed(span, record.outcome.value)
+    span.end(end_time=ended)

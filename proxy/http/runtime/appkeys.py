@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -10,6 +9,7 @@ from aiohttp import web
 
 from proxy.engine.state.budget import GcAccounting
 from proxy.http.observe.metrics import Metrics
+from proxy.http.observe.record import Record
 from proxy.http.runtime.rundir import Worker
 from proxy.http.runtime.tenancy import Runtime, Team
 from proxy.store import VerdictStore
@@ -19,16 +19,14 @@ __all__ = [
     "CONTEXT",
     "GC",
     "METRICS",
-    "REQUEST_LOG",
+    "RECORD",
     "RUNTIME",
     "SESSION",
     "STORES",
     "WORKER",
     "Context",
-    "RequestLog",
     "RuntimeHolder",
     "Stores",
-    "Timeouts",
 ]
 
 
@@ -57,29 +55,6 @@ METRICS = web.AppKey("metrics", Metrics)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
-@dataclass(slots=True)
-class RequestLog:
-    """What the one log line of a request says; filled in as the request goes."""
-
-    started: float = field(default_factory=time.perf_counter)
-    upstream_ms: float | None = None
-    overhead_ms: float = 0.0
-    conversation: str | None = None
-    team: str = "default"
-    analysed: bool = False
-    trips: tuple[str, ...] = ()
-    end: str = "complete"
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    """The upstream's timeouts: to connect, to its first byte, between its chunks."""
-
-    connect: float
-    first_byte: float
-    idle: float
-
-
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a request runs under, fixed when it arrives (a reload does not change it)."""
@@ -87,11 +62,7 @@ class Context:
     runtime: Runtime
     team: Team
 
-    @property
-    def timeouts(self) -> Timeouts:
-        upstream = self.runtime.settings.upstream
-        return Timeouts(upstream.connect_timeout, upstream.first_byte_timeout, upstream.idle_timeout)
 
-
-REQUEST_LOG = web.RequestKey("request_log", RequestLog)
+RECORD = web.RequestKey("record", Record)
+"""What the request did, observed once it is over (`observe.observer`)."""
 CONTEXT = web.RequestKey("context", Context)
