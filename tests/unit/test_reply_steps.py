@@ -9,8 +9,8 @@ from proxy.engine.detectors import Refusal
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import Gate, GatePlan, Judgement, ReplyRules
 from proxy.engine.text.exchange import Edit
-from proxy.http.observe.outcome import Outcome
-from proxy.http.observe.record import Redrawn, Retried, SchemaRefused
+from proxy.http.observe.outcome import Again, Outcome
+from proxy.http.observe.record import Retried
 from proxy.http.reply.steps import (
     STOP_AFTER,
     Attempt,
@@ -42,7 +42,7 @@ def again(attempt: Attempt, gate: Gate, judgement: Judgement | None = None, acts
     refusal = None if judgement is None else judgement.refusal
     acts = acts if judgement is None else judgement.acts
     ahead = attempt.retried(gate, schema=False, first_acts=acts, refusal=refusal)
-    return Retry(ahead, Retried(gate, ahead.retries[gate]))
+    return Retry(ahead, Retried(Again.GATE, gate, ahead.retries[gate]))
 
 
 @pytest.mark.parametrize(
@@ -52,9 +52,9 @@ def again(attempt: Attempt, gate: Gate, judgement: Judgement | None = None, acts
         (OWN, 200, True, Relay(Outcome.COMPLETE)),
         (OWN, 500, False, Relay(Outcome.UPSTREAM_ERROR)),
         (OWN, 400, False, Relay(Outcome.UPSTREAM_ERROR)),
-        (OWN_WITH_SCHEMA, 400, False, Retry(OWN_WITH_SCHEMA.without_schema(), SchemaRefused())),
-        (RETRY, 400, False, Retry(RETRY.without_schema(), SchemaRefused())),
-        (OWN_WITH_SCHEMA, 500, False, Retry(OWN_WITH_SCHEMA.without_schema(), SchemaRefused())),
+        (OWN_WITH_SCHEMA, 400, False, Retry(OWN_WITH_SCHEMA.without_schema(), Retried(Again.SCHEMA_REFUSED))),
+        (RETRY, 400, False, Retry(RETRY.without_schema(), Retried(Again.SCHEMA_REFUSED, Gate.ACTION))),
+        (OWN_WITH_SCHEMA, 500, False, Retry(OWN_WITH_SCHEMA.without_schema(), Retried(Again.SCHEMA_REFUSED))),
         (RETRY, 500, False, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
         (OWN.retried(Gate.BLOCK, schema=True), 503, False, Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
         (PLAIN_RETRY, 400, False, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
@@ -87,16 +87,16 @@ REDRAWN = RETRY.drawn_again()
 @pytest.mark.parametrize(
     ("attempt", "status", "step"),
     [
-        (RETRY, 500, Retry(RETRY.drawn_again(), Redrawn(Gate.ACTION))),
+        (RETRY, 500, Retry(RETRY.drawn_again(), Retried(Again.REDRAWN, Gate.ACTION))),
         (
             OWN.retried(Gate.BLOCK, schema=True),
             500,
-            Retry(OWN.retried(Gate.BLOCK, schema=True).drawn_again(), Redrawn(Gate.BLOCK)),
+            Retry(OWN.retried(Gate.BLOCK, schema=True).drawn_again(), Retried(Again.REDRAWN, Gate.BLOCK)),
         ),
         (REDRAWN, 500, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
         (PLAIN_RETRY, 500, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (OWN_WITH_SCHEMA, 500, Retry(OWN_WITH_SCHEMA.without_schema(), SchemaRefused())),
-        (RETRY, 400, Retry(RETRY.without_schema(), SchemaRefused())),
+        (OWN_WITH_SCHEMA, 500, Retry(OWN_WITH_SCHEMA.without_schema(), Retried(Again.SCHEMA_REFUSED))),
+        (RETRY, 400, Retry(RETRY.without_schema(), Retried(Again.SCHEMA_REFUSED, Gate.ACTION))),
         (REDRAWN.retried(Gate.ACTION, schema=True), 500, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
     ],
     ids=[

@@ -14,7 +14,7 @@ log, the metrics and the span, not the marks).
 from __future__ import annotations
 
 from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.observe.outcome import MARKED
+from proxy.http.observe.outcome import MARKED, Again
 from proxy.http.observe.record import Armed, Record, Retried, Salvaged
 
 __all__ = [
@@ -47,7 +47,7 @@ def marks(record: Record) -> dict[str, str]:
     for event in record.events:
         if isinstance(event, Armed):
             out[ARM_HEADER] = event.arm
-        elif isinstance(event, Retried):
+        elif isinstance(event, Retried) and event.gate is not None and event.why is Again.GATE:
             retries[event.gate.value] = retries.get(event.gate.value, 0) + 1
         elif isinstance(event, Salvaged):
             salvaged = str(event.calls)

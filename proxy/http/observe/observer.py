@@ -3,9 +3,8 @@ span (`tracing.spans`). The only module of the request's path that logs or count
 is what the record says, in the order it happened, then the request's own line:
 
     Analysed       repair_trip (one a trip)            trips, injected tokens, trip outcomes (by arm)
-    Retried        repair_gate                         gate_retries
-    SchemaRefused  repair_schema_refused
-    Redrawn        repair_call_unreadable
+    Retried        repair_gate (gate_retries),
+                   repair_schema_refused, repair_call_unreadable (`Again`)
     GateEnded      repair_gate_refused
     Salvaged       repair_salvage                      salvaged
     HandedBack     repair_handback                     handbacks
@@ -30,7 +29,7 @@ import structlog
 from proxy.dialects import ROUTES
 from proxy.engine.plan.decide import Decision
 from proxy.http.observe.metrics import Metrics
-from proxy.http.observe.outcome import GAVE_UP, Fault, Outcome
+from proxy.http.observe.outcome import GAVE_UP, Again, Fault, Outcome
 from proxy.http.observe.record import (
     Analysed,
     Armed,
@@ -38,10 +37,8 @@ from proxy.http.observe.record import (
     GateEnded,
     HandedBack,
     Record,
-    Redrawn,
     Retried,
     Salvaged,
-    SchemaRefused,
     UpstreamFailed,
 )
 from proxy.http.observe.tracing import spans
@@ -86,7 +83,7 @@ FAULTS: Mapping[Fault, Said] = {
 }
 
 
-StageEvent = Retried | SchemaRefused | Redrawn | GateEnded | Salvaged
+StageEvent = Retried | GateEnded | Salvaged
 """What the reply stage did, beside how it ended."""
 
 
@@ -128,19 +125,21 @@ def _events(record: Record, _status: int, metrics: Metrics, _otel: Otel | None, 
 
 
 def _stage(
-    event: Retried | SchemaRefused | Redrawn | GateEnded | Salvaged,
+    event: StageEvent,
     conversation: str | None,
     metrics: Metrics,
     team: str,
 ) -> None:
     """What the reply stage did: asked again (and why), ended a gate, salvaged calls."""
-    if isinstance(event, Retried):
-        log.info("repair_gate", gate=event.gate.value, conversation=conversation, attempt=event.attempt)
-        metrics.gate_retries.labels(event.gate.value, team).inc()
-    elif isinstance(event, SchemaRefused):
-        log.warning("repair_schema_refused")
-    elif isinstance(event, Redrawn):
-        log.warning("repair_call_unreadable", gate=event.gate.value, conversation=conversation)
+    if isinstance(event, Retried) and event.why is Again.SCHEMA_REFUSED:
+        log.warning(event.why.value)
+    elif isinstance(event, Retried):
+        gate = None if event.gate is None else event.gate.value
+        if event.why is Again.GATE:
+            log.info(event.why.value, gate=gate, conversation=conversation, attempt=event.attempt)
+            metrics.gate_retries.labels(gate, team).inc()
+        else:
+            log.warning(event.why.value, gate=gate, conversation=conversation)
     elif isinstance(event, GateEnded):
         log.warning("repair_gate_refused", gate=event.gate.value, conversation=conversation)
     else:

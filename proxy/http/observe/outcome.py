@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["GAVE_UP", "KEPT", "MARKED", "Fault", "Outcome"]
+__all__ = ["GAVE_UP", "KEPT", "MARKED", "Again", "Fault", "Outcome"]
 
 
 class Outcome(enum.Enum):
@@ -62,6 +62,18 @@ MARKED = GAVE_UP | {Outcome.HANDBACK}
 the hand-back (`incomplete`)."""
 KEPT = frozenset({Outcome.ANALYSIS_ABANDONED, Outcome.ANALYSIS_FAILED})
 """Outcomes a complete relay does not overwrite: the request went up untouched because of them."""
+
+
+class Again(enum.Enum):
+    """Why the upstream is asked again for one agent request (the values are the log's events)."""
+
+    GATE = "repair_gate"
+    """A gate held the reply: its retry (one extra generation)."""
+    SCHEMA_REFUSED = "repair_schema_refused"
+    """The server took no call schema: the same request without it (nothing was generated)."""
+    REDRAWN = "repair_call_unreadable"
+    """The server could not read the reply our schema let the model write: the same retry, its
+    seed moved on (nothing reached the agent)."""
 
 
 class Fault(enum.Enum):

@@ -27,7 +27,7 @@ from proxy.dialects import Planned
 from proxy.engine.plan.decide import Decision
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import Gate
-from proxy.http.observe.outcome import KEPT, Fault, Outcome
+from proxy.http.observe.outcome import KEPT, Again, Fault, Outcome
 from proxy.http.observe.usage import Usage, UsageReader
 
 __all__ = [
@@ -39,10 +39,8 @@ __all__ = [
     "GateEnded",
     "HandedBack",
     "Record",
-    "Redrawn",
     "Retried",
     "Salvaged",
-    "SchemaRefused",
     "Sent",
     "UpstreamFailed",
     "requested_model",
@@ -74,23 +72,13 @@ class Armed:
 
 @dataclass(frozen=True, slots=True)
 class Retried:
-    """A gate held the reply and asks again: the next request sent is its `attempt`-th retry."""
+    """The upstream is asked again, as `why` says: through `gate` (its `attempt`-th retry), or
+    the same request again (without the call schema refused, or drawn again)."""
 
-    gate: Gate
-    attempt: int
+    why: Again
+    gate: Gate | None = None
+    attempt: int = 0
     at: int = field(default_factory=time.time_ns, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaRefused:
-    """The server took no call schema: the same request goes again without it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Redrawn:
-    """The server could not read the reply our schema let the model write: drawn again."""
-
-    gate: Gate
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +90,18 @@ class GateEnded:
 
 @dataclass(frozen=True, slots=True)
 class Salvaged:
+    """The reply wrote `calls` tool calls as text; they went to the agent as real calls, in its
+    `dialect`."""
+
     dialect: str
     calls: int
 
 
 @dataclass(frozen=True, slots=True)
 class HandedBack:
+    """The agent got the hand-back instead of a reply: why the run stopped (`hand.reason`, the
+    pattern that halted it) and what is still failing."""
+
     hand: Handback
 
 
@@ -145,19 +139,7 @@ class Sent:
             self.usage = None if self.reader is None else self.reader.usage()
 
 
-Event = (
-    Analysed
-    | Armed
-    | Retried
-    | SchemaRefused
-    | Redrawn
-    | GateEnded
-    | Salvaged
-    | HandedBack
-    | Faulted
-    | UpstreamFailed
-    | Sent
-)
+Event = Analysed | Armed | Retried | GateEnded | Salvaged | HandedBack | Faulted | UpstreamFailed | Sent
 
 
 @dataclass(slots=True)

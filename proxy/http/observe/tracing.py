@@ -20,6 +20,7 @@ from aiohttp import web
 from yarl import URL
 
 from proxy.engine.plan.decide import Decision
+from proxy.http.observe.outcome import Again
 from proxy.http.observe.record import Analysed, Record, Retried, Sent
 from proxy.http.observe.traces_asked import not_installed, traces_asked
 
@@ -144,7 +145,7 @@ def spans(otel: Otel, record: Record, status: int | None, ended: int) -> None:
     for event in record.events:
         if isinstance(event, Analysed):
             _decided(span, event.decision, arm, event.at)
-        elif isinstance(event, Retried):
+        elif isinstance(event, Retried) and event.gate is not None and event.why is Again.GATE:
             gate = event.gate.value
             span.add_event("repair_proxy.gate_retry", {"repair_proxy.gate": gate}, timestamp=event.at)
         elif isinstance(event, Sent):

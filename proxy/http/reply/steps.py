@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 
 from proxy.engine.detectors import Refusal
 from proxy.engine.plan.reply import Gate, Judgement, ReplyRules
-from proxy.http.observe.outcome import Outcome
-from proxy.http.observe.record import Redrawn, Retried, SchemaRefused
+from proxy.http.observe.outcome import Again, Outcome
+from proxy.http.observe.record import Retried
 
 __all__ = [
     "GIVEN_UP",
@@ -107,6 +107,8 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class Relay:
+    """Pass the upstream's response through as it came; a complete relay ends as `end` says."""
+
     end: Outcome
 
 
@@ -125,7 +127,7 @@ class Retry:
     """The attempt to send: its gate (None: the agent's own request again, without its refused
     call schema), what it carries, what is spent (a schema refused generated nothing; a reply the
     server could not read reached no one); drawn again, its seed moved on."""
-    event: Retried | SchemaRefused | Redrawn
+    event: Retried
     """Why, as the request's record keeps it."""
 
 
@@ -156,9 +158,11 @@ def after_status(
     the schema only at the force rung, goes again without it: what it would have sent."""
     if status >= 400:
         if unreadable and attempt.gate is not None and reads_error(attempt, status):
-            return Retry(attempt.drawn_again(), Redrawn(attempt.gate))  # the same retry, drawn again
+            return Retry(attempt.drawn_again(), Retried(Again.REDRAWN, attempt.gate))  # the same retry, drawn again
         if attempt.schema and not attempt.plain and (status < 500 or attempt.gate is None):
-            return Retry(attempt.without_schema(), SchemaRefused())  # the server takes no call schema
+            return Retry(
+                attempt.without_schema(), Retried(Again.SCHEMA_REFUSED, attempt.gate)
+            )  # the server takes no call schema
         if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
             return Deliver(GIVEN_UP[attempt.gate], first=True, gate=attempt.gate)
         return Relay(Outcome.UPSTREAM_ERROR)
@@ -209,7 +213,7 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
         return Deliver(GIVEN_UP[gate], first=first, gate=gate)
     schema = rules.gates[gate].edit_for(judgement.refusal).call_schema is not None
     ahead = attempt.retried(gate, schema, judgement.acts, judgement.refusal)
-    return Retry(ahead, Retried(gate, ahead.retries[gate]))
+    return Retry(ahead, Retried(Again.GATE, gate, ahead.retries[gate]))
 
 
 def _again(attempt: Attempt, judgement: Judgement) -> bool:
