@@ -56,8 +56,12 @@ def _callback(
 
     async def callback(_session: aiohttp.ClientSession, _ctx: SimpleNamespace, params: T) -> None:
         record = CURRENT.get()
-        if record is not None:
+        if record is None:
+            return
+        try:
             hook(record, params)
+        except Exception as exc:  # never into the request
+            record.add(Faulted(Fault.OBSERVING_FAILED, exc, {"hook": hook.__name__}))
 
     return callback
 

@@ -80,6 +80,7 @@ FAULTS: Mapping[Fault, Said] = {
     Fault.STORE_FAILED: Said("store_error", "error", "store_errors"),
     Fault.STORE_FAILING: Said("store_error", "warning", "store_errors"),
     Fault.USAGE_UNREADABLE: Said("usage_unreadable", "error", None),
+    Fault.OBSERVING_FAILED: Said("observing_failed", "error", None),
 }
 
 

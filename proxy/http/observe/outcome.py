@@ -89,3 +89,5 @@ class Fault(enum.Enum):
     STORE_FAILED = "store_failed"
     STORE_FAILING = "store_failing"
     USAGE_UNREADABLE = "usage_unreadable"
+    OBSERVING_FAILED = "observing_failed"
+    """A hook of the upstream session's tracing raised (the request went on)."""
