@@ -63,8 +63,6 @@ def _decided(conversation: str = "c1", trips: tuple[str, ...] = ()) -> Any:
 
 
 def _analysed(*events: Any, trips: tuple[str, ...] = (), outcome: Outcome = Outcome.COMPLETE) -> Record:
-    from proxy.http.observe.record import Analysed
-
     record = Record("POST", "/v1/chat/completions", "chat")
     record.add(Analysed(_decided(trips=trips)))
     for event in events:
