@@ -22,8 +22,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from proxy.http.app import make_app, server_options
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app, server_options
 from proxy.settings.config import Settings, load_settings
 
 Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]

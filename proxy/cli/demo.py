@@ -18,8 +18,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from proxy.http.app import make_app
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app
 from proxy.settings.config import load_settings
 
 __all__ = ["demo", "run_demo"]

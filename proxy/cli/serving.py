@@ -17,8 +17,8 @@ import structlog
 from aiohttp import web
 
 from proxy.cli.sockets import bind, bind_unix
-from proxy.http.app import server_options
-from proxy.http.rundir import Worker
+from proxy.http.runtime.rundir import Worker
+from proxy.http.serving.app import server_options
 from proxy.settings.config import Settings
 
 __all__ = ["DUPLICATE_SIGNAL_SECONDS", "keep_freed_memory", "one_malloc_arena", "release_free_memory", "run_worker"]
@@ -96,7 +96,7 @@ def release_free_memory() -> bool:
 
 def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None:
     """Bind, log `listening`, serve until SIGTERM or SIGINT (in-flight requests get the drain time).
-    One of several workers shares the port and also listens on its own socket (see `proxy.http.rundir`)."""
+    One of several workers shares the port and also listens on its own socket (see `proxy.http.runtime.rundir`)."""
     sock = bind(settings.server.host, settings.server.port, reuse_port=worker.index is not None)
     # its own socket bound too before it says it listens: a sibling may ask it at once
     socks = [sock] if worker.socket is None else [sock, bind_unix(worker.socket)]

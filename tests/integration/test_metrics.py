@@ -11,7 +11,7 @@ from chat import Chat, edit, test_run
 from prometheus_client.parser import text_string_to_metric_families
 from support import Upstream, completion, json_reply, policy_toml, post
 
-from proxy.http.appkeys import RUNTIME
+from proxy.http.runtime.appkeys import RUNTIME
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]

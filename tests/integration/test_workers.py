@@ -19,8 +19,8 @@ import pytest
 from chat import stuck_requests
 from support import Upstream, completion, json_reply, read_json_log, spawn_proxy, wait_healthy
 
-from proxy.http.app import WORKER_HEADER
-from proxy.http.rundir import started
+from proxy.http.runtime.rundir import started
+from proxy.http.serving.app import WORKER_HEADER
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]

@@ -4,39 +4,53 @@
         -> choose: holdout | hand-back | reply stage | forward
 
 Only POSTs to the analysed routes (`dialects.ROUTES`) with repair on are analysed; every
-other request is forwarded as it came. Proxy-made errors use OpenAI's shape.
+other request is forwarded as it came. Proxy-made errors use OpenAI's shape; a request the
+proxy refuses ends as its `Outcome` says (`REFUSALS`: the status, code and kind it is answered with).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 import orjson
-import structlog
 from aiohttp import web
 from multidict import CIMultiDict
 
 from proxy.dialects import ROUTES, Planned
-from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.analysis import analyse
-from proxy.http.appkeys import CONTEXT, METRICS, REQUEST_LOG, RUNTIME, Context
-from proxy.http.forward import forward, upstream_headers
-from proxy.http.replies import ARM_HEADER, TRIPS_HEADER, handback_reply, openai_error
-from proxy.http.reply import reply_stage
-from proxy.http.tenancy import Team
-from proxy.http.tracing import decided, observing, requested
-from proxy.http.upstream import UpstreamFailure
+from proxy.http.observe.outcome import Outcome
+from proxy.http.observe.record import Armed, requested_model
+from proxy.http.pipeline.analysis import analyse, remember_stall
+from proxy.http.reply.stage import reply_stage
+from proxy.http.runtime.appkeys import CONTEXT, RECORD, RUNTIME, Context
+from proxy.http.runtime.tenancy import Team
+from proxy.http.upstream.forward import forward, upstream_headers
+from proxy.http.upstream.network import UpstreamFailure
+from proxy.http.upstream.replies import handback_reply, openai_error
 
-__all__ = ["proxy_v1"]
+__all__ = ["REFUSALS", "proxy_v1"]
 
-log = structlog.get_logger("repair_proxy")
+REFUSALS: Mapping[Outcome, tuple[int, str, str]] = {
+    Outcome.PATH_REFUSED: (400, "invalid_path", "invalid_request_error"),
+    Outcome.NO_KEY: (401, "missing_proxy_key", "authentication_error"),
+    Outcome.UNKNOWN_KEY: (401, "invalid_proxy_key", "authentication_error"),
+    Outcome.BODY_TIMEOUT: (408, "request_timeout", "invalid_request_error"),
+    Outcome.BODY_TOO_LARGE: (413, "request_too_large", "invalid_request_error"),
+}
+"""Each refusal's status, error code and error type. A body refused is not read to its end: the
+connection is closed after the answer."""
 
 
 class Refused(Exception):
-    """The request is answered by the proxy itself, with `response`."""
+    """The request is answered by the proxy itself, ending as `outcome` says."""
 
-    def __init__(self, response: web.Response) -> None:
-        self.response = response
+    def __init__(self, outcome: Outcome, message: str) -> None:
+        super().__init__(message)
+        status, code, kind = REFUSALS[outcome]
+        self.outcome = outcome
+        self.response = openai_error(status, message, code=code, kind=kind)
+        if outcome in (Outcome.BODY_TIMEOUT, Outcome.BODY_TOO_LARGE):
+            self.response.force_close()
 
 
 def _check_path(request: web.Request) -> None:
@@ -44,15 +58,8 @@ def _check_path(request: web.Request) -> None:
     sent, or percent-encoded) could climb out of it upstream, with the team's key attached."""
     segments = request.path.split("/")
     if "." in segments or ".." in segments:
-        request[REQUEST_LOG].end = "path_refused"
-        raise Refused(
-            openai_error(
-                400,
-                "the request path has a '.' or '..' segment; send a normalised path below /v1/ or /api/",
-                code="invalid_path",
-                kind="invalid_request_error",
-            )
-        )
+        message = "the request path has a '.' or '..' segment; send a normalised path below /v1/ or /api/"
+        raise Refused(Outcome.PATH_REFUSED, message)
 
 
 def _authenticate(request: web.Request) -> Team:
@@ -62,18 +69,12 @@ def _authenticate(request: web.Request) -> Team:
     if team is None:
         header = runtime.settings.server.key_header
         given = request.headers.get(header) or request.headers.get("Authorization", "")[7:].strip()
-        request[REQUEST_LOG].end = "unknown_key" if given else "no_key"
         what = "no team of this proxy has that key" if given else "this proxy needs a team's proxy key and got none"
-        raise Refused(
-            openai_error(
-                401,
-                f"{what}: send it as 'Authorization: Bearer <key>' or in the {header} header",
-                code="invalid_proxy_key" if given else "missing_proxy_key",
-                kind="authentication_error",
-            )
-        )
+        how = f"send it as 'Authorization: Bearer <key>' or in the {header} header"
+        raise Refused(Outcome.UNKNOWN_KEY if given else Outcome.NO_KEY, f"{what}: {how}")
     request[CONTEXT] = Context(runtime, team)
-    request[REQUEST_LOG].team = team.name
+    record = request[RECORD]
+    record.team, record.upstream = team.name, team.upstream
     return team
 
 
@@ -95,25 +96,12 @@ async def _read(request: web.Request) -> bytes:
             size += len(chunk)
             too_large = size > limit
     except TimeoutError:
-        request[REQUEST_LOG].end = "body_timeout"
-        response = openai_error(
-            408,
-            f"the request body stopped arriving for {settings.server.body_timeout:g}s (server.body_timeout)",
-            code="request_timeout",
-            kind="invalid_request_error",
-        )
-        response.force_close()
-        raise Refused(response) from None
+        seconds = settings.server.body_timeout
+        message = f"the request body stopped arriving for {seconds:g}s (server.body_timeout)"
+        raise Refused(Outcome.BODY_TIMEOUT, message) from None
     if too_large:
-        request[REQUEST_LOG].end = "body_too_large"
-        response = openai_error(
-            413,
-            f"request body is larger than this proxy's limit of {limit} bytes (limits.max_body_bytes)",
-            code="request_too_large",
-            kind="invalid_request_error",
-        )
-        response.force_close()
-        raise Refused(response)
+        message = f"request body is larger than this proxy's limit of {limit} bytes (limits.max_body_bytes)"
+        raise Refused(Outcome.BODY_TOO_LARGE, message)
     return b"".join(chunks)
 
 
@@ -124,42 +112,29 @@ async def _choose(
     (salvage and gates, when the reply rules have anything to watch), or forward."""
     if analysed is None:
         return await forward(request, body, headers)
-    decision = analysed.decision
-    team = request[CONTEXT].team
-    extra = {CONVERSATION_HEADER: decision.request.conversation}
-    if decision.new_trips:
-        extra[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in decision.new_trips))
-    arm = "holdout" if team.holdout(decision.request.conversation) else "treated"
-    extra[ARM_HEADER] = arm
-    decided(request, decision, arm)
-    for settled in decision.effects.outcomes:
-        outcome = settled.in_arm(arm == "holdout")
-        request.app[METRICS].trip_outcomes.labels(arm, settled.pattern, outcome, team.name).inc()
+    decision, record = analysed.decision, request[RECORD]
+    arm = "holdout" if request[CONTEXT].team.holdout(decision.request.conversation) else "treated"
+    record.add(Armed(arm))
     if arm == "holdout":
-        return await forward(request, body, headers, extra)
+        return await forward(request, body, headers)
     if decision.halt is not None:
-        return await _handback(request, analysed, extra)
-    if decision.reply.active:
-        return await reply_stage(request, analysed, headers, extra)
-    return await forward(request, analysed.body, headers, extra)
-
-
-async def _handback(request: web.Request, analysed: Planned, extra: dict[str, str]) -> web.StreamResponse:
-    hand = analysed.decision.halt
-    assert hand is not None
-    return await handback_reply(request, analysed, hand, extra)
+        return await handback_reply(request, analysed, decision.halt)
+    if not decision.reply.active:
+        return await forward(request, analysed.body, headers)
+    response = await reply_stage(request, analysed, headers)
+    if record.outcome is Outcome.HANDBACK:  # the stop rung: the run stalled, though its request did not say so
+        await remember_stall(request, decision)
+    return response
 
 
 async def proxy_v1(request: web.Request) -> web.StreamResponse:
-    return await observing(request, _proxy)
-
-
-async def _proxy(request: web.Request) -> web.StreamResponse:
+    record = request[RECORD]
     try:
         _check_path(request)
         team = _authenticate(request)
         body = await _read(request)
     except Refused as refused:
+        record.end(refused.outcome)
         return refused.response
     runtime = request[CONTEXT].runtime
     settings = runtime.settings
@@ -168,12 +143,12 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
     headers.popall(settings.server.key_header, None)
     dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
     analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None
-    requested(request, body, analysed)
+    if record.operation is not None:
+        record.model = requested_model(body, analysed)
     try:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:
-        request[REQUEST_LOG].end = failure.code
-        request.app[METRICS].upstream_errors.labels(failure.code, failure.cause.value, team.name).inc()
+        record.failed(failure.event(answered=True))
         return _failed(failure)
 
 

@@ -3,23 +3,23 @@
     parse (dialect) -> engine.fold -> [verdict store: a prior attempt?] -> engine.plan -> write (dialect)
 
 Any exception in the engine or the dialect means the original bytes go upstream untouched:
-it is logged as `analysis_failed` and counted, never turned into an error for the agent. So
-does running past the analysis budget (`analysis_abandoned`). Large bodies are analysed in a
+the request's record says so (`Outcome.ANALYSIS_FAILED`, with the exception), never the agent.
+So does running past the analysis budget (`analysis_abandoned`). Large bodies are analysed in a
 worker thread, so the event loop goes on serving other requests meanwhile.
-Store trouble is logged and counted too, and analysis goes on without memory. What the
-decision means beyond this request (a verdict to record or clear, trips to log and count)
-is carried out here.
+Store trouble goes on the record too, and analysis goes on without memory. What the decision
+means beyond this request (a verdict to record or clear) is carried out here; its trips and
+instructions are the record's (`Analysed`), for the observer to log and count.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-import structlog
 from aiohttp import web
 
 from proxy.dialects import Dialect, Incoming, Planned, parse
@@ -28,11 +28,12 @@ from proxy.engine.plan.decide import Decision
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
+from proxy.http.observe.outcome import Fault, Outcome
+from proxy.http.observe.record import Analysed, Faulted
+from proxy.http.runtime.appkeys import CONTEXT, GC, RECORD, STORES
 
 __all__ = ["analyse", "remember_stall"]
 
-log = structlog.get_logger("repair_proxy")
 T = TypeVar("T")
 
 
@@ -53,21 +54,19 @@ for it, measured, against the analysis's 2.5 ms on the loop itself)."""
 def _guarded(request: web.Request, step: Callable[[], T]) -> T:
     """Run one synchronous step of the analysis, timed; an exception in it is `analysis_failed`,
     running past the budget `analysis_abandoned`."""
-    record = request[REQUEST_LOG]
+    record = request[RECORD]
     started = time.perf_counter()
     try:
         return step()
-    except BudgetExceeded:
-        team = request[CONTEXT].team.name
-        log.warning("analysis_abandoned", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
-        request.app[METRICS].analysis_abandoned.labels(team).inc()
-        record.end = "analysis_abandoned"
-        raise _Failed from None
-    except Exception:
-        team = request[CONTEXT].team.name
-        log.exception("analysis_failed", path=request.path, conversation=request.headers.get(CONVERSATION_HEADER))
-        request.app[METRICS].analysis_failed.labels(team).inc()
-        record.end = "analysis_failed"
+    except Exception as exc:
+        abandoned = isinstance(exc, BudgetExceeded)
+        fields = {"path": request.path, "conversation": request.headers.get(CONVERSATION_HEADER)}
+        record.add(
+            Faulted(Fault.ANALYSIS_ABANDONED, None, fields)
+            if abandoned
+            else Faulted(Fault.ANALYSIS_FAILED, exc, fields)
+        )
+        record.end(Outcome.ANALYSIS_ABANDONED if abandoned else Outcome.ANALYSIS_FAILED)
         raise _Failed from None
     finally:
         record.overhead_ms += (time.perf_counter() - started) * 1000
@@ -107,44 +106,14 @@ async def remember_stall(request: web.Request, decision: Decision) -> None:
 
 
 def _store_error(request: web.Request, team: str, conversation: str) -> None:
-    """Counted and logged, the request going on without memory. The traceback is logged when
-    the store begins failing; while it goes on failing, one line per request."""
-    health = request.app[STORES].health
+    """The request goes on without memory. The traceback is kept when the store begins failing;
+    while it goes on failing, its error (one line per request)."""
+    health, error = request.app[STORES].health, sys.exc_info()[1]
+    fields = {"team": team, "conversation": conversation}
     if health.failures <= 1:
-        log.exception("store_error", team=team, conversation=conversation)
+        request[RECORD].add(Faulted(Fault.STORE_FAILED, error, fields))
     else:
-        log.warning("store_error", team=team, conversation=conversation, error=health.error)
-    request.app[METRICS].store_errors.labels(team).inc()
-
-
-def _observe(request: web.Request, decision: Decision) -> None:
-    """The request log's fields, one `repair_trip` event per trip, and the counters."""
-    record = request[REQUEST_LOG]
-    record.analysed = True
-    record.conversation = decision.request.conversation
-    record.trips = tuple(t.pattern for t in decision.new_trips)
-    metrics = request.app[METRICS]
-    team = decision.request.team
-    if decision.effects.injected_tokens:
-        metrics.injected_tokens.labels(team).inc(decision.effects.injected_tokens)
-    repair = decision.state.repair
-    signature = repair.last_diagnostic_signature
-    log_prompts = request[CONTEXT].runtime.settings.logging.log_prompts
-    for trip in decision.new_trips:
-        metrics.trips.labels(trip.pattern, trip.action.value, team).inc()
-        said = [i.text for i in decision.state.injections if i.turn == trip.turn and i.pattern == trip.pattern]
-        log.info(
-            "repair_trip",
-            injected=said if log_prompts else None,
-            pattern=trip.pattern,
-            action=trip.action.value,
-            team=team,
-            conversation=decision.request.conversation,
-            turn=trip.turn,
-            count=trip.count,
-            streak=repair.same_diagnostic_streak,
-            signature=signature[:12] if signature else None,
-        )
+        request[RECORD].add(Faulted(Fault.STORE_FAILING, None, {**fields, "error": health.error}))
 
 
 async def _step(request: web.Request, size: int, step: Callable[[], T]) -> T:
@@ -189,7 +158,11 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
             parsed = await _step(request, size, fold_then_plan)
             if parsed is None:
                 # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
-                log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
+                request[RECORD].add(
+                    Faulted(
+                        Fault.NOT_ANALYSABLE, None, {"path": request.path, "dialect": dialect.name, "team": team.name}
+                    )
+                )
                 return None
             incoming, folded, planned = parsed
             if planned is None:
@@ -199,7 +172,6 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
                 )
     except _Failed:
         return None
-    decision = planned.decision
-    _observe(request, decision)
-    await _settle(request, decision)
+    request[RECORD].add(Analysed(planned.decision))
+    await _settle(request, planned.decision)
     return planned

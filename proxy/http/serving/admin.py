@@ -10,7 +10,7 @@ Tokens come from `[admin] tokens` in the config, each scoped to teams. With no t
 configured every admin request is refused: the API is never on by default.
 
 With several workers, the conversation views cover every worker: the one that answers asks
-the others (`proxy.http.workers.ask_siblings`) and keeps, for each conversation, the fold that
+the others (`proxy.http.serving.workers.ask_siblings`) and keeps, for each conversation, the fold that
 has seen the most turns; a reset reaches every worker.
 """
 
@@ -22,9 +22,9 @@ from aiohttp import web
 
 from proxy.engine.state.conversation import ConversationState
 from proxy.engine.state.verdict import Verdict
-from proxy.http.appkeys import RUNTIME, STORES, WORKER
-from proxy.http.replies import openai_error
-from proxy.http.workers import SIBLING_HEADER, ask_siblings
+from proxy.http.runtime.appkeys import RUNTIME, STORES, WORKER
+from proxy.http.serving.workers import SIBLING_HEADER, ask_siblings
+from proxy.http.upstream.replies import openai_error
 
 __all__ = ["add_admin_routes"]
 

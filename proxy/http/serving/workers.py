@@ -1,4 +1,4 @@
-"""Asking the other workers of a set (`proxy.http.rundir` says what a set is), and noticing that
+"""Asking the other workers of a set (`proxy.http.runtime.rundir` says what a set is), and noticing that
 the supervisor that started this one is gone.
 
 Each worker folds the conversations it serves into its own state cache, and writes each state
@@ -25,8 +25,8 @@ import orjson
 import structlog
 from aiohttp import web
 
-from proxy.http.appkeys import WORKER
-from proxy.http.rundir import Worker
+from proxy.http.runtime.appkeys import WORKER
+from proxy.http.runtime.rundir import Worker
 
 log = structlog.get_logger("repair_proxy")
 

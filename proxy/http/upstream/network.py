@@ -1,10 +1,12 @@
 """The upstream connection: sending a request, reading its body, and every way that fails.
 
-Every network error from the upstream is mapped here and nowhere else (`mapped_errors`),
-into an `UpstreamFailure` with the status and code the agent gets back. Before the response
-headers arrive the failure becomes a proxy-made error in OpenAI's shape; after, the relay
-cuts the stream (see `forward.relay`). Messages never name the upstream's host: agents may
-sit outside the network the upstream is in. The origin goes to the log instead.
+Every network error from the upstream is mapped here and nowhere else (`mapped_errors`, by the
+rules of `_failure` and the table `_UNREACHABLE`), into an `UpstreamFailure`: the status the
+agent gets back and how the request ends (`Outcome`, its error's `code`). Before the response
+headers arrive the failure becomes a proxy-made error in OpenAI's shape; after, the relay cuts
+the stream (see `forward.relay`). Messages never name the upstream's host: agents may sit
+outside the network the upstream is in. The origin goes to the log instead, through the
+failure's `event`, which whoever handles the failure adds to the request's record.
 """
 
 from __future__ import annotations
@@ -14,33 +16,25 @@ import contextlib
 import enum
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import aiohttp
-import structlog
 from multidict import CIMultiDict
 from yarl import URL
+
+from proxy.http.observe.outcome import Outcome
+from proxy.http.observe.record import UpstreamFailed
+from proxy.http.runtime.tenancy import Timeouts
 
 __all__ = [
     "Cause",
     "Phase",
-    "Timeouts",
     "UpstreamFailure",
     "mapped_errors",
     "next_chunk",
     "open_upstream",
 ]
 
-log = structlog.get_logger("repair_proxy")
-
 _NO_AUTO_HEADERS = ("Accept", "Accept-Encoding", "User-Agent", "Content-Type")
-
-
-@dataclass(frozen=True, slots=True)
-class Timeouts:
-    connect: float
-    first_byte: float
-    idle: float
 
 
 class Phase(enum.Enum):
@@ -66,12 +60,24 @@ class Cause(enum.Enum):
 class UpstreamFailure(Exception):
     """The upstream could not be reached, did not answer in time, or broke off."""
 
-    def __init__(self, status: int, code: str, message: str, cause: Cause = Cause.OTHER) -> None:
+    def __init__(self, status: int, outcome: Outcome, message: str, cause: Cause = Cause.OTHER) -> None:
         super().__init__(message)
         self.status = status
-        self.code = code
+        self.outcome = outcome
         self.message = message
         self.cause = cause
+        self.origin = ""
+        self.error = ""
+        """The upstream's origin and the client error, for the log (never for the agent)."""
+
+    @property
+    def code(self) -> str:
+        """The agent's `error.code`: how the request ended."""
+        return self.outcome.value
+
+    def event(self, answered: bool = False) -> UpstreamFailed:
+        """The failure as the request's record keeps it (`answered`: the agent gets the error)."""
+        return UpstreamFailed(self.outcome, self.cause.value, self.origin, self.error, answered)
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -123,37 +129,31 @@ def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts, secure: bool 
     """
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         message = f"no connection to the upstream within {timeouts.connect:g}s (upstream.connect_timeout)"
-        return UpstreamFailure(504, "upstream_connect_timeout", message, Cause.TIMEOUT)
+        return UpstreamFailure(504, Outcome.UPSTREAM_CONNECT_TIMEOUT, message, Cause.TIMEOUT)
     if isinstance(exc, TimeoutError) and phase is Phase.HEADERS:
         message = f"the upstream sent no response within {timeouts.first_byte:g}s (upstream.first_byte_timeout)"
-        return UpstreamFailure(504, "upstream_timeout", message, Cause.TIMEOUT)
+        return UpstreamFailure(504, Outcome.UPSTREAM_TIMEOUT, message, Cause.TIMEOUT)
     if isinstance(exc, TimeoutError):
         message = f"the upstream sent nothing for {timeouts.idle:g}s"
-        return UpstreamFailure(504, "upstream_idle_timeout", message, Cause.TIMEOUT)
+        return UpstreamFailure(504, Outcome.UPSTREAM_IDLE, message, Cause.TIMEOUT)
     if phase is Phase.HEADERS:
         for kind, cause, why in _UNREACHABLE:
             if _caused_by(exc, kind):
                 hint = _RESET_OVER_TLS if cause is Cause.RESET and secure else ""
                 message = f"the upstream is unreachable: {why}{hint}"
-                return UpstreamFailure(502, "upstream_unreachable", message, cause)
-        return UpstreamFailure(502, "upstream_unreachable", "the upstream is unreachable")
-    return UpstreamFailure(502, "upstream_broke", "the upstream's reply broke off")
+                return UpstreamFailure(502, Outcome.UPSTREAM_UNREACHABLE, message, cause)
+        return UpstreamFailure(502, Outcome.UPSTREAM_UNREACHABLE, "the upstream is unreachable")
+    return UpstreamFailure(502, Outcome.UPSTREAM_BROKE, "the upstream's reply broke off")
 
 
 @contextlib.contextmanager
 def mapped_errors(phase: Phase, origin: str, timeouts: Timeouts) -> Iterator[None]:
-    """Every aiohttp and timeout error inside the block, as an `UpstreamFailure` (logged with the origin)."""
+    """Every aiohttp and timeout error inside the block, as an `UpstreamFailure` (with the origin)."""
     try:
         yield
     except (TimeoutError, aiohttp.ClientError) as exc:
         failure = _failure(phase, exc, timeouts, origin.startswith("https:"))
-        log.warning(
-            "upstream_error",
-            code=failure.code,
-            cause=failure.cause.value,
-            upstream=origin,
-            error=str(exc) or type(exc).__name__,
-        )
+        failure.origin, failure.error = origin, str(exc) or type(exc).__name__
         raise failure from None
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
-from proxy.http.admin import add_admin_routes
-from proxy.http.appkeys import METRICS, RUNTIME, SESSION, STORES, WORKER
-from proxy.http.forward import target_url
-from proxy.http.metrics import CONTENT_TYPE_LATEST
-from proxy.http.pipeline import proxy_v1
-from proxy.http.status import add_status_route
+from proxy.http.observe.metrics import CONTENT_TYPE_LATEST
+from proxy.http.pipeline.pipeline import proxy_v1
+from proxy.http.runtime.appkeys import METRICS, RUNTIME, SESSION, STORES, WORKER
+from proxy.http.serving.admin import add_admin_routes
+from proxy.http.serving.status import add_status_route
+from proxy.http.upstream.forward import target_url
 
 __all__ = ["add_routes"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -13,29 +12,19 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from proxy.dialects import ROUTES
 from proxy.engine.state.budget import GcAccounting
-from proxy.http.appkeys import (
-    GC,
-    METRICS,
-    REQUEST_LOG,
-    RUNTIME,
-    SESSION,
-    STORES,
-    WORKER,
-    RequestLog,
-    RuntimeHolder,
-    Stores,
-)
-from proxy.http.forward import RelayEnd
-from proxy.http.metrics import Metrics
-from proxy.http.observed import OBSERVED, upstream_trace
-from proxy.http.reload import Reloader
-from proxy.http.routes import add_routes
-from proxy.http.rundir import Worker, started
-from proxy.http.tenancy import Runtime
-from proxy.http.tracing import TRACING, tracing_from_env
-from proxy.http.workers import watch_supervisor
+from proxy.http.observe.attempts import upstream_trace
+from proxy.http.observe.metrics import Metrics
+from proxy.http.observe.observer import CLIENT_CLOSED_REQUEST, observe
+from proxy.http.observe.outcome import Outcome
+from proxy.http.observe.record import CURRENT, Record
+from proxy.http.observe.tracing import OPERATIONS, TRACING, tracing_from_env
+from proxy.http.runtime.appkeys import GC, METRICS, RECORD, RUNTIME, SESSION, STORES, WORKER, RuntimeHolder, Stores
+from proxy.http.runtime.rundir import Worker, started
+from proxy.http.runtime.tenancy import Runtime
+from proxy.http.serving.reload import Reloader
+from proxy.http.serving.routes import add_routes
+from proxy.http.serving.workers import watch_supervisor
 from proxy.settings.config import Settings
 from proxy.store import backend_of, open_store
 from proxy.store.health import StoreHealth, WatchedStore
@@ -45,21 +34,25 @@ __all__ = ["CLIENT_CLOSED_REQUEST", "WORKER_HEADER", "make_app", "server_options
 WORKER_HEADER = "X-Repair-Worker"
 """With several workers, which one answered (its index)."""
 
-CLIENT_CLOSED_REQUEST = 499
-"""The status logged and counted when the agent went away before its response was complete
-(nginx's convention): never a 500, since nothing failed on the proxy's side."""
-CLIENT_GONE = RelayEnd.CLIENT_GONE.value
-
 log = structlog.get_logger("repair_proxy")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_CARRIED = ("traceparent", "tracestate")
+"""The agent's trace context, kept for the request's span."""
 
 
 @web.middleware
-async def request_log_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """One structured line per request: method, path, status, timings, conversation, team."""
-    record = RequestLog()
-    request[REQUEST_LOG] = record
+async def observed(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every request recorded as it goes (`observe.record`) and, once it is over, observed: its
+    log lines, its metrics, its span (`observe.observer`)."""
+    operation = OPERATIONS.get(request.path.rstrip("/")) if request.method == "POST" else None
+    carrier = {}
+    for name in _CARRIED:
+        if name in request.headers:
+            carrier[name] = request.headers[name]
+    record = Record(request.method, request.path, operation, carrier)
+    request[RECORD] = record
+    token = CURRENT.set(record)
     status = 500
     try:
         response = await handler(request)
@@ -72,44 +65,15 @@ async def request_log_middleware(request: web.Request, handler: Handler) -> web.
         status = exc.status
         raise
     except (asyncio.CancelledError, ConnectionResetError):
-        record.end = CLIENT_GONE
+        record.end(Outcome.CLIENT_GONE)
+        raise
+    except BaseException:
+        record.end(Outcome.ERROR)
         raise
     finally:
-        if record.end == CLIENT_GONE:
-            status = CLIENT_CLOSED_REQUEST
-        _count(request, record, status)
-        if request.path not in ("/healthz", "/readyz", "/metrics"):
-            log.info(
-                "request",
-                method=request.method,
-                path=request.path,
-                status=status,
-                upstream_ms=None if record.upstream_ms is None else round(record.upstream_ms, 2),
-                overhead_ms=round(record.overhead_ms, 3),
-                total_ms=round((time.perf_counter() - record.started) * 1000, 2),
-                conversation=record.conversation,
-                team=record.team,
-                analysed=record.analysed,
-                trips=list(record.trips),
-                end=record.end,
-            )
-
-
-_ROUTE_LABELS = {path: "ollama_chat" if dialect.name == "ollama" else dialect.name for path, dialect in ROUTES.items()}
-"""Metric labels of the analysed routes (a fixed set, never raw paths)."""
-
-
-def _count(request: web.Request, record: RequestLog, status: int) -> None:
-    """Requests by route (a fixed set of names, never raw paths), status and team; latencies."""
-    metrics = request.app[METRICS]
-    path = request.path.rstrip("/")
-    route = _ROUTE_LABELS.get(path, "other" if request.path.startswith(("/v1/", "/api/")) else "internal")
-    observed = request.get(OBSERVED)
-    metrics.requests.labels(route, str(status), record.team, "none" if observed is None else observed.label).inc()
-    if record.upstream_ms is not None:
-        metrics.upstream_seconds.labels(record.team).observe(record.upstream_ms / 1000)
-    if record.analysed:
-        metrics.overhead_seconds.labels(record.team).observe(record.overhead_ms / 1000)
+        CURRENT.reset(token)
+        log_prompts = request.app[RUNTIME].current.settings.logging.log_prompts
+        observe(record, status, request.app[METRICS], request.app.get(TRACING), log_prompts)
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
@@ -186,7 +150,7 @@ def make_app(
     when they ask for what cannot be."""
     tracer = tracing_from_env(os.environ if environ is None else environ)
     settings = runtime.settings
-    app = web.Application(middlewares=[request_log_middleware], client_max_size=settings.limits.max_body_bytes)
+    app = web.Application(middlewares=[observed], client_max_size=settings.limits.max_body_bytes)
     app[RUNTIME] = RuntimeHolder(runtime)
     app[STORES] = Stores()
     worker = worker or Worker()

@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from proxy.http.appkeys import RUNTIME
+from proxy.http.runtime.appkeys import RUNTIME
 from proxy.settings.config import load_settings
 from proxy.settings.problems import ConfigError
 

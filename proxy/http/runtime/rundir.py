@@ -10,7 +10,7 @@
     <run_dir>/states.sqlite    conversation states every worker writes and reads (`store.shared_states`)
 
 Nothing here serves (the supervisor imports it, and nothing that serves); asking siblings over
-their sockets is `proxy.http.workers`.
+their sockets is `proxy.http.serving.workers`.
 
 A worker of a set is told its supervisor's pid (`--supervisor`), never reads it as its parent:
 a supervisor killed while the worker was still starting has already left it to another parent.

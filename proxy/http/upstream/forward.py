@@ -7,25 +7,28 @@ gzip and its `Content-Encoding`/`Content-Length` stay true).
 
 from __future__ import annotations
 
-import enum
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from proxy.http.appkeys import CONTEXT, REQUEST_LOG, SESSION
-from proxy.http.upstream import Timeouts, UpstreamFailure, next_chunk, open_upstream
+from proxy.http.observe.marks import marks
+from proxy.http.observe.outcome import Outcome
+from proxy.http.observe.record import Record
+from proxy.http.observe.usage import is_streaming
+from proxy.http.runtime.appkeys import CONTEXT, RECORD, SESSION
+from proxy.http.upstream.network import UpstreamFailure, next_chunk, open_upstream
 
 __all__ = [
     "HOP_BY_HOP",
-    "RelayEnd",
+    "cut_agent",
     "downstream_headers",
     "forward",
-    "is_streaming",
     "relay",
+    "rewritten_headers",
     "send",
     "target_url",
     "upstream_headers",
@@ -48,17 +51,16 @@ HOP_BY_HOP = frozenset(
 """Headers that describe one connection, never forwarded (RFC 9110 section 7.6.1)."""
 
 _RECOMPUTED = frozenset({"host", "content-length"})
-STREAM_CONTENT_TYPES = ("text/event-stream", "application/x-ndjson")
 
 
-def _connection_tokens(headers: Mapping[str, str]) -> set[str]:
-    value = headers.get("Connection", "")
-    return {t.strip().lower() for t in value.split(",") if t.strip()}
-
-
-def _filtered(headers: CIMultiDictProxy[str], drop: Iterable[str]) -> CIMultiDict[str]:
-    dropped = HOP_BY_HOP | _connection_tokens(headers) | set(drop)
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in dropped)
+def _filtered(headers: CIMultiDictProxy[str], drop: frozenset[str]) -> CIMultiDict[str]:
+    """`headers` without the hop-by-hop ones, those `Connection` names, and `drop`."""
+    dropped = HOP_BY_HOP | drop | set(map(str.strip, headers.get("Connection", "").lower().split(",")))
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        if name.lower() not in dropped:
+            out.add(name, value)
+    return out
 
 
 def upstream_headers(
@@ -77,12 +79,7 @@ def upstream_headers(
 
 def downstream_headers(upstream: CIMultiDictProxy[str]) -> CIMultiDict[str]:
     """The upstream's response headers minus hop-by-hop ones (Content-Length stays: bytes are kept)."""
-    return _filtered(upstream, ())
-
-
-def is_streaming(headers: Mapping[str, str]) -> bool:
-    ctype = headers.get("Content-Type", "").lower()
-    return ctype.startswith(STREAM_CONTENT_TYPES)
+    return _filtered(upstream, frozenset())
 
 
 def target_url(base_url: str, tail: str, query_string: str) -> URL:
@@ -93,27 +90,15 @@ def target_url(base_url: str, tail: str, query_string: str) -> URL:
     return URL(url, encoded=True)
 
 
-class RelayEnd(enum.Enum):
-    """How a relayed body ended."""
-
-    COMPLETE = "complete"
-    CLIENT_GONE = "client_gone"
-    """The agent went away; the upstream response was closed (it stops generating)."""
-    UPSTREAM_IDLE = "upstream_idle_timeout"
-    """The upstream went silent longer than the idle timeout; the agent's connection was cut."""
-    UPSTREAM_BROKE = "upstream_broke"
-    """The upstream's body broke off; the agent's connection was cut."""
-
-
 async def relay(
-    request: web.BaseRequest,
+    request: web.Request,
     upstream: aiohttp.ClientResponse,
-    timeouts: Timeouts,
-    extra_headers: Mapping[str, str] | None = None,
     held: Sequence[bytes] = (),
     opened: web.StreamResponse | None = None,
-) -> tuple[web.StreamResponse, RelayEnd]:
-    """Relay status, headers and body to the agent as the upstream produces them.
+    complete: Outcome = Outcome.COMPLETE,
+) -> web.StreamResponse:
+    """Relay status, headers and body to the agent as the upstream produces them, marked as the
+    request's record stands (`marks`); the request ends as `complete` says when all of it went.
 
     A stream that stalls longer than the idle timeout between chunks, or breaks, has its
     client connection closed (the status line is already sent), so the agent sees a cut
@@ -122,46 +107,32 @@ async def relay(
     already read from `upstream` by the caller, go out first; `opened`: the agent's response,
     already prepared, that the rest goes on.
     """
-    response = opened or web.StreamResponse(
-        status=upstream.status, reason=upstream.reason, headers=downstream_headers(upstream.headers)
-    )
-    if opened is None:
-        if extra_headers:
-            response.headers.update(extra_headers)
-        if is_streaming(upstream.headers):
-            response.headers["X-Accel-Buffering"] = "no"
-        try:
-            await response.prepare(request)
-        except ConnectionResetError:
-            upstream.close()
-            return response, RelayEnd.CLIENT_GONE
+    record, timeouts = request[RECORD], request[CONTEXT].runtime.timeouts
+    response = opened
     try:
+        if response is None:
+            headers = downstream_headers(upstream.headers)
+            headers.update(marks(record))
+            if is_streaming(upstream.headers):
+                headers["X-Accel-Buffering"] = "no"
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
+            await response.prepare(request)
         for chunk in held:
             await response.write(chunk)
+        while chunk := await next_chunk(upstream, timeouts):
+            await response.write(chunk)
+        await response.write_eof()
     except ConnectionResetError:
         upstream.close()
-        return response, RelayEnd.CLIENT_GONE
-    while True:
-        try:
-            chunk = await next_chunk(upstream, timeouts)
-        except UpstreamFailure as failure:
-            upstream.close()
-            cut_agent(request)
-            return response, broken_end(failure)
-        if not chunk:
-            break
-        try:
-            await response.write(chunk)
-        except ConnectionResetError:
-            upstream.close()
-            return response, RelayEnd.CLIENT_GONE
-    await response.write_eof()
-    return response, RelayEnd.COMPLETE
-
-
-def broken_end(failure: UpstreamFailure) -> RelayEnd:
-    """How a stream ends that the upstream broke off or let go silent after the agent had some of it."""
-    return RelayEnd.UPSTREAM_IDLE if failure.code == RelayEnd.UPSTREAM_IDLE.value else RelayEnd.UPSTREAM_BROKE
+        record.end(Outcome.CLIENT_GONE)
+    except UpstreamFailure as failure:
+        upstream.close()
+        cut_agent(request)
+        record.failed(failure.event())
+    else:
+        record.end(complete)
+    assert response is not None  # prepare raises only ConnectionResetError, after it is made
+    return response
 
 
 def cut_agent(request: web.BaseRequest) -> None:
@@ -171,12 +142,13 @@ def cut_agent(request: web.BaseRequest) -> None:
         request.transport.close()
 
 
-def rewritten_headers(headers: Mapping[str, str], marks: Mapping[str, str], streamed: bool) -> CIMultiDict[str]:
+def rewritten_headers(headers: Mapping[str, str], record: Record, streamed: bool) -> CIMultiDict[str]:
     """The upstream's response headers for a body the proxy wrote again: no Content-Length (the
-    length is the new body's), our marks, and for a stream no buffering by a proxy in between."""
+    length is the new body's), our marks as the record stands, and for a stream no buffering by
+    a proxy in between."""
     out = CIMultiDict(headers)
     out.popall("Content-Length", None)
-    out.update(marks)
+    out.update(marks(record))
     if streamed:
         out["X-Accel-Buffering"] = "no"
     return out
@@ -190,24 +162,19 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
     """
     raw = request.rel_url
     context = request[CONTEXT]
-    base = context.team.upstream
+    runtime, base = context.runtime, context.team.upstream
     if raw.raw_path.startswith("/api/"):
         url = target_url(base.rstrip("/").removesuffix("/v1"), raw.raw_path.lstrip("/"), raw.raw_query_string)
     else:
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
     session = request.app[SESSION]
-    upstream = await open_upstream(session, request.method, url, headers, body, context.timeouts, context.runtime.tls)
-    request[REQUEST_LOG].upstream_ms = (time.perf_counter() - started) * 1000
+    upstream = await open_upstream(session, request.method, url, headers, body, runtime.timeouts, runtime.tls)
+    request[RECORD].upstream_ms = (time.perf_counter() - started) * 1000
     return upstream
 
 
-async def forward(
-    request: web.Request, body: bytes, headers: CIMultiDict[str], extra: Mapping[str, str] | None = None
-) -> web.StreamResponse:
+async def forward(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> web.StreamResponse:
     """Send `body` upstream and relay the response as it comes."""
-    upstream = await send(request, body, headers)
-    async with upstream:
-        response, end = await relay(request, upstream, request[CONTEXT].timeouts, extra)
-    request[REQUEST_LOG].end = end.value
-    return response
+    async with await send(request, body, headers) as upstream:
+        return await relay(request, upstream)

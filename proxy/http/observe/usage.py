@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +25,9 @@ import orjson
 
 from proxy.dialects.lines import LineScanner
 
-__all__ = ["WHOLE_LIMIT", "Usage", "UsageReader"]
+__all__ = ["STREAM_CONTENT_TYPES", "WHOLE_LIMIT", "Usage", "UsageReader", "is_streaming"]
 
+STREAM_CONTENT_TYPES = ("text/event-stream", "application/x-ndjson")
 WHOLE_LIMIT = 8 * 1024 * 1024
 """A whole (non-streamed) body larger than this is not read for its usage."""
 
@@ -43,6 +45,11 @@ class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reasons: tuple[str, ...] = ()
+
+
+def is_streaming(headers: Mapping[str, str]) -> bool:
+    """The body is a stream of lines (SSE or NDJSON), by its content type."""
+    return headers.get("Content-Type", "").lower().startswith(STREAM_CONTENT_TYPES)
 
 
 def _count(value: Any) -> int | None:
@@ -91,7 +98,7 @@ class UsageReader:
             whole, self._whole = b"".join(self._whole), None
             with contextlib.suppress(orjson.JSONDecodeError):
                 self._take(orjson.loads(whole))
-        reasons = tuple(dict.fromkeys(self._reasons[i] for i in sorted(self._reasons)))
+        reasons = tuple(dict.fromkeys(map(self._reasons.__getitem__, sorted(self._reasons))))
         return Usage(self._model, self._input, self._output, reasons)
 
     def _take(self, payload: Any) -> None:

@@ -53,15 +53,18 @@ class Otel:
         """Spans batched to `exporter` (a key of `EXPORTERS`), as the `OTEL_BSP_*` variables say."""
         return cls(BatchSpanProcessor(EXPORTERS[exporter]()))
 
-    def request_span(self, name: str, headers: Mapping[str, str], attributes: Mapping[str, Any]) -> Span:
-        """A proxied request's span, under the agent's trace when it sent a `traceparent`."""
+    def request_span(self, name: str, headers: Mapping[str, str], attributes: Mapping[str, Any], start: int) -> Span:
+        """A proxied request's span, begun at `start` (ns), under the agent's trace when it sent a
+        `traceparent`."""
         parent = self._propagator.extract(dict(headers.items()))
-        return self._tracer.start_span(name, context=parent, kind=SpanKind.SERVER, attributes=attributes)
+        kind = SpanKind.SERVER
+        return self._tracer.start_span(name, context=parent, kind=kind, attributes=attributes, start_time=start)
 
-    def attempt_span(self, parent: Span, name: str, attributes: Mapping[str, Any]) -> Span:
-        """One request to the upstream, under its request's span."""
+    def attempt_span(self, parent: Span, name: str, attributes: Mapping[str, Any], start: int) -> Span:
+        """One request to the upstream, begun at `start` (ns), under its request's span."""
         context = trace.set_span_in_context(parent)
-        return self._tracer.start_span(name, context=context, kind=SpanKind.CLIENT, attributes=attributes)
+        kind = SpanKind.CLIENT
+        return self._tracer.start_span(name, context=context, kind=kind, attributes=attributes, start_time=start)
 
     @staticmethod
     def failed(span: Span, description: str) -> None:

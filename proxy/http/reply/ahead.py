@@ -7,41 +7,41 @@ stream:
     a later reply is given      its stream written as the rest of the first (`Dialect.continued`)
     the upstream breaks off     the agent's connection is cut (never a "complete" stream short)
 
-The response's status and headers leave with the first text, so a gate's outcome and retries,
-decided later, reach the request log and the metrics but not `X-Repair-Outcome`.
+The response's status and headers leave with the first text, marked as the request's record
+stands then, so a gate's outcome and retries, decided later, reach the request log and the
+metrics but not `X-Repair-Outcome`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 import aiohttp
 from aiohttp import web
 
 from proxy.dialects import Dialect
-from proxy.http.forward import cut_agent, downstream_headers, rewritten_headers
+from proxy.http.runtime.appkeys import RECORD
+from proxy.http.upstream.forward import cut_agent, downstream_headers, rewritten_headers
 
 __all__ = ["Ahead", "ClientGone"]
 
 
 class ClientGone(Exception):
-    """The agent went away while its stream was open."""
+    """The agent went away while its stream was open (`response`)."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        super().__init__("the agent went away")
+        self.response = response
 
 
 class Ahead:
     """One agent request's stream, opened at the first text that may go ahead of the reply's end."""
 
-    def __init__(self, request: web.Request, dialect: Dialect, marks: Mapping[str, str]) -> None:
+    def __init__(self, request: web.Request, dialect: Dialect) -> None:
         self._request = request
         self._dialect = dialect
-        self.marks = marks
-        """What every answer to this agent request carries (`X-Repair-*`)."""
         self._sent = bytearray()
         self.response: web.StreamResponse | None = None
-
-    @property
-    def opened(self) -> bool:
-        return self.response is not None
+        self.opened = False
+        """Text went ahead: the agent's stream is open (`response`)."""
 
     async def send(self, upstream: aiohttp.ClientResponse, held: list[bytes]) -> list[bytes]:
         """Send what of `held` (read from `upstream`) is whole events of the reply's text; the
@@ -50,14 +50,18 @@ class Ahead:
         whole = self._dialect.ahead(joined)
         if not whole:
             return held
+        if self.response is None:
+            record = self._request[RECORD]
+            headers = rewritten_headers(downstream_headers(upstream.headers), record, streamed=True)
+            self.response = web.StreamResponse(status=upstream.status, headers=headers)
+            self.opened = True
         try:
-            if self.response is None:
-                headers = rewritten_headers(downstream_headers(upstream.headers), self.marks, streamed=True)
-                self.response = web.StreamResponse(status=upstream.status, headers=headers)
+            if not self.response.prepared:
                 await self.response.prepare(self._request)
             await self.response.write(joined[:whole])
         except ConnectionResetError as gone:
-            raise ClientGone from gone
+            upstream.close()  # it stops generating
+            raise ClientGone(self.response) from gone
         self._sent += joined[:whole]
         return [joined[whole:]] if whole < len(joined) else []
 

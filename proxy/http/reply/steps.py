@@ -3,33 +3,36 @@
     the attempt (which gate asked for it, what it carried, what was spent)
       + the upstream's status, its failure, or the judgement of its reply
       -> Relay     pass the upstream's response through as it came
-         Deliver   give the agent this reply, or the first one, ending the request as `End` says
+         Deliver   give the agent this reply, or the first one, ending the request as its
+                   `Outcome` says
          Stop      give the agent the hand-back instead: asked again (by any gate), the model
                    proposed a call the block gate refuses, one already made in vain
                    (`reply.futile_again`)
-         Retry     ask the upstream again: through a gate (one extra generation), the same
-                   request without the call schema a server refused (nothing was generated),
-                   or a gate's retry drawn again, when the server could not read the reply
-                   our schema let the model write (nothing reached the agent)
+         Retry     ask the upstream again, as its next `Attempt` says: through a gate (one extra
+                   generation), the same request without the call schema a server refused
+                   (nothing was generated), or a gate's retry drawn again, when the server could
+                   not read the reply our schema let the model write (nothing reached the agent);
+                   with the event the request's record keeps of it
 
 Pure: no I/O, no aiohttp, tested as a table (tests/unit/test_reply_steps.py). The loop in
-`reply.py` only sends, reads and answers; `End` is what logs and metrics are made of.
+`stage.py` only sends, reads and answers.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from proxy.engine.detectors import Refusal
 from proxy.engine.plan.reply import Gate, Judgement, ReplyRules
+from proxy.http.observe.outcome import Again, Outcome
+from proxy.http.observe.record import Retried
 
 __all__ = [
     "GIVEN_UP",
     "STOP_AFTER",
     "Attempt",
     "Deliver",
-    "End",
     "Relay",
     "Retry",
     "Step",
@@ -42,30 +45,11 @@ __all__ = [
 ]
 
 
-class End(enum.Enum):
-    """How the reply stage ended a request (`X-Repair-Outcome` when a gate gave up)."""
-
-    COMPLETE = "complete"
-    """The reply as it came (its calls made real when it wrote them as text)."""
-    COMPLETE_UNVERIFIED = "complete_unverified"
-    """The done gate gave up: the model stopped though a re-run of the failing check was owed."""
-    COMPLETE_FAILING = "complete_failing"
-    """The finish gate gave up: the model finished while the failing check still fails."""
-    NO_ACTION = "no_action"
-    """The action gate gave up: the model's own reply, which does not act."""
-    FUTILE = "futile"
-    """The block gate gave up: the model's own reply, its futile call and all."""
-    HANDBACK = "handback"
-    """The block gate stopped the run: asked again, the model proposed a call made in vain before."""
-    UPSTREAM_ERROR = "upstream_error"
-    """The upstream answered the agent's request with an error: relayed as it came."""
-
-
-GIVEN_UP: Mapping[Gate, End] = {
-    Gate.DONE: End.COMPLETE_UNVERIFIED,
-    Gate.FINISH: End.COMPLETE_FAILING,
-    Gate.ACTION: End.NO_ACTION,
-    Gate.BLOCK: End.FUTILE,
+GIVEN_UP: Mapping[Gate, Outcome] = {
+    Gate.DONE: Outcome.COMPLETE_UNVERIFIED,
+    Gate.FINISH: Outcome.COMPLETE_FAILING,
+    Gate.ACTION: Outcome.NO_ACTION,
+    Gate.BLOCK: Outcome.FUTILE,
 }
 """What a request ends as when its gate gives up (or our retry is refused)."""
 STOP_AFTER = 2
@@ -102,13 +86,15 @@ class Attempt:
     """That first reply makes a call."""
     redrawn: bool = False
     """A reply the server could not read was drawn again, once, for this agent request."""
+    refusal: Refusal | None = None
+    """Why the block gate holds the reply this retry asks again for."""
 
-    def retried(self, gate: Gate, schema: bool, first_acts: bool = True) -> Attempt:
+    def retried(self, gate: Gate, schema: bool, first_acts: bool = True, refusal: Refusal | None = None) -> Attempt:
         """The attempt a gate's retry makes (`first_acts`: whether the reply held first calls)."""
         retries = {**self.retries, gate: self.retries.get(gate, 0) + 1}
         acts = self.first_acts if self.first else first_acts
         schema = schema and not self.plain
-        return Attempt(gate, schema, self.plain, retries, self.spent + 1, True, acts, self.redrawn)
+        return Attempt(gate, schema, self.plain, retries, self.spent + 1, True, acts, self.redrawn, refusal)
 
     def without_schema(self) -> Attempt:
         """The same attempt sent again without its call schema, and none after it."""
@@ -121,12 +107,14 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class Relay:
-    end: End
+    """Pass the upstream's response through as it came; a complete relay ends as `end` says."""
+
+    end: Outcome
 
 
 @dataclass(frozen=True, slots=True)
 class Deliver:
-    end: End
+    end: Outcome
     first: bool = False
     """The first reply held (the model's own), not this one."""
     gate: Gate | None = None
@@ -135,27 +123,27 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    gate: Gate | None
-    """The gate asking again; None: the same request, without its refused call schema."""
-    spends: bool
-    """It counts against the budget (a schema refused generated nothing; a reply the server
-    could not read reached no one)."""
-    redraw: bool = False
-    """The same retry with its seed moved on: the reply the server could not read was drawn
-    from this seed, and would be again."""
+    next: Attempt
+    """The attempt to send: its gate (None: the agent's own request again, without its refused
+    call schema), what it carries, what is spent (a schema refused generated nothing; a reply the
+    server could not read reached no one); drawn again, its seed moved on."""
+    event: Retried
+    """Why, as the request's record keeps it."""
 
 
 @dataclass(frozen=True, slots=True)
 class Stop:
     """The hand-back instead of the reply (the stop rung)."""
 
-    end: End = End.HANDBACK
+    end: Outcome = Outcome.HANDBACK
 
 
 Step = Relay | Deliver | Retry | Stop
 
 
-def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool = False) -> Step | None:
+def after_status(
+    attempt: Attempt, status: int, encoded: bool, unreadable: bool = False
+) -> Relay | Deliver | Retry | None:
     """Before reading the reply: what an error status or an encoded body means for this
     attempt; None: read the reply.
 
@@ -169,16 +157,17 @@ def after_status(attempt: Attempt, status: int, encoded: bool, unreadable: bool 
     read); the retry goes once more with the next seed. The agent's own request, which carries
     the schema only at the force rung, goes again without it: what it would have sent."""
     if status >= 400:
-        if unreadable and reads_error(attempt, status):
-            assert attempt.gate is not None
-            return Retry(attempt.gate, spends=False, redraw=True)  # the same retry, drawn again
+        if unreadable and attempt.gate is not None and reads_error(attempt, status):
+            return Retry(attempt.drawn_again(), Retried(Again.REDRAWN, attempt.gate))  # the same retry, drawn again
         if attempt.schema and not attempt.plain and (status < 500 or attempt.gate is None):
-            return Retry(attempt.gate, spends=False)  # the server takes no call schema: send it without
+            return Retry(
+                attempt.without_schema(), Retried(Again.SCHEMA_REFUSED, attempt.gate)
+            )  # the server takes no call schema
         if attempt.gate is not None:  # our retry refused: the agent gets what it would have had
             return Deliver(GIVEN_UP[attempt.gate], first=True, gate=attempt.gate)
-        return Relay(End.UPSTREAM_ERROR)
+        return Relay(Outcome.UPSTREAM_ERROR)
     if encoded:  # a compressed body is never read: relayed as it is, or a retry's left unused
-        return Relay(End.COMPLETE) if attempt.gate is None else Deliver(GIVEN_UP[attempt.gate], True, attempt.gate)
+        return Relay(Outcome.COMPLETE) if attempt.gate is None else Deliver(GIVEN_UP[attempt.gate], True, attempt.gate)
     return None
 
 
@@ -214,15 +203,17 @@ def after_reply(attempt: Attempt, judgement: Judgement, rules: ReplyRules, budge
     if attempt.gate is Gate.BLOCK and not judgement.acts:
         # Refused a futile call, the model answered with none (an empty reply, prose): worse
         # than the call it was asked to replace. The agent gets the model's own reply.
-        return Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)
+        return Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)
     if gate is None:
-        return Deliver(End.COMPLETE)
+        return Deliver(Outcome.COMPLETE)
     if attempt.retries.get(gate, 0) >= rules.gates[gate].max_attempts or attempt.spent >= budget:
         # The block gate gives up with the model's first reply only when that one calls: after
         # an empty reply the action gate asked again for, the futile call is still more than nothing.
         first = attempt.first and gate in _FIRST_REPLY and (gate is not Gate.BLOCK or attempt.first_acts)
         return Deliver(GIVEN_UP[gate], first=first, gate=gate)
-    return Retry(gate, spends=True)
+    schema = rules.gates[gate].edit_for(judgement.refusal).call_schema is not None
+    ahead = attempt.retried(gate, schema, judgement.acts, judgement.refusal)
+    return Retry(ahead, Retried(Again.GATE, gate, ahead.retries[gate]))
 
 
 def _again(attempt: Attempt, judgement: Judgement) -> bool:

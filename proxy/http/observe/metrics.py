@@ -75,9 +75,84 @@ class WorkerProcesses(Collector):
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
+_COUNTERS: Mapping[str, tuple[str, str, tuple[str, ...]]] = {
+    "requests": (
+        "repair_proxy_requests",
+        "Requests by route, status, team and model (the model the request names, bounded: see ModelLabels)",
+        ("route", "status", "team", "model"),
+    ),
+    "tokens": (
+        "repair_proxy_tokens",
+        "Tokens the upstream's replies say they used (their usage), every attempt counted: input or output",
+        ("kind", "model", "team"),
+    ),
+    "trips": ("repair_proxy_trips", "Patterns that fired", ("pattern", "action", "team")),
+    "injected_tokens": ("repair_proxy_injected_tokens", "Tokens of new instructions placed", ("team",)),
+    "gate_retries": (
+        "repair_proxy_gate_retries",
+        "Replies held by a gate (done, finish, action) and asked again",
+        ("gate", "team"),
+    ),
+    "reply_outcomes": (
+        "repair_proxy_reply_outcomes",
+        "Replies passed after their gate's last try: complete_unverified, complete_failing, no_action",
+        ("outcome", "team"),
+    ),
+    "salvaged": (
+        "repair_proxy_salvaged",
+        "Replies whose tool calls, written as text, became real calls",
+        ("dialect", "team"),
+    ),
+    "handbacks": ("repair_proxy_handbacks", "Runs handed back as incomplete", ("reason", "team")),
+    "analysis_failed": (
+        "repair_proxy_analysis_failed",
+        "Analyses that raised (request forwarded untouched)",
+        ("team",),
+    ),
+    "analysis_abandoned": (
+        "repair_proxy_analysis_abandoned",
+        "Analyses given up past the analysis budget (request forwarded untouched)",
+        ("team",),
+    ),
+    "trip_outcomes": (
+        "repair_proxy_trip_outcomes",
+        "What followed a watched trip, by arm (treated: instructions placed; holdout: only observed)",
+        ("arm", "pattern", "outcome", "team"),
+    ),
+    "store_errors": ("repair_proxy_store_errors", "Verdict store operations that failed", ("team",)),
+    "upstream_errors": (
+        "repair_proxy_upstream_errors",
+        "Requests the proxy answered with an error because the upstream failed, by code and cause",
+        ("code", "cause", "team"),
+    ),
+}
+"""Every counter: its attribute, its name, what it counts, its labels."""
+_HISTOGRAMS: Mapping[str, tuple[str, str]] = {
+    "upstream_seconds": ("repair_proxy_upstream_seconds", "Time until the upstream's response headers"),
+    "overhead_seconds": ("repair_proxy_overhead_seconds", "Time the proxy's own analysis added"),
+}
+"""Every latency, by team."""
+
+
 class Metrics:
     """Every counter and histogram the proxy exports, labelled by team where it applies. With a
     `multiprocess_dir` (several workers), `/metrics` adds up every worker's values."""
+
+    requests: Counter
+    tokens: Counter
+    trips: Counter
+    injected_tokens: Counter
+    gate_retries: Counter
+    reply_outcomes: Counter
+    salvaged: Counter
+    handbacks: Counter
+    analysis_failed: Counter
+    analysis_abandoned: Counter
+    trip_outcomes: Counter
+    store_errors: Counter
+    upstream_errors: Counter
+    upstream_seconds: Histogram
+    overhead_seconds: Histogram
 
     def __init__(
         self, multiprocess_dir: Path | None = None, workers: Callable[[], Mapping[int, int]] | None = None
@@ -90,81 +165,10 @@ class Metrics:
         if multiprocess_dir is None:
             ProcessCollector(registry=r)
             PlatformCollector(registry=r)
-        self.requests = Counter(
-            "repair_proxy_requests",
-            "Requests by route, status, team and model (the model the request names, bounded: see ModelLabels)",
-            ["route", "status", "team", "model"],
-            registry=r,
-        )
-        self.tokens = Counter(
-            "repair_proxy_tokens",
-            "Tokens the upstream's replies say they used (their usage), every attempt counted: input or output",
-            ["kind", "model", "team"],
-            registry=r,
-        )
-        self.upstream_seconds = Histogram(
-            "repair_proxy_upstream_seconds",
-            "Time until the upstream's response headers",
-            ["team"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.overhead_seconds = Histogram(
-            "repair_proxy_overhead_seconds",
-            "Time the proxy's own analysis added",
-            ["team"],
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.trips = Counter("repair_proxy_trips", "Patterns that fired", ["pattern", "action", "team"], registry=r)
-        self.injected_tokens = Counter(
-            "repair_proxy_injected_tokens", "Tokens of new instructions placed", ["team"], registry=r
-        )
-        self.gate_retries = Counter(
-            "repair_proxy_gate_retries",
-            "Replies held by a gate (done, finish, action) and asked again",
-            ["gate", "team"],
-            registry=r,
-        )
-        self.reply_outcomes = Counter(
-            "repair_proxy_reply_outcomes",
-            "Replies passed after their gate's last try: complete_unverified, complete_failing, no_action",
-            ["outcome", "team"],
-            registry=r,
-        )
-        self.salvaged = Counter(
-            "repair_proxy_salvaged",
-            "Replies whose tool calls, written as text, became real calls",
-            ["dialect", "team"],
-            registry=r,
-        )
-        self.handbacks = Counter(
-            "repair_proxy_handbacks", "Runs handed back as incomplete", ["reason", "team"], registry=r
-        )
-        self.analysis_failed = Counter(
-            "repair_proxy_analysis_failed", "Analyses that raised (request forwarded untouched)", ["team"], registry=r
-        )
-        self.analysis_abandoned = Counter(
-            "repair_proxy_analysis_abandoned",
-            "Analyses given up past the analysis budget (request forwarded untouched)",
-            ["team"],
-            registry=r,
-        )
-        self.trip_outcomes = Counter(
-            "repair_proxy_trip_outcomes",
-            "What followed a watched trip, by arm (treated: instructions placed; holdout: only observed)",
-            ["arm", "pattern", "outcome", "team"],
-            registry=r,
-        )
-        self.store_errors = Counter(
-            "repair_proxy_store_errors", "Verdict store operations that failed", ["team"], registry=r
-        )
-        self.upstream_errors = Counter(
-            "repair_proxy_upstream_errors",
-            "Requests the proxy answered with an error because the upstream failed, by code and cause",
-            ["code", "cause", "team"],
-            registry=r,
-        )
+        for attribute, (name, documentation, labels) in _COUNTERS.items():
+            setattr(self, attribute, Counter(name, documentation, labels, registry=r))
+        for attribute, (name, documentation) in _HISTOGRAMS.items():
+            setattr(self, attribute, Histogram(name, documentation, ["team"], buckets=_LATENCY_BUCKETS, registry=r))
         self.store_up = Gauge(
             "repair_proxy_store_up",
             "1 while the verdict store's last operation worked (or there is none), 0 while it fails "

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import aiohttp
 from aiohttp import web
 
 from proxy.engine.state.budget import GcAccounting
-from proxy.http.metrics import Metrics
-from proxy.http.rundir import Worker
-from proxy.http.tenancy import Runtime, Team
-from proxy.http.upstream import Timeouts
+from proxy.http.observe.metrics import Metrics
+from proxy.http.observe.record import Record
+from proxy.http.runtime.rundir import Worker
+from proxy.http.runtime.tenancy import Runtime, Team
 from proxy.store import VerdictStore
 from proxy.store.health import StoreHealth
 
@@ -20,13 +19,12 @@ __all__ = [
     "CONTEXT",
     "GC",
     "METRICS",
-    "REQUEST_LOG",
+    "RECORD",
     "RUNTIME",
     "SESSION",
     "STORES",
     "WORKER",
     "Context",
-    "RequestLog",
     "RuntimeHolder",
     "Stores",
 ]
@@ -57,20 +55,6 @@ METRICS = web.AppKey("metrics", Metrics)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 
-@dataclass(slots=True)
-class RequestLog:
-    """What the one log line of a request says; filled in as the request goes."""
-
-    started: float = field(default_factory=time.perf_counter)
-    upstream_ms: float | None = None
-    overhead_ms: float = 0.0
-    conversation: str | None = None
-    team: str = "default"
-    analysed: bool = False
-    trips: tuple[str, ...] = ()
-    end: str = "complete"
-
-
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a request runs under, fixed when it arrives (a reload does not change it)."""
@@ -78,11 +62,7 @@ class Context:
     runtime: Runtime
     team: Team
 
-    @property
-    def timeouts(self) -> Timeouts:
-        upstream = self.runtime.settings.upstream
-        return Timeouts(upstream.connect_timeout, upstream.first_byte_timeout, upstream.idle_timeout)
 
-
-REQUEST_LOG = web.RequestKey("request_log", RequestLog)
+RECORD = web.RequestKey("record", Record)
+"""What the request did, observed once it is over (`observe.observer`)."""
 CONTEXT = web.RequestKey("context", Context)

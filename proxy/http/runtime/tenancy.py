@@ -22,13 +22,13 @@ from proxy.engine.state.cache import Codec, StateCache, Tier
 from proxy.engine.state.codec import pack, unpack
 from proxy.engine.state.conversation import ConversationState, approx_bytes
 from proxy.engine.text.tokens import TokenCounter
-from proxy.http.footprint import Footprint, Shares
-from proxy.http.tls import upstream_tls
+from proxy.http.runtime.footprint import Footprint, Shares
+from proxy.http.runtime.tls import upstream_tls
 from proxy.settings.config import Settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.settings.problems import ConfigError, ConfigProblem
 
-__all__ = ["DEFAULT_TEAM", "Runtime", "Shared", "Team", "build_runtime"]
+__all__ = ["DEFAULT_TEAM", "Runtime", "Shared", "Team", "Timeouts", "build_runtime"]
 
 DEFAULT_TEAM = "default"
 
@@ -89,6 +89,20 @@ class Shared:
 
 
 @dataclass(frozen=True, slots=True)
+class Timeouts:
+    """The upstream's timeouts: to connect, to its first byte, between its chunks."""
+
+    connect: float
+    first_byte: float
+    idle: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> Timeouts:
+        upstream = settings.upstream
+        return cls(upstream.connect_timeout, upstream.first_byte_timeout, upstream.idle_timeout)
+
+
+@dataclass(frozen=True, slots=True)
 class Runtime:
     """Everything a request needs that a reload may replace: settings and teams."""
 
@@ -97,7 +111,8 @@ class Runtime:
     by_key: Mapping[str, str]
     shared: Shared
     tls: ssl.SSLContext
-    """For https upstreams: trusted CAs and the client certificate (`proxy.http.tls.upstream_tls`)."""
+    """For https upstreams: trusted CAs and the client certificate (`proxy.http.runtime.tls.upstream_tls`)."""
+    timeouts: Timeouts
 
     @property
     def open(self) -> bool:
@@ -106,7 +121,7 @@ class Runtime:
 
     def team_for(self, headers: Mapping[str, str]) -> Team | None:
         """The request's team, or None when teams are configured and no known key was sent."""
-        if self.open:
+        if not self.by_key:  # no teams configured: everyone is the default team
             return self.teams[DEFAULT_TEAM]
         candidates = [headers.get(self.settings.server.key_header, "")]
         authorization = headers.get("Authorization", "")
@@ -173,7 +188,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             settings.upstream.api_key,
             settings.repair.holdout_percent,
         )
-        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared, upstream_tls(settings))
+        return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared, upstream_tls(settings), Timeouts.of(settings))
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
     for index, entry in enumerate(settings.team):
@@ -194,4 +209,4 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
     if problems:
         raise ConfigError(problems)
     by_key = {key: entry.name for entry in settings.team for key in entry.keys}
-    return Runtime(settings, teams, by_key, shared, upstream_tls(settings))
+    return Runtime(settings, teams, by_key, shared, upstream_tls(settings), Timeouts.of(settings))
