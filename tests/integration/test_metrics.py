@@ -64,10 +64,26 @@ async def test_metrics_follow_a_stuck_conversation(
         == 5
     )
     assert (
-        value(samples, "repair_proxy_trips_total", pattern="stuck_same_diagnostic", action="nudge", team="default") == 1
+        value(
+            samples,
+            "repair_proxy_trips_total",
+            pattern="stuck_same_diagnostic",
+            action="nudge",
+            mode="act",
+            team="default",
+        )
+        == 1
     )
     assert (
-        value(samples, "repair_proxy_trips_total", pattern="stuck_same_diagnostic", action="halt", team="default") == 1
+        value(
+            samples,
+            "repair_proxy_trips_total",
+            pattern="stuck_same_diagnostic",
+            action="halt",
+            mode="act",
+            team="default",
+        )
+        == 1
     )
     assert value(samples, "repair_proxy_handbacks_total", reason="stuck_same_diagnostic", team="default") == 1
     assert value(samples, "repair_proxy_gate_retries_total", gate="done", team="default") == 1

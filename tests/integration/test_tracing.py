@@ -22,7 +22,17 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
-from support import Upstream, fresh_interpreter, json_reply, post, sdk, sse_reply, start_proxy, start_upstream
+from support import (
+    Upstream,
+    fresh_interpreter,
+    json_reply,
+    post,
+    sdk,
+    speaking_policy,
+    sse_reply,
+    start_proxy,
+    start_upstream,
+)
 
 from proxy.http.observe.otel import EXPORTERS, Otel
 from proxy.http.observe.traces_asked import EXPORTER_NAMES
@@ -60,7 +70,11 @@ def streamed(pieces: list[str], usage: tuple[int, int] | None = (13, 4)) -> list
 
 async def traced_proxy(upstream_url: str) -> tuple[TestServer, InMemorySpanExporter]:
     """The proxy (repair on, default policy), its spans kept in memory as each ends."""
-    overrides = {"upstream": {"base_url": upstream_url}, "store": {"verdicts": ""}}
+    overrides = {
+        "upstream": {"base_url": upstream_url},
+        "store": {"verdicts": ""},
+        "repair": {"policy": speaking_policy()},
+    }
     settings = load_settings(None, overrides=overrides)
     app = make_app(build_runtime(settings), environ={})
     exporter = InMemorySpanExporter()
@@ -179,7 +193,9 @@ async def test_a_stuck_transcript_gives_trip_and_injection_events(
     injections = [dict(e.attributes or {}) for _, e in events if e.name == "repair_proxy.injection"]
     assert trips, "the stuck transcript tripped"
     assert all(set(t) >= {"repair_proxy.pattern", "repair_proxy.action"} for t in trips)
-    nudges = [t["repair_proxy.pattern"] for t in trips if t["repair_proxy.action"] == "nudge"]
+    nudges = [
+        t["repair_proxy.pattern"] for t in trips if t["repair_proxy.action"] == "nudge" and not t["repair_proxy.shadow"]
+    ]
     assert nudges
     assert {i["repair_proxy.pattern"] for i in injections} >= set(nudges)
     tripped = [span for span, e in events if e.name == "repair_proxy.trip"]

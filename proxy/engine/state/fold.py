@@ -163,6 +163,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
         state.protocol,
         message.answered,
         refused,
+        message.after,
     )
     detectors = state.detectors
     if not repeated and not nudge:

@@ -86,7 +86,11 @@ _COUNTERS: Mapping[str, tuple[str, str, tuple[str, ...]]] = {
         "Tokens the upstream's replies say they used (their usage), every attempt counted: input or output",
         ("kind", "model", "team"),
     ),
-    "trips": ("repair_proxy_trips", "Patterns that fired", ("pattern", "action", "team")),
+    "trips": (
+        "repair_proxy_trips",
+        "Patterns that fired (mode: act, or shadow: counted, nothing changed)",
+        ("pattern", "action", "mode", "team"),
+    ),
     "injected_tokens": ("repair_proxy_injected_tokens", "Tokens of new instructions placed", ("team",)),
     "gate_retries": (
         "repair_proxy_gate_retries",

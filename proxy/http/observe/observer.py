@@ -164,13 +164,14 @@ def _trips(decision: Decision, metrics: Metrics, log_prompts: bool) -> None:
     repair = decision.state.repair
     signature = repair.last_diagnostic_signature
     for trip in decision.new_trips:
-        metrics.trips.labels(trip.pattern, trip.action.value, team).inc()
+        metrics.trips.labels(trip.pattern, trip.action.value, "shadow" if trip.shadow else "act", team).inc()
         said = [i.text for i in decision.state.injections if i.turn == trip.turn and i.pattern == trip.pattern]
         log.info(
             "repair_trip",
             injected=said if log_prompts else None,
             pattern=trip.pattern,
             action=trip.action.value,
+            shadow=trip.shadow,
             team=team,
             conversation=decision.request.conversation,
             turn=trip.turn,

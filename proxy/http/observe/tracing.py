@@ -93,7 +93,7 @@ def _decided(span: Span, decision: Decision, arm: str | None, at: int) -> None:
     for trip in decision.new_trips:
         actions[(trip.turn, trip.pattern)] = trip.action.value
         event: dict[str, Any] = {"repair_proxy.pattern": trip.pattern, "repair_proxy.action": trip.action.value}
-        event |= {"repair_proxy.turn": trip.turn, "repair_proxy.count": trip.count}
+        event |= {"repair_proxy.turn": trip.turn, "repair_proxy.count": trip.count, "repair_proxy.shadow": trip.shadow}
         span.add_event("repair_proxy.trip", event, timestamp=at)
     if arm == "holdout" or decision.halt is not None:
         return

@@ -50,7 +50,10 @@ def _summary(conversation: str, state: ConversationState) -> dict[str, Any]:
         "turns": state.turns,
         "state": state.repair.as_dict(),
         "current_failure": state.repair.current_failure(),
-        "last_trips": [{"pattern": t.pattern, "action": t.action.value, "turn": t.turn} for t in state.trips[-5:]],
+        "last_trips": [
+            {"pattern": t.pattern, "action": t.action.value, "shadow": t.shadow, "turn": t.turn}
+            for t in state.trips[-5:]
+        ],
     }
 
 
