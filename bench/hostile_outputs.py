@@ -93,9 +93,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "a@b:": lambda n: _fill("a@b:", n),
     "OSC escapes": lambda n: _fill("\x1b]0;title", n),
     "one long word": lambda n: "a" * n,
-    "/tmp/ path": lambda n: "/tmp/" + _fill("pytest-of-agent/", n - 5),
+    "/tmp/ path": lambda n: "/tmp/" + _fill("pytest-of-agent-", n - 5),
     "0x run": lambda n: _fill("0x", n),
-    'unclosed File "': lambda n: '  File "' + _fill("/workspace/src", n - 8),
+    'unclosed File "': lambda n: '  File "' + _fill("/usr/lib/python3.11/site-packages/", n - 8),
     "deep traceback": _traceback,
 }
 
