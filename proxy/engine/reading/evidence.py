@@ -22,6 +22,7 @@ from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.noise import noise_line
 from proxy.engine.reading.normalise import normalised_or_none, strip_controls
 from proxy.engine.reading.textscan import Marker, marked_lines
+from proxy.engine.text.deadline import checkpoint
 
 __all__ = [
     "EVIDENCE_MARKERS",
@@ -200,6 +201,7 @@ def evidence(output: str) -> Evidence:
     The evidence is the output's failure lines (deduplicated by their normalised form, in
     order); when it has none, its normalised tail. The snippet quotes the same lines as printed.
     """
+    checkpoint(len(output))
     text = payload(strip_controls(output)) + "\n"
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from proxy.engine.text.deadline import checkpoint
+
 __all__ = ["meaningful", "normalise", "normalise_line", "normalised_or_none", "strip_controls"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
@@ -98,7 +100,16 @@ def normalised_or_none(line: str) -> str | None:
     return normalise_line(line) if meaningful(line) else None
 
 
+_LINES_PER_CHECK = 512
+"""Lines normalised between two looks at the analysis's deadline (`text.deadline`)."""
+
+
 def normalise(text: str) -> str:
     """The text with run-to-run noise replaced by placeholders; one line per meaningful line."""
-    kept = map(normalised_or_none, strip_controls(text).split("\n"))
-    return "\n".join(line for line in kept if line is not None)
+    lines = strip_controls(text).split("\n")
+    kept: list[str] = []
+    for at in range(0, len(lines), _LINES_PER_CHECK):
+        chunk = lines[at : at + _LINES_PER_CHECK]
+        checkpoint(sum(map(len, chunk)))
+        kept.extend(line for line in map(normalised_or_none, chunk) if line is not None)
+    return "\n".join(kept)
