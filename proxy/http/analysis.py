@@ -28,7 +28,7 @@ from proxy.engine.plan.decide import Decision
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
-from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STORES
+from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STALLS, STORES
 
 __all__ = ["analyse", "remember_stall"]
 
@@ -147,11 +147,14 @@ def _observe(request: web.Request, decision: Decision) -> None:
         )
 
 
-async def _step(request: web.Request, size: int, step: Callable[[], T]) -> T:
-    """Small bodies are analysed on the event loop; large ones in a worker thread, the collector
-    paused meanwhile (see `GcAccounting.paused`)."""
+async def _step(request: web.Request, size: int, name: str, step: Callable[[], T]) -> T:
+    """Small bodies are analysed on the event loop (the step said to hold it, see `http.stalls`);
+    large ones in a worker thread, the collector paused meanwhile (see `GcAccounting.paused`)."""
     if size < OFFLOAD_BYTES:
-        return _guarded(request, step)
+        record = request[REQUEST_LOG]
+        conversation = request.headers.get(CONVERSATION_HEADER)
+        with request.app[STALLS].holding(name, lambda: record.conversation or conversation):
+            return _guarded(request, step)
 
     def offloaded() -> T:
         with request.app[GC].paused():
@@ -179,14 +182,16 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
         incoming = parse(dialect, body)
         if incoming is None:
             return None
-        folded = engine.fold(engine.request(incoming.translation, request.headers, team.name), budget)
+        asked = engine.request(incoming.translation, request.headers, team.name)
+        request[REQUEST_LOG].conversation = asked.conversation  # whose it is, known before it is folded
+        folded = engine.fold(asked, budget)
         if store is not None and folded.memory_due:
             return incoming, folded, None  # planned once the store has answered
         return incoming, folded, Planned.of(incoming, engine.plan(folded), shared.spans)
 
     try:
         with shared.footprint.analysing(size):
-            parsed = await _step(request, size, fold_then_plan)
+            parsed = await _step(request, size, "analysis", fold_then_plan)
             if parsed is None:
                 # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
                 log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
@@ -195,7 +200,10 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
             if planned is None:
                 prior, asked = await _prior(request, folded)
                 planned = await _step(
-                    request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans)
+                    request,
+                    size,
+                    "analysis (plan)",
+                    lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans),
                 )
     except _Failed:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import time
@@ -21,6 +22,7 @@ from proxy.http.appkeys import (
     REQUEST_LOG,
     RUNTIME,
     SESSION,
+    STALLS,
     STORES,
     WORKER,
     RequestLog,
@@ -33,6 +35,7 @@ from proxy.http.observed import OBSERVED, upstream_trace
 from proxy.http.reload import Reloader
 from proxy.http.routes import add_routes
 from proxy.http.rundir import Worker, started
+from proxy.http.stalls import Watch, look
 from proxy.http.tenancy import Runtime
 from proxy.http.tracing import TRACING, tracing_from_env
 from proxy.http.workers import watch_supervisor
@@ -132,6 +135,17 @@ async def _tracing(app: web.Application) -> AsyncIterator[None]:
     await asyncio.to_thread(app[TRACING].shutdown)
 
 
+async def _stalls(app: web.Application) -> AsyncIterator[None]:
+    """The event loop's lag, looked at while the app runs (`http.stalls`)."""
+    task = asyncio.create_task(look(app[STALLS], app[METRICS]))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:
     app[GC].install()
     try:
@@ -194,10 +208,12 @@ def make_app(
     run_dir = worker.run_dir
     app[METRICS] = Metrics(worker.metrics_dir, None if run_dir is None else functools.partial(started, run_dir))
     app[GC] = GcAccounting()
+    app[STALLS] = Watch()
     if tracer is not None:
         app[TRACING] = tracer
         app.cleanup_ctx.append(_tracing)
     app.cleanup_ctx.append(_gc_accounting)
+    app.cleanup_ctx.append(_stalls)
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)
     if worker.index is not None:

@@ -11,6 +11,7 @@ from aiohttp import web
 from proxy.engine.state.budget import GcAccounting
 from proxy.http.metrics import Metrics
 from proxy.http.rundir import Worker
+from proxy.http.stalls import Watch
 from proxy.http.tenancy import Runtime, Team
 from proxy.http.upstream import Timeouts
 from proxy.store import VerdictStore
@@ -54,6 +55,8 @@ GC = web.AppKey("gc", GcAccounting)
 """Garbage-collection time per thread, kept off the analysis budget."""
 STORES = web.AppKey("stores", Stores)
 METRICS = web.AppKey("metrics", Metrics)
+STALLS = web.AppKey("stalls", Watch)
+"""The synchronous steps lately run on the event loop (see `http.stalls`)."""
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 

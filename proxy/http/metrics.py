@@ -75,6 +75,9 @@ class WorkerProcesses(Collector):
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
+_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
 class Metrics:
     """Every counter and histogram the proxy exports, labelled by team where it applies. With a
     `multiprocess_dir` (several workers), `/metrics` adds up every worker's values."""
@@ -163,6 +166,18 @@ class Metrics:
             "repair_proxy_upstream_errors",
             "Requests the proxy answered with an error because the upstream failed, by code and cause",
             ["code", "cause", "team"],
+            registry=r,
+        )
+        self.loop_lag = Histogram(
+            "repair_proxy_event_loop_lag_seconds",
+            "How late the event loop ran what was due, looked at every 50 ms (every request waited as long)",
+            buckets=_LAG_BUCKETS,
+            registry=r,
+        )
+        self.loop_stalls = Counter(
+            "repair_proxy_event_loop_stalls",
+            "Looks at the event loop 100 ms late or more, by the step that held it (unknown: none said)",
+            ["step"],
             registry=r,
         )
         self.store_up = Gauge(
