@@ -46,20 +46,20 @@ EVIDENCE_MARKERS = (
     Marker.of("ERROR ", r"^ERROR \S+"),
     Marker.of("E ", r"^E\s+\S"),  # pytest assertion detail
     Marker.of(": ", r"^\S+:\d+: (?:in \S+|\w*(?:Error|Exception|Failure)\b)"),  # pytest location
-    Marker.of("Error", r"^[^\S\n]*(?:\w+\.)*\w*Error(?::|$)"),  # Python exception line
-    Marker.of("Exception", r"^[^\S\n]*(?:\w+\.)*\w*Exception(?::|$)"),
-    Marker.of("●", r"^[^\S\n]*●\s+\S"),  # jest
-    Marker.of("✕", r"^[^\S\n]*✕\s+\S"),
-    Marker.of("Expected", r"^[^\S\n]*Expected(?: value)?:"),
-    Marker.of("Received", r"^[^\S\n]*Received(?: value)?:"),
+    Marker.of("Error", r"^[^\S\n]*+(?:\w+\.)*\w*Error(?::|$)"),  # Python exception line
+    Marker.of("Exception", r"^[^\S\n]*+(?:\w+\.)*\w*Exception(?::|$)"),
+    Marker.of("●", r"^[^\S\n]*+●\s+\S"),  # jest
+    Marker.of("✕", r"^[^\S\n]*+✕\s+\S"),
+    Marker.of("Expected", r"^[^\S\n]*+Expected(?: value)?:"),
+    Marker.of("Received", r"^[^\S\n]*+Received(?: value)?:"),
     Marker.of("--- FAIL: "),  # go
     Marker.of("FAIL", r"^FAIL\s"),
-    Marker.of("_test.go:", r"^[^\S\n]*\S+_test\.go:\d+: "),
+    Marker.of("_test.go:", r"^[^\S\n]*+\S+_test\.go:\d+: "),
     Marker.of("error", r"^error(?:\[E\d+\])?: "),  # rustc
-    Marker.of("-->", r"^[^\S\n]*--> \S+"),
+    Marker.of("-->", r"^[^\S\n]*+--> \S+"),
     Marker.of("panicked at "),
-    Marker.of("left", r"^[^\S\n]*left: "),
-    Marker.of("right", r"^[^\S\n]*right: "),
+    Marker.of("left", r"^[^\S\n]*+left: "),
+    Marker.of("right", r"^[^\S\n]*+right: "),
     Marker.of("---- ", r"^---- \S+ stdout ----"),  # cargo test
     Marker.of("error TS", r"\berror TS\d+: "),  # tsc
     Marker.of(": error: ", r"^\S+:\d+: error: "),  # mypy

@@ -58,7 +58,7 @@ FAIL_MARKERS = (
     Marker.of("error", rf"{_RULE}(?>.*?\b\d+ errors?\b).*="),
     Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary, unittest
     Marker.of("failed", r"^(?:Tests|Test Suites):\s+\d+ failed"),  # jest
-    Marker.of("failed", r"^[^\S\n]*Tests\s+\d+ failed"),  # vitest
+    Marker.of("failed", r"^[^\S\n]*+Tests\s+\d+ failed"),  # vitest
     Marker.of("test result: FAILED"),  # cargo
     Marker.of("--- FAIL: "),  # go test
     Marker.of("FAIL", r"^FAIL\s"),
@@ -77,7 +77,7 @@ PASS_MARKERS = (
     Marker.of("skipped", r"= \d+ skipped[^=\n]*="),
     Marker.of("no tests ran", r"= no tests ran[^=\n]*="),
     Marker.of("passed", r"^(?:Tests|Test Suites):\s+\d+ passed, \d+ total"),  # jest
-    Marker.of("passed", r"^[^\S\n]*Tests\s+\d+ passed"),  # vitest
+    Marker.of("passed", r"^[^\S\n]*+Tests\s+\d+ passed"),  # vitest
     Marker.of("test result: ok."),  # cargo
     Marker.of("ok\t", r"^ok\t\S+"),  # go test
     Marker.of("ok ", r"^ok\s+\S+"),
@@ -100,7 +100,7 @@ _REJECTED = re.compile(
 )
 """What a tool says when it turns a call down before running it."""
 _ERROR_HEAD = re.compile(
-    r"^\s*(?:<tool_use_error>|\**(?:err|error|invalid|missing|unknown|tool|failed|failure|\w*(?:error|exception))\b|"
+    r"^\s*+(?:<tool_use_error>|\**(?:err|error|invalid|missing|unknown|tool|failed|failure|\w*(?:error|exception))\b|"
     r"\d+ validation errors?\b)",
     re.IGNORECASE,
 )
@@ -113,7 +113,7 @@ _READ_FAILURE = re.compile(
 )
 """A read or search that found nothing to read: its first line says so."""
 _EDIT_FAILURE = re.compile(
-    r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>|no file open)|"
+    r"^\s*+(?:error|failed|failure|no replacement was performed|<tool_use_error>|no file open)|"
     r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find)\b|"
     r"your proposed edit has introduced new syntax error|your changes have not been applied",
     re.IGNORECASE,
@@ -153,12 +153,12 @@ _REPORTS = (
     Marker.of("no tests ran", r"= no tests ran"),
     Marker.of("Ran ", r"^Ran \d+ tests? in "),  # unittest, Django's runner
     Marker.of("Tests", r"^(?:Tests|Test Suites):\s+\d+"),  # jest
-    Marker.of("Tests", r"^[^\S\n]*Tests\s+\d+ (?:passed|failed)"),  # vitest
+    Marker.of("Tests", r"^[^\S\n]*+Tests\s+\d+ (?:passed|failed)"),  # vitest
     Marker.of("test result: "),  # cargo
     Marker.of("--- FAIL: "),  # go test
     Marker.of("ok\t", r"^ok\t\S+"),
-    Marker.of("passed", r"^[^\S\n]*\d+ (?:passed|failed)"),
-    Marker.of(" failed", r"^[^\S\n]*\d+ failed(?:,| in )"),  # pytest -q, nothing passed: `1 failed, 4 warnings in 0.2s`
+    Marker.of("passed", r"^[^\S\n]*+\d+ (?:passed|failed)"),
+    Marker.of(" failed", r"^[^\S\n]*+\d+ failed(?:,| in )"),  # pytest -q, none passed: `1 failed, 4 warnings in 0.2s`
     Marker.of("tests passed"),
     Marker.of("tests failed"),
 )
@@ -222,7 +222,7 @@ def _usage_only(text: str) -> bool:
     return _USAGE.match(body) is not None and body.count("\n") < _USAGE_LINES
 
 
-_FRAME = re.compile(r'^[^\S\n]*File "([^"]+)", line \d+', re.MULTILINE)
+_FRAME = re.compile(r'^[^\S\n]*+File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
 
