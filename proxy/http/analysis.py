@@ -4,8 +4,9 @@
 
 Any exception in the engine or the dialect means the original bytes go upstream untouched:
 it is logged as `analysis_failed` and counted, never turned into an error for the agent. So
-does running past the analysis budget (`analysis_abandoned`). Large bodies are analysed in a
-worker thread, so the event loop goes on serving other requests meanwhile.
+does running past the analysis budget (`analysis_abandoned`). Large bodies, and bodies whose
+newest text is long, are analysed in a worker thread (`http.offload`), so the event loop goes on
+serving other requests meanwhile.
 Store trouble is logged and counted too, and analysis goes on without memory. What the
 decision means beyond this request (a verdict to record or clear, trips to log and count)
 is carried out here.
@@ -29,6 +30,7 @@ from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
 from proxy.http.appkeys import CONTEXT, GC, METRICS, REQUEST_LOG, STALLS, STORES
+from proxy.http.offload import fresh_chars, in_thread
 
 __all__ = ["analyse", "remember_stall"]
 
@@ -38,16 +40,6 @@ T = TypeVar("T")
 
 class _Failed(Exception):
     pass
-
-
-OFFLOAD_BYTES = 1024 * 1024
-"""Bodies at least this large are analysed in a worker thread. A smaller one is analysed in a few
-ms (about 2.5 ms of CPU at 760 KB), and the hand-off costs about 0.3 ms of CPU per request on a
-2-core machine (two cross-thread wake-ups, the collector paused and then walking the parse):
-measured with `bench/turn_cost.py` at 600 messages, 760 KB, CPU per request 6.6 -> 6.1 ms with
-this bound at 1 MB instead of 256 KB. What the thread bought the event loop at that size was
-little: the worker holds the interpreter for most of the analysis (the loop waited up to 1.2-4 ms
-for it, measured, against the analysis's 2.5 ms on the loop itself)."""
 
 
 def _guarded(request: web.Request, step: Callable[[], T]) -> T:
@@ -147,10 +139,10 @@ def _observe(request: web.Request, decision: Decision) -> None:
         )
 
 
-async def _step(request: web.Request, size: int, name: str, step: Callable[[], T]) -> T:
-    """Small bodies are analysed on the event loop (the step said to hold it, see `http.stalls`);
-    large ones in a worker thread, the collector paused meanwhile (see `GcAccounting.paused`)."""
-    if size < OFFLOAD_BYTES:
+async def _step(request: web.Request, thread: bool, name: str, step: Callable[[], T]) -> T:
+    """One step of the analysis on the event loop (said to hold it, see `http.stalls`), or in a
+    worker thread (`http.offload` decides), the collector paused meanwhile (`GcAccounting.paused`)."""
+    if not thread:
         record = request[REQUEST_LOG]
         conversation = request.headers.get(CONVERSATION_HEADER)
         with request.app[STALLS].holding(name, lambda: record.conversation or conversation):
@@ -177,9 +169,9 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     shared = context.runtime.shared
     store = request.app[STORES].verdicts
 
-    def fold_then_plan() -> tuple[Incoming, Folded, Planned | None] | None:
+    def fold_then_plan(read: Callable[[], Incoming | None]) -> tuple[Incoming, Folded, Planned | None] | None:
         budget = Budget.of(seconds, clock)  # in the thread that spends it: its CPU time is the clock
-        incoming = parse(dialect, body)
+        incoming = read()
         if incoming is None:
             return None
         asked = engine.request(incoming.translation, request.headers, team.name)
@@ -191,7 +183,12 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
 
     try:
         with shared.footprint.analysing(size):
-            parsed = await _step(request, size, "analysis", fold_then_plan)
+            if in_thread(size, None):  # parsed there too
+                parsed = await _step(request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body)))
+            else:
+                read = await _step(request, False, "analysis (parse)", lambda: parse(dialect, body))
+                fresh = fresh_chars(read.translation.messages) if read is not None else None
+                parsed = await _step(request, in_thread(size, fresh), "analysis", lambda: fold_then_plan(lambda: read))
             if parsed is None:
                 # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
                 log.info("not_analysable", path=request.path, dialect=dialect.name, team=team.name)
@@ -201,7 +198,7 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
                 prior, asked = await _prior(request, folded)
                 planned = await _step(
                     request,
-                    size,
+                    in_thread(size, None),
                     "analysis (plan)",
                     lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans),
                 )
