@@ -52,7 +52,9 @@ OPTIONS = Ladder(after=AFTER, action=Action.FORCE)
 
 
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
-_GLUED = re.compile(r"^[ \t]*(\S[^\n`]*?)[ \t]*```[ \t]*$", re.MULTILINE)
+_GLUED = re.compile(r"^[ \t]*+(\S(?:[^\n`]*[^ \t\n`])?)[ \t]*```[ \t]*$", re.MULTILINE)
+"""A line's text with ``` after it: up to its last character that is not a blank (the blanks
+before the fence were tried one at a time, each time with all of those after it: quadratic)."""
 
 
 def slip(reply: str) -> str:

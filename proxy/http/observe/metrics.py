@@ -75,6 +75,9 @@ class WorkerProcesses(Collector):
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
+_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
 _COUNTERS: Mapping[str, tuple[str, str, tuple[str, ...]]] = {
     "requests": (
         "repair_proxy_requests",
@@ -129,13 +132,35 @@ _COUNTERS: Mapping[str, tuple[str, str, tuple[str, ...]]] = {
         "Requests the proxy answered with an error because the upstream failed, by code and cause",
         ("code", "cause", "team"),
     ),
+    "loop_stalls": (
+        "repair_proxy_event_loop_stalls",
+        "Looks at the event loop 100 ms late or more, by the step that held it (unknown: none said)",
+        ("step",),
+    ),
 }
 """Every counter: its attribute, its name, what it counts, its labels."""
-_HISTOGRAMS: Mapping[str, tuple[str, str]] = {
-    "upstream_seconds": ("repair_proxy_upstream_seconds", "Time until the upstream's response headers"),
-    "overhead_seconds": ("repair_proxy_overhead_seconds", "Time the proxy's own analysis added"),
+_HISTOGRAMS: Mapping[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
+    "upstream_seconds": (
+        "repair_proxy_upstream_seconds",
+        "Time until the upstream's response headers",
+        ("team",),
+        _LATENCY_BUCKETS,
+    ),
+    "overhead_seconds": (
+        "repair_proxy_overhead_seconds",
+        "Time the proxy's own analysis added",
+        ("team",),
+        _LATENCY_BUCKETS,
+    ),
+    "loop_lag": (
+        "repair_proxy_event_loop_lag_seconds",
+        "How late the event loop ran what was due, looked at every 50 ms (every request waited as long)",
+        (),
+        _LAG_BUCKETS,
+    ),
 }
-"""Every latency, by team."""
+"""Every histogram: its attribute, its name, what it measures, its labels, its buckets (a request's
+latencies by team; the event loop's lag, the worker's own: `runtime.stalls`)."""
 
 
 class Metrics:
@@ -155,8 +180,10 @@ class Metrics:
     trip_outcomes: Counter
     store_errors: Counter
     upstream_errors: Counter
+    loop_stalls: Counter
     upstream_seconds: Histogram
     overhead_seconds: Histogram
+    loop_lag: Histogram
 
     def __init__(
         self, multiprocess_dir: Path | None = None, workers: Callable[[], Mapping[int, int]] | None = None
@@ -171,8 +198,8 @@ class Metrics:
             PlatformCollector(registry=r)
         for attribute, (name, documentation, labels) in _COUNTERS.items():
             setattr(self, attribute, Counter(name, documentation, labels, registry=r))
-        for attribute, (name, documentation) in _HISTOGRAMS.items():
-            setattr(self, attribute, Histogram(name, documentation, ["team"], buckets=_LATENCY_BUCKETS, registry=r))
+        for attribute, (name, documentation, labels, buckets) in _HISTOGRAMS.items():
+            setattr(self, attribute, Histogram(name, documentation, labels, buckets=buckets, registry=r))
         self.store_up = Gauge(
             "repair_proxy_store_up",
             "1 while the verdict store's last operation worked (or there is none), 0 while it fails "

@@ -215,7 +215,7 @@ def _request(record: Record, status: int, metrics: Metrics, _otel: Otel | None, 
         "upstream_ms": None if record.upstream_ms is None else round(record.upstream_ms, 2),
         "overhead_ms": round(record.overhead_ms, 3),
         "total_ms": round((time.perf_counter() - record.started) * 1000, 2),
-        "conversation": None if decision is None else decision.request.conversation,
+        "conversation": record.conversation,  # known before the analysis: named when it fails too
         "team": record.team,
         "analysed": analysed,
         "trips": [] if decision is None else list(map(attrgetter("pattern"), decision.new_trips)),

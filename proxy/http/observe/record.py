@@ -1,7 +1,9 @@
 """One request as it went: the one enum of how a request ends (`Outcome`), and the typed record
 (`Record`) the request's steps add events to as they go.
 
-    the pipeline      the refusal, the analysis (`Analysed`, `Armed`), its faults, the store's
+    the pipeline      the refusal, whose conversation it is (`Identified`), the analysis
+                      (`Analysed`, `Armed`), each step of it that held the event loop (`Held`:
+                      `runtime.stalls` names the one a stall came from), its faults, the store's
     the reply stage   each retry (`Retried`, `SchemaRefused`, `Redrawn`), a gate ended by the
                       upstream (`GateEnded`), a salvage, a hand-back, how it ended
     the upstream      each request sent (`Sent`, with what its reply used), each failure
@@ -38,6 +40,8 @@ __all__ = [
     "Faulted",
     "GateEnded",
     "HandedBack",
+    "Held",
+    "Identified",
     "Record",
     "Retried",
     "Salvaged",
@@ -61,6 +65,25 @@ class Analysed:
 
     decision: Decision
     at: int = field(default_factory=time.time_ns, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Identified:
+    """Whose conversation the request is, known once it is read, before it is folded (an analysis
+    that fails, is given up or holds the event loop is named by it)."""
+
+    conversation: str
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A synchronous step of the analysis (`step`: `analysis`, `analysis (parse)`, `analysis (plan)`)
+    ran on the event loop for `seconds`: nothing else of the worker ran meanwhile. `conversation`:
+    whose it was, as known once the step was over."""
+
+    step: str
+    seconds: float
+    conversation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +162,9 @@ class Sent:
             self.usage = None if self.reader is None else self.reader.usage()
 
 
-Event = Analysed | Armed | Retried | GateEnded | Salvaged | HandedBack | Faulted | UpstreamFailed | Sent
+Event = (
+    Identified | Analysed | Held | Armed | Retried | GateEnded | Salvaged | HandedBack | Faulted | UpstreamFailed | Sent
+)
 
 
 @dataclass(slots=True)
@@ -192,8 +217,15 @@ class Record:
 
     @property
     def conversation(self) -> str | None:
+        """The decision's conversation; before there is one (or with none: the analysis failed or
+        was given up), the one the request was read as (`Identified`)."""
         decision = self.decision
-        return None if decision is None else decision.request.conversation
+        if decision is not None:
+            return decision.request.conversation
+        for event in self.events:
+            if isinstance(event, Identified):
+                return event.conversation
+        return None
 
     def used(self) -> tuple[dict[str, int], str | None, tuple[str, ...]]:
         """What the replies said they used, every request sent counted: tokens by kind (input,

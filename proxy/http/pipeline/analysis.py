@@ -4,8 +4,10 @@
 
 Any exception in the engine or the dialect means the original bytes go upstream untouched:
 the request's record says so (`Outcome.ANALYSIS_FAILED`, with the exception), never the agent.
-So does running past the analysis budget (`analysis_abandoned`). Large bodies are analysed in a
-worker thread, so the event loop goes on serving other requests meanwhile.
+So does running past the analysis budget (`analysis_abandoned`). Large bodies, and bodies whose
+newest text is long, are analysed in a worker thread (`pipeline.offload`), so the event loop goes
+on serving other requests meanwhile; each step analysed on the loop goes on the record (`Held`:
+`runtime.stalls` names the one that held the loop when it stalls).
 Store trouble goes on the record too, and analysis goes on without memory. What the decision
 means beyond this request (a verdict to record or clear) is carried out here; its trips and
 instructions are the record's (`Analysed`), for the observer to log and count.
@@ -29,7 +31,8 @@ from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
 from proxy.http.observe.outcome import Fault, Outcome
-from proxy.http.observe.record import Analysed, Faulted
+from proxy.http.observe.record import Analysed, Faulted, Held, Identified
+from proxy.http.pipeline.offload import fresh_chars, in_thread
 from proxy.http.runtime.appkeys import CONTEXT, GC, RECORD, STORES
 
 __all__ = ["analyse", "remember_stall"]
@@ -39,16 +42,6 @@ T = TypeVar("T")
 
 class _Failed(Exception):
     pass
-
-
-OFFLOAD_BYTES = 1024 * 1024
-"""Bodies at least this large are analysed in a worker thread. A smaller one is analysed in a few
-ms (about 2.5 ms of CPU at 760 KB), and the hand-off costs about 0.3 ms of CPU per request on a
-2-core machine (two cross-thread wake-ups, the collector paused and then walking the parse):
-measured with `bench/turn_cost.py` at 600 messages, 760 KB, CPU per request 6.6 -> 6.1 ms with
-this bound at 1 MB instead of 256 KB. What the thread bought the event loop at that size was
-little: the worker holds the interpreter for most of the analysis (the loop waited up to 1.2-4 ms
-for it, measured, against the analysis's 2.5 ms on the loop itself)."""
 
 
 def _guarded(request: web.Request, step: Callable[[], T]) -> T:
@@ -116,11 +109,18 @@ def _store_error(request: web.Request, team: str, conversation: str) -> None:
         request[RECORD].add(Faulted(Fault.STORE_FAILING, None, {**fields, "error": health.error}))
 
 
-async def _step(request: web.Request, size: int, step: Callable[[], T]) -> T:
-    """Small bodies are analysed on the event loop; large ones in a worker thread, the collector
-    paused meanwhile (see `GcAccounting.paused`)."""
-    if size < OFFLOAD_BYTES:
-        return _guarded(request, step)
+async def _step(request: web.Request, thread: bool, name: str, step: Callable[[], T]) -> T:
+    """One step of the analysis on the event loop (said on the record to hold it: `Held`, with its
+    conversation as known once it is over), or in a worker thread (`pipeline.offload` decides), the
+    collector paused meanwhile (`GcAccounting.paused`)."""
+    if not thread:
+        record = request[RECORD]
+        started = time.perf_counter()
+        try:
+            return _guarded(request, step)
+        finally:
+            conversation = record.conversation or request.headers.get(CONVERSATION_HEADER)
+            record.add(Held(name, time.perf_counter() - started, conversation))
 
     def offloaded() -> T:
         with request.app[GC].paused():
@@ -143,19 +143,26 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     shared = context.runtime.shared
     store = request.app[STORES].verdicts
 
-    def fold_then_plan() -> tuple[Incoming, Folded, Planned | None] | None:
+    def fold_then_plan(read: Callable[[], Incoming | None]) -> tuple[Incoming, Folded, Planned | None] | None:
         budget = Budget.of(seconds, clock)  # in the thread that spends it: its CPU time is the clock
-        incoming = parse(dialect, body)
+        incoming = read()
         if incoming is None:
             return None
-        folded = engine.fold(engine.request(incoming.translation, request.headers, team.name), budget)
+        asked = engine.request(incoming.translation, request.headers, team.name)
+        request[RECORD].add(Identified(asked.conversation))  # whose it is, known before it is folded
+        folded = engine.fold(asked, budget)
         if store is not None and folded.memory_due:
             return incoming, folded, None  # planned once the store has answered
         return incoming, folded, Planned.of(incoming, engine.plan(folded), shared.spans)
 
     try:
         with shared.footprint.analysing(size):
-            parsed = await _step(request, size, fold_then_plan)
+            if in_thread(size, None):  # parsed there too
+                parsed = await _step(request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body)))
+            else:
+                read = await _step(request, False, "analysis (parse)", lambda: parse(dialect, body))
+                fresh = fresh_chars(read.translation.messages) if read is not None else None
+                parsed = await _step(request, in_thread(size, fresh), "analysis", lambda: fold_then_plan(lambda: read))
             if parsed is None:
                 # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
                 request[RECORD].add(
@@ -168,7 +175,10 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
             if planned is None:
                 prior, asked = await _prior(request, folded)
                 planned = await _step(
-                    request, size, lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans)
+                    request,
+                    in_thread(size, None),
+                    "analysis (plan)",
+                    lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans),
                 )
     except _Failed:
         return None

@@ -11,6 +11,7 @@ from proxy.engine.state.budget import GcAccounting
 from proxy.http.observe.metrics import Metrics
 from proxy.http.observe.record import Record
 from proxy.http.runtime.rundir import Worker
+from proxy.http.runtime.stalls import Watch
 from proxy.http.runtime.tenancy import Runtime, Team
 from proxy.store import VerdictStore
 from proxy.store.health import StoreHealth
@@ -22,6 +23,7 @@ __all__ = [
     "RECORD",
     "RUNTIME",
     "SESSION",
+    "STALLS",
     "STORES",
     "WORKER",
     "Context",
@@ -52,6 +54,8 @@ GC = web.AppKey("gc", GcAccounting)
 """Garbage-collection time per thread, kept off the analysis budget."""
 STORES = web.AppKey("stores", Stores)
 METRICS = web.AppKey("metrics", Metrics)
+STALLS = web.AppKey("stalls", Watch)
+"""The requests in flight, looked at for the steps that held the event loop (see `runtime.stalls`)."""
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 
 

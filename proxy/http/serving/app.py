@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -19,8 +20,20 @@ from proxy.http.observe.observer import CLIENT_CLOSED_REQUEST, observe
 from proxy.http.observe.outcome import Outcome
 from proxy.http.observe.record import CURRENT, Record
 from proxy.http.observe.tracing import OPERATIONS, TRACING, tracing_from_env
-from proxy.http.runtime.appkeys import GC, METRICS, RECORD, RUNTIME, SESSION, STORES, WORKER, RuntimeHolder, Stores
+from proxy.http.runtime.appkeys import (
+    GC,
+    METRICS,
+    RECORD,
+    RUNTIME,
+    SESSION,
+    STALLS,
+    STORES,
+    WORKER,
+    RuntimeHolder,
+    Stores,
+)
 from proxy.http.runtime.rundir import Worker, started
+from proxy.http.runtime.stalls import Watch, look
 from proxy.http.runtime.tenancy import Runtime
 from proxy.http.serving.reload import Reloader
 from proxy.http.serving.routes import add_routes
@@ -44,7 +57,8 @@ _CARRIED = ("traceparent", "tracestate")
 @web.middleware
 async def observed(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every request recorded as it goes (`observe.record`) and, once it is over, observed: its
-    log lines, its metrics, its span (`observe.observer`)."""
+    log lines, its metrics, its span (`observe.observer`). While it is in flight, the steps its
+    record says held the event loop are looked at (`runtime.stalls`)."""
     operation = OPERATIONS.get(request.path.rstrip("/")) if request.method == "POST" else None
     carrier = {}
     for name in _CARRIED:
@@ -55,7 +69,8 @@ async def observed(request: web.Request, handler: Handler) -> web.StreamResponse
     token = CURRENT.set(record)
     status = 500
     try:
-        response = await handler(request)
+        with request.app[STALLS].flying(record):
+            response = await handler(request)
         status = response.status
         worker = request.app[WORKER]
         if worker.index is not None and not response.prepared:
@@ -94,6 +109,17 @@ async def _tracing(app: web.Application) -> AsyncIterator[None]:
     """Spans still batched are exported when the app stops (off the event loop: it blocks)."""
     yield
     await asyncio.to_thread(app[TRACING].shutdown)
+
+
+async def _stalls(app: web.Application) -> AsyncIterator[None]:
+    """The event loop's lag, looked at while the app runs (`runtime.stalls`)."""
+    task = asyncio.create_task(look(app[STALLS], app[METRICS]))
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:
@@ -158,10 +184,12 @@ def make_app(
     run_dir = worker.run_dir
     app[METRICS] = Metrics(worker.metrics_dir, None if run_dir is None else functools.partial(started, run_dir))
     app[GC] = GcAccounting()
+    app[STALLS] = Watch()
     if tracer is not None:
         app[TRACING] = tracer
         app.cleanup_ctx.append(_tracing)
     app.cleanup_ctx.append(_gc_accounting)
+    app.cleanup_ctx.append(_stalls)
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(_stores)
     if worker.index is not None:
