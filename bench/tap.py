@@ -26,7 +26,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from proxy.http.forward import upstream_headers
+from proxy.http.upstream.forward import upstream_headers
 
 SESSION = web.AppKey("session", aiohttp.ClientSession)
 

@@ -57,6 +57,13 @@ FAILURE_MODEL = ("stuck_same_diagnostic", "reverify_owed")
 FORMAT_LOOP = 3
 """Complaints in a row that make a format-error loop (the issue's bar: caught within 2 requests)."""
 INTRUSIVE = ("force", "halt")
+
+
+def _intrusive(pattern: str, action: str) -> bool:
+    """A trip that takes the agent's step away: a force or a halt, or the block rung's refusal."""
+    return action in INTRUSIVE or pattern == "gate:block"
+
+
 PRESETS = {"mini-swe-agent": "mini_swe_agent", "openhands": "openhands", "swe-agent": "swe_agent", "coder": "swe_agent"}
 """The bundled preset a run's scaffold would be given (by the start of its scaffold's name)."""
 
@@ -311,10 +318,13 @@ def report(replays: list[Replayed]) -> str:
     for part, runs in parts.items():
         resolved = [r for r in runs if r.run.resolved is True]
         model = sum(any(_fires(r, p) for p in FAILURE_MODEL) for r in resolved)
-        acting = sum(1 for r in resolved for f in r.fired if f.action in INTRUSIVE and not f.shadow)
+        intrusive = [f for r in resolved for f in r.fired if not f.shadow and _intrusive(f.pattern, f.action)]
+        acting = sum(1 for f in intrusive if f.pattern != "format_error_loop")
+        own = len(intrusive) - acting
         lines.append(
             f"{part}: failure model on resolved runs {_share(model, len(resolved))} (bar: at most 10%); "
-            f"acting force or halt on resolved runs: {acting} (bar: 0)"
+            f"force, block or halt on resolved runs, format_error_loop's aside: {acting} (bar: 0); "
+            f"format_error_loop's: {own}"
         )
     lines += ["", "per family (trips, redundant, stale, median late, repeated):"]
     for family in sorted({r.run.scaffold for r in replays}):

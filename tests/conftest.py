@@ -31,9 +31,12 @@ async def make_proxy(upstream: Upstream) -> AsyncIterator[StartProxy]:
     started: list[TestServer] = []
 
     async def start(
-        overrides: dict[str, dict[str, Any]] | None = None, policy: str = "", upstream_url: str | None = None
+        overrides: dict[str, dict[str, Any]] | None = None,
+        policy: str = "",
+        upstream_url: str | None = None,
+        speaking: bool = True,
     ) -> TestServer:
-        server = await start_proxy(upstream_url or upstream.base_url, overrides, policy)
+        server = await start_proxy(upstream_url or upstream.base_url, overrides, policy, speaking)
         started.append(server)
         return server
 
@@ -44,7 +47,7 @@ async def make_proxy(upstream: Upstream) -> AsyncIterator[StartProxy]:
 
 @pytest.fixture
 async def proxy(make_proxy: StartProxy) -> TestServer:
-    """The proxy with repair on and the embedded default policy."""
+    """The proxy with repair on and the embedded default policy (under `support.SPEAKING`)."""
     return await make_proxy()
 
 

@@ -11,6 +11,8 @@ from chat import Chat, tool_schemas
 
 from proxy.dialects import CHAT, Dialect, Planned, SpanMemory, plan_offline
 from proxy.engine.core import Engine
+from proxy.engine.plan.rules import Rules
+from proxy.settings.kinds import Mode
 from proxy.settings.policy import Policy, default_policy, policy_from_mapping
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -63,6 +65,10 @@ class Scenario:
     def expected_for(self, turns: range) -> list[list[str]]:
         return [trip for turn in turns for trip in self.expected_trips(turn)]
 
+    def speaks(self, pattern: str) -> bool:
+        """`pattern` acts under this scenario's policy (a pattern in shadow records and says nothing)."""
+        return Rules.of(self.policy).options[pattern].mode is Mode.ACT
+
     @property
     def trips_its_pattern(self) -> bool:
         return any(t[0] == self.pattern for trips in self.expect.get("trips", {}).values() for t in trips)
@@ -77,6 +83,12 @@ def load(name: str) -> Scenario:
 
 def names() -> list[str]:
     return sorted(p.stem for p in SCENARIOS.glob("*.json"))
+
+
+def acting(*patterns: str) -> Policy:
+    """The embedded policy with `patterns` switched from shadow to act: for tests of what a
+    pattern does when it speaks (its remedy, its rungs), not of the defaults."""
+    return policy_from_mapping({"patterns": {p: {"mode": "act"} for p in patterns}}, "tests: acting")
 
 
 def engine(policy: Policy | None = None) -> Engine:

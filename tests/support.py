@@ -9,6 +9,8 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
+import tomllib
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +24,43 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from proxy.http.app import make_app, server_options
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app, server_options
 from proxy.settings.config import Settings, load_settings
 
 Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]
+
+SPEAKING = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}}}
+"""What the servers these tests start run on top of their policy: the failure model's own pattern
+acting. Its default is shadow (it trips, logs and counts, and says nothing, until measured right on
+agents its rule was not written against); the tests here are of the mechanisms it drives (nudges,
+hand-backs, memory, replicas, dialects), so the harness switches it on. A policy that sets the
+pattern's `mode` keeps its own; `speaking=False` serves the embedded defaults as they ship."""
+STUCK_ACTS = {"patterns.stuck_same_diagnostic": {"mode": "act"}}
+"""`SPEAKING` as `policy_toml` takes it, for a test that writes its own policy file."""
+_POLICIES = Path(tempfile.mkdtemp(prefix="repair-proxy-test-policies-"))
+
+
+def speaking_policy(policy: str = "") -> str:
+    """A policy file: `policy`'s tables (none: the embedded defaults) with `SPEAKING` laid under them."""
+    table: dict[str, Any] = tomllib.loads(Path(policy).read_text()) if policy else {}
+    patterns = table.setdefault("patterns", {})
+    for name, options in SPEAKING["patterns"].items():
+        patterns[name] = {**options, **patterns.get(name, {})}
+    text = "\n".join(_toml_tables(table, ""))
+    path = _POLICIES / f"{abs(hash((policy, text)))}.toml"
+    path.write_text(text + "\n")
+    return str(path)
+
+
+def _toml_tables(table: dict[str, Any], prefix: str) -> list[str]:
+    lines = [f"{k} = {toml_value(v)}" for k, v in table.items() if not isinstance(v, dict)]
+    if prefix and lines:
+        lines.insert(0, f"[{prefix}]")
+    for key, value in table.items():
+        if isinstance(value, dict):
+            lines.extend(_toml_tables(value, f"{prefix}.{key}" if prefix else key))
+    return lines
 
 
 class Reply(NamedTuple):
@@ -217,11 +251,13 @@ async def start_upstream() -> Upstream:
 
 
 async def start_proxy(
-    upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = ""
+    upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = "", speaking: bool = True
 ) -> TestServer:
+    """The proxy on a loopback port, its policy (and each team's) under `SPEAKING` unless `speaking`
+    is False."""
     merged: dict[str, Any] = {
         "upstream": {"base_url": upstream_url},
-        "repair": {"policy": policy},
+        "repair": {"policy": speaking_policy(policy) if speaking else policy},
         "store": {"verdicts": ""},
     }
     for section, values in (overrides or {}).items():
@@ -229,6 +265,10 @@ async def start_proxy(
             merged.setdefault(section, {}).update(values)
         else:
             merged[section] = values
+    if speaking and "policy" in (overrides or {}).get("repair", {}):
+        merged["repair"]["policy"] = speaking_policy(merged["repair"]["policy"])
+    if speaking and isinstance(merged.get("team"), list):
+        merged["team"] = [{**t, "policy": speaking_policy(t.get("policy", ""))} for t in merged["team"]]
     settings: Settings = load_settings(None, overrides=merged)
     server = TestServer(make_app(build_runtime(settings)), host="127.0.0.1")
     options = {k: v for k, v in server_options(settings).items() if k != "handler_cancellation"}
@@ -263,12 +303,20 @@ def free_port() -> int:
 
 
 async def spawn_proxy(
-    *args: str, env: dict[str, str] | None = None, stdout: int = asyncio.subprocess.DEVNULL, workers: int = 1
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdout: int = asyncio.subprocess.DEVNULL,
+    workers: int = 1,
+    speaking: bool = True,
 ) -> tuple[asyncio.subprocess.Process, int]:
     """`python -m proxy serve` as a real process (`workers` of them on one port) on a free loopback
-    port, with a clean environment."""
+    port, with a clean environment; with no policy named (no `--config`, no `REPAIR_PROXY_POLICY`)
+    and `speaking`, the embedded one under `SPEAKING`."""
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("REPAIR_PROXY_")}
+    env = dict(env or {})
+    if speaking and "--config" not in args and "REPAIR_PROXY_POLICY" not in env:
+        env["REPAIR_PROXY_POLICY"] = speaking_policy()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -29,7 +29,26 @@ synchronous, settings and dialects likewise; stores know nothing of HTTP."""
 ENGINE_LAYERS = {"text": 0, "reading": 1, "state": 2, "detectors": 3, "plan": 4}
 """The engine's own folders, grouped by job: a module may import its own folder and the ones
 below it. Modules directly in `proxy/engine/` (the engine itself) sit above them all."""
+HTTP_LAYERS = {"observe": 0, "runtime": 1, "upstream": 2, "reply": 3, "pipeline": 4, "serving": 5}
+"""The HTTP layer's folders, by job: what a request did, recorded and observed; what it runs under
+(teams, the caches, the keys); the upstream (sending, its errors, relaying); the reply stage; the
+request pipeline; serving (the app, its routes, admin, reload, workers). A module may import its
+own folder and the ones below it."""
+QUIET = {"pipeline", "reply", "upstream"}
+"""The request's path: its modules log, count and trace nothing themselves; they add typed events
+to the request's record, which the observer turns into logs, metrics and spans."""
+QUIET_MAY_IMPORT = {
+    "proxy.http.observe.outcome",
+    "proxy.http.observe.record",
+    "proxy.http.observe.marks",
+    "proxy.http.observe.usage",
+}
+"""What of `observe` the request's path may import: the record, its enum, its marks (and
+`usage.is_streaming`, which tells a stream by its content type)."""
+QUIET_FORBIDDEN = {"structlog", "logging", "prometheus_client", "opentelemetry"}
 MAX_LINES = 300
+MAX_MODULES = 15
+"""Modules a folder of the package holds at most."""
 
 
 def modules() -> list[Path]:
@@ -133,8 +152,10 @@ def test_the_engine_check_catches_an_upward_import(tmp_path: Path) -> None:
 def test_the_import_check_catches_an_upward_import(tmp_path: Path) -> None:
     """The check itself: an engine module importing the HTTP layer or aiohttp is seen."""
     fake = tmp_path / "bad.py"
-    fake.write_text("import aiohttp\nfrom proxy.http.app import make_app\nfrom proxy.settings.kinds import Action\n")
-    assert imports(fake) == ["aiohttp", "proxy.http.app", "proxy.settings.kinds"]
+    fake.write_text(
+        "import aiohttp\nfrom proxy.http.serving.app import make_app\nfrom proxy.settings.kinds import Action\n"
+    )
+    assert imports(fake) == ["aiohttp", "proxy.http.serving.app", "proxy.settings.kinds"]
 
 
 def test_offline_commands_load_no_network_code() -> None:
@@ -169,6 +190,66 @@ def _string_literals(path: Path) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
     }
+
+
+def http_layer_of(path: Path) -> str | None:
+    parts = path.relative_to(PACKAGE).parts if path.is_relative_to(PACKAGE) else path.parts
+    return parts[1] if parts[0] == "http" and len(parts) > 2 else None
+
+
+def http_offences(path: Path, placed: Path | None = None) -> list[str]:
+    """What `path` (sitting at `placed` in the package, when it is not there) imports against the
+    HTTP layer's order: a folder above its own, or, on the request's path, a logger, a metric,
+    a tracer or the observer."""
+    own = http_layer_of(placed or path)
+    if own is None:
+        return []
+    bad = []
+    for name in imports(path):
+        parts = name.split(".")
+        if (
+            (parts[:2] == ["proxy", "http"] and len(parts) > 2 and HTTP_LAYERS.get(parts[2], 0) > HTTP_LAYERS[own])
+            or (own in QUIET and parts[0] in QUIET_FORBIDDEN)
+            or (own in QUIET and parts[:3] == ["proxy", "http", "observe"] and name not in QUIET_MAY_IMPORT)
+        ):
+            bad.append(name)
+    return bad
+
+
+def test_every_http_module_is_in_an_http_folder() -> None:
+    """The HTTP layer's folders are the ones its layering names; nothing sits directly in
+    `proxy/http/` but its `__init__.py`."""
+    http = PACKAGE / "http"
+    folders = {p.name for p in http.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(HTTP_LAYERS)
+    assert sorted(p.name for p in http.glob("*.py")) == ["__init__.py"]
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in modules() if http_layer_of(p) is not None], ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_http_folders_import_one_way(path: Path) -> None:
+    """Within the HTTP layer: observe <- runtime <- upstream <- reply <- pipeline <- serving; and
+    the pipeline, the reply stage and the upstream never log, count or trace themselves."""
+    assert http_offences(path) == [], f"{path.relative_to(ROOT)} imports {http_offences(path)}"
+
+
+def test_the_http_check_catches_a_logger_on_the_request_path(tmp_path: Path) -> None:
+    """The check itself: a reply-stage module importing structlog, the metrics or the serving app is seen."""
+    fake = tmp_path / "probe.py"
+    fake.write_text(
+        "import structlog\nfrom proxy.http.observe.metrics import Metrics\n"
+        "from proxy.http.observe.record import Record\nfrom proxy.http.serving.app import make_app\n"
+    )
+    placed = Path("http", "reply", "probe.py")
+    assert http_offences(fake, placed) == ["structlog", "proxy.http.observe.metrics", "proxy.http.serving.app"]
+
+
+def test_no_http_folder_holds_more_than_fifteen_modules() -> None:
+    """A folder is taken in at a glance (the engine's `reading` and `detectors` are not yet)."""
+    folders = {p.parent for p in modules() if p.is_relative_to(PACKAGE / "http")}
+    crowded = {str(f.relative_to(ROOT)): n for f in folders if (n := len(list(f.glob("*.py")))) > MAX_MODULES}
+    assert crowded == {}
 
 
 def test_a_pattern_name_is_written_only_in_its_own_file() -> None:

@@ -5,21 +5,27 @@ proposing the same fix and re-running the test), a scripted agent plays the tool
 fails the same way after every edit), and the real proxy sits between them. Each turn prints
 what the agent did, what the proxy folded, what tripped and what it injected, up to the
 incomplete hand-back.
+
+The failure model's pattern (`stuck_same_diagnostic`) runs in shadow by default: on a real agent it
+counts and says nothing until a team switches it on. The demo shows what it does switched on, with a
+policy of one line (`[patterns.stuck_same_diagnostic] mode = "act"`), and says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 from aiohttp import web
 
-from proxy.http.app import make_app
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app
 from proxy.settings.config import load_settings
 
 __all__ = ["demo", "run_demo"]
@@ -128,10 +134,26 @@ async def _serve(app: web.Application, port: int) -> web.AppRunner:
     return runner
 
 
+POLICY = '[patterns.stuck_same_diagnostic]\nmode = "act"\n'
+"""The demo's policy: the embedded defaults, with the failure model's pattern acting."""
+
+
 async def demo(out: Callable[[str], None]) -> int:
+    with tempfile.TemporaryDirectory(prefix="repair-proxy-demo-") as folder:
+        policy = Path(folder) / "policy.toml"
+        policy.write_text(POLICY)
+        return await _demo(out, str(policy))
+
+
+async def _demo(out: Callable[[str], None], policy: str) -> int:
     model_port, proxy_port = _free_port(), _free_port()
     settings = load_settings(
-        None, overrides={"upstream": {"base_url": f"http://127.0.0.1:{model_port}/v1"}, "store": {"verdicts": ""}}
+        None,
+        overrides={
+            "upstream": {"base_url": f"http://127.0.0.1:{model_port}/v1"},
+            "store": {"verdicts": ""},
+            "repair": {"policy": policy},
+        },
     )
     runtime = build_runtime(settings)
     proxy_app = make_app(runtime)
@@ -141,7 +163,8 @@ async def demo(out: Callable[[str], None]) -> int:
         {"role": "system", "content": "You are a coding agent working in /workspace."},
         {"role": "user", "content": "tests/test_parse.py::test_addition fails. Fix it."},
     ]
-    out(f"scripted model on 127.0.0.1:{model_port}, repair-proxy on 127.0.0.1:{proxy_port}\n")
+    out(f"scripted model on 127.0.0.1:{model_port}, repair-proxy on 127.0.0.1:{proxy_port}")
+    out('policy: the defaults, with stuck_same_diagnostic switched from shadow to act (mode = "act")\n')
     try:
         async with aiohttp.ClientSession() as client:
             for turn in range(1, MAX_TURNS + 1):

@@ -13,10 +13,10 @@ from typing import Any
 from proxy.cli.supervisor import supervise
 from proxy.engine.plan.rules import Rules
 from proxy.engine.text.tokens import EncodingUnavailable
-from proxy.http.logs import configure_logging
-from proxy.http.rundir import Worker
-from proxy.http.tenancy import Shared, build_runtime
-from proxy.http.traces_asked import traces_asked
+from proxy.http.observe.logs import configure_logging
+from proxy.http.observe.traces_asked import traces_asked
+from proxy.http.runtime.rundir import Worker
+from proxy.http.runtime.tenancy import Shared, build_runtime
 from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
@@ -95,8 +95,8 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
         build_runtime(settings)  # policy errors stop here, said once, before any worker starts
         return supervise(argv, settings, count)
     from proxy.cli.serving import run_worker  # noqa: PLC0415 - a worker's, see above
-    from proxy.http.app import make_app  # noqa: PLC0415
-    from proxy.http.reload import Reloader  # noqa: PLC0415
+    from proxy.http.serving.app import make_app  # noqa: PLC0415
+    from proxy.http.serving.reload import Reloader  # noqa: PLC0415
 
     runtime = build_runtime(settings, _shared(settings, worker))
     app = make_app(runtime, Reloader(args.config, environ, overrides), worker)

@@ -65,7 +65,14 @@ def to_record(index: int, decision: Decision | None) -> dict[str, Any]:
         "request": index,
         "state": decision.state.repair.as_dict(),
         "trips": [
-            {"pattern": t.pattern, "action": t.action.value, "turn": t.turn, "count": t.count, "detail": t.detail}
+            {
+                "pattern": t.pattern,
+                "action": t.action.value,
+                "shadow": t.shadow,
+                "turn": t.turn,
+                "count": t.count,
+                "detail": t.detail,
+            }
             for t in decision.new_trips
         ],
         "injected": injected,
@@ -108,7 +115,8 @@ def render_text(record: dict[str, Any]) -> str:
         return lines[0] + ": not a chat transcript (forwarded untouched)"
     lines.append("  state: " + " ".join(f"{label}={value}" for label, value in _shown(state)))
     for trip in record["trips"]:
-        lines.append(f"  TRIP {trip['pattern']} -> {trip['action']} (turn {trip['turn']}): {trip['detail']}")
+        shadow = " [shadow: said nothing]" if trip.get("shadow") else ""
+        lines.append(f"  TRIP {trip['pattern']} -> {trip['action']}{shadow} (turn {trip['turn']}): {trip['detail']}")
     for item in record["injected"]:
         text = "\n      ".join(item["text"].splitlines())
         lines.append(f"  {item['placement']} after turn {item['turn']} [{item['pattern']}]:\n      {text}")

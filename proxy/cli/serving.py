@@ -9,6 +9,7 @@ import ctypes
 import gc
 import platform
 import signal
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +18,9 @@ import structlog
 from aiohttp import web
 
 from proxy.cli.sockets import bind, bind_unix
-from proxy.http.app import server_options
-from proxy.http.rundir import Worker
+from proxy.http.runtime.rundir import Worker
+from proxy.http.serving.app import server_options
+from proxy.http.serving.drain import Drain
 from proxy.settings.config import Settings
 
 __all__ = ["DUPLICATE_SIGNAL_SECONDS", "keep_freed_memory", "one_malloc_arena", "release_free_memory", "run_worker"]
@@ -96,7 +98,7 @@ def release_free_memory() -> bool:
 
 def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None:
     """Bind, log `listening`, serve until SIGTERM or SIGINT (in-flight requests get the drain time).
-    One of several workers shares the port and also listens on its own socket (see `proxy.http.rundir`)."""
+    One of several workers shares the port and also listens on its own socket (see `proxy.http.runtime.rundir`)."""
     sock = bind(settings.server.host, settings.server.port, reuse_port=worker.index is not None)
     # its own socket bound too before it says it listens: a sibling may ask it at once
     socks = [sock] if worker.socket is None else [sock, bind_unix(worker.socket)]
@@ -119,19 +121,37 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
         repair=settings.repair.enabled,
     )
     loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     stop = _Stop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop, signum)
-    web.run_app(
-        app,
-        sock=socks,
-        shutdown_timeout=settings.server.drain_timeout,
-        **server_options(settings),
-        access_log=None,
-        print=None,
-        handle_signals=False,  # _Stop's instead
-        loop=loop,
-    )
+    try:
+        loop.run_until_complete(_serve(app, socks, settings, stop.asked))
+    finally:  # asked again while draining (GracefulExit, exit 1): what still runs is cut short
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+async def _serve(app: web.Application, socks: list[socket.socket], settings: Settings, asked: asyncio.Event) -> None:
+    """Serve on `socks` until `asked`, then drain (`proxy.http.serving.drain`): the listeners close, each
+    connection is served or refused at once, and the requests in flight get the drain time."""
+    drain_timeout = settings.server.drain_timeout
+    options = server_options(settings)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=drain_timeout, **options)
+    await runner.setup()
+    try:
+        assert runner.server is not None  # set up
+        drain = Drain(runner.server)
+        for sock in socks:
+            await web.SockSite(runner, sock).start()
+        await asked.wait()
+        await drain.begin(runner)
+    finally:
+        await runner.cleanup()
 
 
 DUPLICATE_SIGNAL_SECONDS = 1.0
@@ -140,7 +160,7 @@ DUPLICATE_SIGNAL_SECONDS = 1.0
 
 
 class _Stop:
-    """The first SIGTERM or SIGINT stops the worker (in-flight requests get the drain time).
+    """The first SIGTERM or SIGINT stops the worker (`asked`: in-flight requests get the drain time).
     Under systemd (`KillMode=control-group`) or a Ctrl-C in a terminal every process of the set
     gets the signal, and the supervisor passes it on as well: with aiohttp's own handlers that
     second delivery, arriving mid-drain, ended the worker at once (exit 1, streams cut). So one
@@ -151,6 +171,7 @@ class _Stop:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._first: float | None = None
+        self.asked = asyncio.Event()
 
     def __call__(self, signum: int) -> None:
         now = self._clock()
@@ -159,5 +180,6 @@ class _Stop:
             return
         if self._first is not None:
             log.warning("stopping_now", signal=signal.Signals(signum).name, reason="asked again while draining")
+            raise web.GracefulExit
         self._first = now
-        raise web.GracefulExit
+        self.asked.set()

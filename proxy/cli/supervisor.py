@@ -28,7 +28,7 @@ from pathlib import Path
 import structlog
 
 from proxy.cli.sockets import claim
-from proxy.http.rundir import metrics_dir, write_started
+from proxy.http.runtime.rundir import metrics_dir, write_started
 from proxy.settings.config import Settings
 
 __all__ = ["CANNOT_START", "GAVE_UP", "MAX_QUICK_DEATHS", "METRICS_DIR_ENV", "supervise"]

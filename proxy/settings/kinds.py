@@ -42,7 +42,9 @@ class Mode(StrEnum):
     """Its trips do what its ladder says."""
     SHADOW = "shadow"
     """Its trips are logged, counted and replayed with the action they would take, and change
-    nothing in the request or the reply: no instruction, no pinned call, no refusal, no hand-back."""
+    nothing: no instruction, no pinned call, no tool taken away, no hand-back, no note for the next
+    run. Refusing a futile call the reply proposes is the block gate's (`reply.block` and the
+    pattern's own `block` option), a lever measured on its own (the corpus report's `gate:block`)."""
 
 
 class Ask(StrEnum):

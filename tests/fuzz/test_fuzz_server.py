@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from strategies import as_ollama, as_responses, chat_body, examples
 from support import Upstream, completion, json_reply, start_proxy, start_upstream
 
-from proxy.http.replies import OUTCOME_HEADER
+from proxy.http.observe.marks import OUTCOME_HEADER
 
 PATHS = {
     "chat": ("/v1/chat/completions", "messages", lambda b: b),

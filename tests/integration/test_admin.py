@@ -76,7 +76,7 @@ async def test_admin_lists_state_timeline_and_resets(admin_proxy: TestServer) ->
     [entry] = listing["conversations"]  # type: ignore[index]
     assert entry["conversation"] == conversation
     assert entry["state"]["same_diagnostic_streak"] == 3
-    assert entry["last_trips"] == [{"pattern": "stuck_same_diagnostic", "action": "nudge", "turn": 5}]
+    assert entry["last_trips"] == [{"pattern": "stuck_same_diagnostic", "action": "nudge", "shadow": False, "turn": 5}]
     _s, beta = await call(admin_proxy, "GET", "/admin/teams/beta/conversations", ROOT_TOKEN)
     assert beta["conversations"] == []
     _s, detail = await call(admin_proxy, "GET", f"/admin/teams/alpha/conversations/{conversation}", ALPHA_TOKEN)

@@ -203,9 +203,11 @@ async def test_asked_for_a_call_after_prose_a_model_that_answers_with_its_third_
     proxy: TestServer, upstream: Upstream, stream: bool
 ) -> None:
     """Recovery bench, OpenHands style, bank seed 1: the test fails, the editor's `str_replace`
-    came back with `new_str` equal to `old_str` twice; the model answers in prose, the action gate
-    asks for a call, and the answer is the same edit that changes nothing. The agent gets the
-    hand-back, not a third no-op edit: two upstream requests, the action gate's one retry."""
+    came back with `new_str` equal to `old_str` twice; the model answers in prose, a stop while the
+    test still fails, so the finish gate asks for a call (with `pointless_call` in shadow by default
+    there is no unanswered nudge to make it the action gate's), and the answer is the same edit that
+    changes nothing. The agent gets the hand-back, not a third no-op edit: two upstream requests,
+    the gate's one retry."""
     noop = {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "a + b", "new_str": "a + b"}
     edited = "The file /workspace/src/parse.py has been edited."
     chat = Chat().turn(test_run()).turn(("str_replace_editor", noop, edited)).turn(test_run())
@@ -221,7 +223,7 @@ async def test_asked_for_a_call_after_prose_a_model_that_answers_with_its_third_
     if stream:  # the prose reached the agent as it came; the hand-back follows it in the same reply
         assert text.startswith("To") and text.index("sum.") < text.index("INCOMPLETE")
     else:
-        assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "action:1"
+        assert raw.headers["X-Repair-Outcome"] == "incomplete" and raw.headers["X-Repair-Retries"] == "finish:1"
     assert calls == 0 and "INCOMPLETE" in text and "proposed a call already made in vain" in text
     assert "its replacement is the very text it replaces" in text  # why that call cannot help
 

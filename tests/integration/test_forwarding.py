@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from support import Endless, Upstream, completion, gzip_reply, json_reply, post, sse_chunks, sse_reply
 
-from proxy.http.appkeys import RUNTIME
+from proxy.http.runtime.appkeys import RUNTIME
 
 CHAT_WITH_TOOLS = (
     b'{"model": "qwen2.5-coder",  "messages": [{"role":"system","content":"You fix bugs."},'

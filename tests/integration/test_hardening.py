@@ -17,8 +17,8 @@ from aiohttp.test_utils import TestServer
 from chat import Chat, test_run
 from support import Upstream, completion, json_reply, post, sse_reply
 
-from proxy.http.appkeys import METRICS, RUNTIME
-from proxy.http.footprint import WORKING_FACTOR
+from proxy.http.runtime.appkeys import METRICS, RUNTIME
+from proxy.http.runtime.footprint import WORKING_FACTOR
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]

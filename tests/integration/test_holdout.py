@@ -34,7 +34,7 @@ async def test_holdout_arm_gets_the_agents_bytes_while_trips_are_still_counted(m
     assert headers[-1]["X-Repair-Trips"] == "stuck_same_diagnostic"
     assert {h["X-Repair-Arm"] for h in headers} == {"holdout"}
     assert (
-        'repair_proxy_trips_total{action="nudge",pattern="stuck_same_diagnostic",team="default"} 1.0'
+        'repair_proxy_trips_total{action="nudge",mode="act",pattern="stuck_same_diagnostic",team="default"} 1.0'
         in await metrics_text(proxy)
     )
 

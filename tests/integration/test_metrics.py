@@ -11,7 +11,7 @@ from chat import Chat, edit, test_run
 from prometheus_client.parser import text_string_to_metric_families
 from support import Upstream, completion, json_reply, policy_toml, post
 
-from proxy.http.appkeys import RUNTIME
+from proxy.http.runtime.appkeys import RUNTIME
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -64,10 +64,26 @@ async def test_metrics_follow_a_stuck_conversation(
         == 5
     )
     assert (
-        value(samples, "repair_proxy_trips_total", pattern="stuck_same_diagnostic", action="nudge", team="default") == 1
+        value(
+            samples,
+            "repair_proxy_trips_total",
+            pattern="stuck_same_diagnostic",
+            action="nudge",
+            mode="act",
+            team="default",
+        )
+        == 1
     )
     assert (
-        value(samples, "repair_proxy_trips_total", pattern="stuck_same_diagnostic", action="halt", team="default") == 1
+        value(
+            samples,
+            "repair_proxy_trips_total",
+            pattern="stuck_same_diagnostic",
+            action="halt",
+            mode="act",
+            team="default",
+        )
+        == 1
     )
     assert value(samples, "repair_proxy_handbacks_total", reason="stuck_same_diagnostic", team="default") == 1
     assert value(samples, "repair_proxy_gate_retries_total", gate="done", team="default") == 1

@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import Upstream, json_reply, sdk, sse_reply
 from test_metrics import scrape, value
 
-from proxy.http.metrics import ModelLabels, WorkerProcesses
-from proxy.http.tracing import TRACING
+from proxy.http.observe.metrics import ModelLabels, WorkerProcesses
+from proxy.http.observe.tracing import TRACING
 
 QUESTION = [{"role": "user", "content": "Say hi."}]
 

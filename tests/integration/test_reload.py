@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 import pytest
 from chat import Chat, test_run
-from support import Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply, wait_healthy
+from support import STUCK_ACTS, Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply, wait_healthy
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -35,7 +35,7 @@ async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(
     """placement changes on SIGHUP (in every worker); a broken policy is rejected (logged with file
     and key) and the last good one stays."""
     policy = tmp_path / "team.toml"
-    policy.write_text(policy_toml({"repair": {"placement": "system"}}))
+    policy.write_text(policy_toml({"repair": {"placement": "system"}, **STUCK_ACTS}))
     config = tmp_path / "config.toml"
     config.write_text(f'[repair]\npolicy = "{policy}"\n[store]\nverdicts = ""\n')
     process, port = await spawn_proxy(
@@ -59,7 +59,7 @@ async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(
         upstream.reply_with(sse_reply(chunks, gap=0.1))
         async with aiohttp.ClientSession() as client, client.post(base, data=b'{"stream": true}') as r:
             first = await r.content.readany()
-            policy.write_text(policy_toml({"repair": {"placement": "user"}}))
+            policy.write_text(policy_toml({"repair": {"placement": "user"}, **STUCK_ACTS}))
             process.send_signal(signal.SIGHUP)
             rest = await r.read()
         assert first + rest == b"".join(chunks)

@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 from chat import Chat, edit, test_run, view
 from scenario_loader import load, names
-from support import Upstream, completion, json_reply, policy_toml, post, sse_chunks, sse_reply
+from support import STUCK_ACTS, Upstream, completion, json_reply, policy_toml, post, sse_chunks, sse_reply
 
 ACTING = completion(
     "",
@@ -33,7 +33,8 @@ def policy_file(tmp_path: Path, raw: dict[str, dict[str, object]]) -> str:
 async def test_scenario_through_the_server(make_proxy, upstream: Upstream, tmp_path: Path, name: str) -> None:
     """Each request gets the scenario's trips in X-Repair-Trips; every rewritten prompt is a prefix of the next."""
     scenario = load(name)
-    proxy = await make_proxy(policy=policy_file(tmp_path, scenario.policy_raw))
+    # the scenario's own policy as it stands (its shadowed patterns stay in shadow)
+    proxy = await make_proxy(policy=policy_file(tmp_path, scenario.policy_raw), speaking=False)
     upstream.reply_with(json_reply(ACTING))
     halted = []
     for body, turns in scenario.requests_with_turns():
@@ -53,8 +54,14 @@ async def test_scenario_through_the_server(make_proxy, upstream: Upstream, tmp_p
     sent = [s.json()["messages"] for s in upstream.seen]
     for earlier, later in pairwise(sent):
         assert later[: len(earlier)] == earlier, "a rewritten prompt must be a prefix of the next"
-    # each injecting trip's remedy reaches the upstream once, and stays exactly once
-    injecting = [t for turn in range(1, 200) for t in scenario.expected_trips(turn) if t[1] in ("nudge", "force")]
+    # each injecting trip's remedy reaches the upstream once, and stays exactly once; a pattern
+    # in shadow places nothing
+    injecting = [
+        t
+        for turn in range(1, 200)
+        for t in scenario.expected_trips(turn)
+        if t[1] in ("nudge", "force") and scenario.speaks(t[0])
+    ]
     if sent:
         placed = [m for m in sent[-1] if "[repair-proxy]" in str(m.get("content"))]
         assert len(placed) == len(injecting)
@@ -71,9 +78,10 @@ async def test_scenario_with_repair_off_is_byte_transparent(make_proxy, upstream
 
 
 async def test_nudge_reaches_upstream_with_the_snippet_and_stays_in_place(
-    proxy: TestServer, upstream: Upstream
+    make_proxy, upstream: Upstream, tmp_path: Path
 ) -> None:
     """After the third same failure the upstream gets the nudge with the snippet; the next request has it at the same place."""
+    proxy = await make_proxy(policy=policy_file(tmp_path, STUCK_ACTS))
     upstream.reply_with(json_reply(ACTING))
     chat = Chat().turn(test_run("@pytest_addition_a")).turn(test_run("@pytest_addition_b"))
     await post(proxy, chat.bytes())
@@ -89,10 +97,21 @@ async def test_nudge_reaches_upstream_with_the_snippet_and_stays_in_place(
     assert fourth[: len(third)] == third
 
 
+async def test_as_shipped_the_failure_model_trips_in_shadow_and_places_nothing(make_proxy, upstream: Upstream) -> None:
+    """The embedded defaults, as a team gets them: the third same failure trips `stuck_same_diagnostic`
+    (named in X-Repair-Trips, counted), and the upstream gets the agent's bytes as sent."""
+    proxy = await make_proxy(speaking=False)
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
+    _status, headers, _body = await post(proxy, chat.bytes())
+    assert headers["X-Repair-Trips"] == "stuck_same_diagnostic"
+    assert upstream.seen[-1].body == chat.bytes()
+
+
 @pytest.mark.parametrize("placement", ["user", "tool_suffix"])
 async def test_placement_follows_the_policy(make_proxy, upstream: Upstream, tmp_path: Path, placement: str) -> None:
     """placement=user adds a user message; tool_suffix appends to the turn's last tool result."""
-    proxy = await make_proxy(policy=policy_file(tmp_path, {"repair": {"placement": placement}}))
+    proxy = await make_proxy(policy=policy_file(tmp_path, {"repair": {"placement": placement}, **STUCK_ACTS}))
     upstream.reply_with(json_reply(ACTING))
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
     await post(proxy, chat.bytes())
@@ -107,9 +126,10 @@ async def test_placement_follows_the_policy(make_proxy, upstream: Upstream, tmp_
         assert "[repair-proxy]" in sent[-1]["content"]
 
 
-async def test_force_pins_tool_choice_for_one_request(proxy: TestServer, upstream: Upstream) -> None:
+async def test_force_pins_tool_choice_for_one_request(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
     """At the force rungs (5 to 7 same failures) tool_choice names the agent's read tool, on
     those requests only: the ones before carry none, and so does the one after the check passes."""
+    proxy = await make_proxy(policy=policy_file(tmp_path, STUCK_ACTS))
     upstream.reply_with(json_reply(ACTING))
     chat = Chat()
     for out in [*["@pytest_addition_a", "@pytest_addition_b"] * 3, "@pytest_pass"]:
@@ -125,7 +145,14 @@ async def test_halt_hands_back_incomplete_with_current_failure_header(
     """A halt answers as an assistant message, with current_failure in X-Repair-Current-Failure; retries halt again."""
     policy = policy_file(
         tmp_path,
-        {"patterns.stuck_same_diagnostic": {"after": 2, "action": "nudge", "escalate": [{"at": 3, "action": "halt"}]}},
+        {
+            "patterns.stuck_same_diagnostic": {
+                "after": 2,
+                "action": "nudge",
+                "escalate": [{"at": 3, "action": "halt"}],
+                "mode": "act",
+            }
+        },
     )
     proxy = await make_proxy(policy=policy)
     upstream.reply_with(json_reply(ACTING))
@@ -148,7 +175,9 @@ async def test_halt_hands_back_incomplete_with_current_failure_header(
 
 async def test_halt_streams_when_the_request_streamed(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
     """The hand-back is SSE chat chunks ending in [DONE] when the agent asked for a stream."""
-    policy = policy_file(tmp_path, {"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": []}})
+    policy = policy_file(
+        tmp_path, {"patterns.stuck_same_diagnostic": {"after": 2, "action": "halt", "escalate": [], "mode": "act"}}
+    )
     proxy = await make_proxy(policy=policy)
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b"))
     status, headers, body = await post(proxy, chat.bytes(stream=True))
@@ -163,12 +192,20 @@ async def test_halt_streams_when_the_request_streamed(make_proxy, upstream: Upst
 async def test_handback_after_success_reports_no_stale_failure(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
     """A run whose check passed, then stalls on something else, hands back with current_failure null."""
     policy = policy_file(
-        tmp_path, {"patterns.reverify_owed": {"after": 1, "action": "nudge", "escalate": [{"at": 2, "action": "halt"}]}}
+        tmp_path,
+        {
+            "patterns.reverify_owed": {
+                "after": 1,
+                "action": "nudge",
+                "escalate": [{"at": 2, "action": "halt"}],
+                "mode": "act",
+            }
+        },
     )
     proxy = await make_proxy(policy=policy)
     upstream.reply_with(json_reply(ACTING))
     chat = Chat().turn(test_run()).turn(edit(), test_run("@pytest_pass")).turn(test_run("@pytest_addition_other_value"))
-    chat.turn(edit("a", "b")).turn(edit("b", "c"))
+    chat.turn(edit("a", "b")).turn(view()).turn(view())  # edited, then moved on twice without the re-run
     _status, headers, _body = await post(proxy, chat.bytes())
     assert headers["X-Repair-Outcome"] == "incomplete"
     failure = json.loads(headers["X-Repair-Current-Failure"])
@@ -236,10 +273,12 @@ async def test_every_analysed_response_names_its_conversation(proxy: TestServer,
 
 async def test_reverify_force_pins_the_failing_tool(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
     """reverify_owed with `force` sets tool_choice to the tool that ran the failing check."""
-    policy = policy_file(tmp_path, {"patterns.reverify_owed": {"after": 1, "action": "force", "escalate": []}})
+    policy = policy_file(
+        tmp_path, {"patterns.reverify_owed": {"after": 1, "action": "force", "escalate": [], "mode": "act"}}
+    )
     proxy = await make_proxy(policy=policy)
     upstream.reply_with(json_reply(ACTING))
-    chat = Chat().turn(test_run()).turn(edit())
+    chat = Chat().turn(test_run()).turn(edit()).turn(view())  # moved on from the edit without the re-run
     _status, headers, _body = await post(proxy, chat.bytes())
     sent = upstream.seen[-1].json()
     assert headers["X-Repair-Trips"] == "reverify_owed"
@@ -247,8 +286,9 @@ async def test_reverify_force_pins_the_failing_tool(make_proxy, upstream: Upstre
     assert "python -m pytest tests/test_parse.py" in sent["messages"][-1]["content"]
 
 
-async def test_rewritten_request_has_a_true_content_length(proxy: TestServer, upstream: Upstream) -> None:
+async def test_rewritten_request_has_a_true_content_length(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
     """After a rewrite the upstream's Content-Length is the new body's length."""
+    proxy = await make_proxy(policy=policy_file(tmp_path, STUCK_ACTS))
     upstream.reply_with(json_reply(ACTING))
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
     await post(proxy, chat.bytes())
@@ -261,7 +301,9 @@ async def test_restrict_removes_the_repeated_tool_for_one_request(
     make_proxy, upstream: Upstream, tmp_path: Path
 ) -> None:
     """`restrict` on repeat_call takes that tool out of `tools` on the tripping request only."""
-    policy = policy_file(tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": []}})
+    policy = policy_file(
+        tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": [], "mode": "act"}}
+    )
     proxy = await make_proxy(policy=policy)
     upstream.reply_with(json_reply(ACTING))
     chat = Chat()
@@ -276,7 +318,9 @@ async def test_restrict_removes_the_repeated_tool_for_one_request(
 
 async def test_restrict_never_leaves_a_request_without_tools(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
     """When the repeated tool is the only one offered, restrict falls back to the nudge alone."""
-    policy = policy_file(tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": []}})
+    policy = policy_file(
+        tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": [], "mode": "act"}}
+    )
     proxy = await make_proxy(policy=policy)
     only = [{"type": "function", "function": {"name": "str_replace_editor", "parameters": {"type": "object"}}}]
     chat = Chat(tools=only)

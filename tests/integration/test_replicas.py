@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 from chat import Chat, stuck_requests, test_run
 from support import Upstream, completion, json_reply, post, spawn_proxy, wait_healthy
 
-from proxy.http.forward import HOP_BY_HOP
+from proxy.http.upstream.forward import HOP_BY_HOP
 from proxy.store import open_store
 
 ACTING = completion(

@@ -14,7 +14,7 @@ import pytest
 from support import Upstream, spawn_proxy, sse_reply, wait_healthy
 
 from proxy.cli.serving import DUPLICATE_SIGNAL_SECONDS
-from proxy.http.rundir import started
+from proxy.http.runtime.rundir import started
 
 
 @pytest.mark.parametrize("everyone", [False, True], ids=["supervisor", "every-process"])

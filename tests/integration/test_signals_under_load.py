@@ -25,7 +25,7 @@ import orjson
 import pytest
 from support import Upstream, completion, json_reply, read_json_log, spawn_proxy, sse_reply, wait_healthy
 
-from proxy.http.rundir import started
+from proxy.http.runtime.rundir import started
 
 GAP = 0.5
 """Seconds between two chunks of the upstream's stream."""

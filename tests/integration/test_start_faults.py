@@ -20,7 +20,7 @@ from support import free_port, spawn_proxy, wait_healthy
 
 from proxy.cli.sockets import claim
 from proxy.cli.supervisor import GAVE_UP, MAX_QUICK_DEATHS
-from proxy.http.rundir import started
+from proxy.http.runtime.rundir import started
 
 FAULTS = ["a-directory", "under-a-file", "read-only-directory", "not-a-database"]
 

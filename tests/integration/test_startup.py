@@ -14,7 +14,7 @@ import pytest
 from support import Upstream, json_reply, post
 
 from proxy.cli.main import main
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
 from proxy.settings.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import orjson
 import pytest
 from support import free_port
 
-from proxy.http.rundir import started
+from proxy.http.runtime.rundir import started
 
 
 def running(pid: int) -> bool:

@@ -22,13 +22,23 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
-from support import Upstream, fresh_interpreter, json_reply, post, sdk, sse_reply, start_proxy, start_upstream
+from support import (
+    Upstream,
+    fresh_interpreter,
+    json_reply,
+    post,
+    sdk,
+    speaking_policy,
+    sse_reply,
+    start_proxy,
+    start_upstream,
+)
 
-from proxy.http.app import make_app, server_options
-from proxy.http.otel import EXPORTERS, Otel
-from proxy.http.tenancy import build_runtime
-from proxy.http.traces_asked import EXPORTER_NAMES
-from proxy.http.tracing import TRACING, tracing_from_env
+from proxy.http.observe.otel import EXPORTERS, Otel
+from proxy.http.observe.traces_asked import EXPORTER_NAMES
+from proxy.http.observe.tracing import TRACING, tracing_from_env
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app, server_options
 from proxy.settings.config import load_settings
 from proxy.settings.problems import ConfigError
 
@@ -60,7 +70,11 @@ def streamed(pieces: list[str], usage: tuple[int, int] | None = (13, 4)) -> list
 
 async def traced_proxy(upstream_url: str) -> tuple[TestServer, InMemorySpanExporter]:
     """The proxy (repair on, default policy), its spans kept in memory as each ends."""
-    overrides = {"upstream": {"base_url": upstream_url}, "store": {"verdicts": ""}}
+    overrides = {
+        "upstream": {"base_url": upstream_url},
+        "store": {"verdicts": ""},
+        "repair": {"policy": speaking_policy()},
+    }
     settings = load_settings(None, overrides=overrides)
     app = make_app(build_runtime(settings), environ={})
     exporter = InMemorySpanExporter()
@@ -179,7 +193,9 @@ async def test_a_stuck_transcript_gives_trip_and_injection_events(
     injections = [dict(e.attributes or {}) for _, e in events if e.name == "repair_proxy.injection"]
     assert trips, "the stuck transcript tripped"
     assert all(set(t) >= {"repair_proxy.pattern", "repair_proxy.action"} for t in trips)
-    nudges = [t["repair_proxy.pattern"] for t in trips if t["repair_proxy.action"] == "nudge"]
+    nudges = [
+        t["repair_proxy.pattern"] for t in trips if t["repair_proxy.action"] == "nudge" and not t["repair_proxy.shadow"]
+    ]
     assert nudges
     assert {i["repair_proxy.pattern"] for i in injections} >= set(nudges)
     tripped = [span for span, e in events if e.name == "repair_proxy.trip"]
@@ -289,9 +305,9 @@ async def test_spans_reach_a_real_otlp_http_receiver(monkeypatch: pytest.MonkeyP
 def test_with_the_variables_unset_no_tracer_is_made_and_nothing_is_imported() -> None:
     script = (
         "import sys\n"
-        "from proxy.http.app import make_app\n"
-        "from proxy.http.tenancy import build_runtime\n"
-        "from proxy.http.tracing import TRACING\n"
+        "from proxy.http.serving.app import make_app\n"
+        "from proxy.http.runtime.tenancy import build_runtime\n"
+        "from proxy.http.observe.tracing import TRACING\n"
         "from proxy.settings.config import load_settings\n"
         "app = make_app(build_runtime(load_settings(None)), environ={'OTEL_SERVICE_NAME': 'x'})\n"
         "assert TRACING not in app\n"
@@ -358,7 +374,7 @@ def test_the_check_before_workers_start_loads_no_sdk_and_knows_the_exporters() -
     accepts the exporters the workers make."""
     script = (
         "import sys\n"
-        "from proxy.http.traces_asked import traces_asked\n"
+        "from proxy.http.observe.traces_asked import traces_asked\n"
         "asked = traces_asked({'OTEL_EXPORTER_OTLP_ENDPOINT': 'http://127.0.0.1:4318'})\n"
         "assert asked is not None and asked.exporter == 'otlp', asked\n"
         "loaded = [m for m in sys.modules if m.startswith(('opentelemetry.sdk.', 'opentelemetry.trace', 'aiohttp'))]\n"
@@ -389,7 +405,7 @@ async def test_observing_that_fails_never_fails_the_request(
     def broken(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("observing bug")
 
-    monkeypatch.setattr("proxy.http.usage.UsageReader.feed", broken)
+    monkeypatch.setattr("proxy.http.observe.usage.UsageReader.feed", broken)
     monkeypatch.setattr(Otel, "attempt_span", broken)
     chunks = streamed(["a", "b"])
     upstream.reply_with(json_reply(whole()), sse_reply(chunks))

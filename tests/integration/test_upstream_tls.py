@@ -13,8 +13,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from support import Upstream, completion, post, sdk
 
-from proxy.http.app import make_app
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app
 from proxy.settings.config import load_settings
 from proxy.settings.problems import ConfigError
 

@@ -17,10 +17,10 @@ import aiohttp
 import orjson
 import pytest
 from chat import stuck_requests
-from support import Upstream, completion, json_reply, read_json_log, spawn_proxy, wait_healthy
+from support import Upstream, completion, json_reply, read_json_log, spawn_proxy, speaking_policy, wait_healthy
 
-from proxy.http.app import WORKER_HEADER
-from proxy.http.rundir import started
+from proxy.http.runtime.rundir import started
+from proxy.http.serving.app import WORKER_HEADER
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -44,7 +44,9 @@ class Served:
 async def serve(upstream: Upstream, tmp_path: Path) -> AsyncIterator[object]:
     """Start `serve --workers N` on the scripted upstream, with an admin token; its log is collected."""
     config = tmp_path / "config.toml"
-    config.write_text(f'[store]\nverdicts = ""\n[[admin.tokens]]\ntoken = "{ADMIN_TOKEN}"\n')
+    config.write_text(
+        f'[repair]\npolicy = "{speaking_policy()}"\n[store]\nverdicts = ""\n[[admin.tokens]]\ntoken = "{ADMIN_TOKEN}"\n'
+    )
     started: list[tuple[Served, asyncio.Task[None]]] = []
 
     async def start(workers: int) -> Served:

@@ -10,7 +10,7 @@ from proxy.cli.main import main
 from proxy.engine.detectors.stuck_same_diagnostic import AFTER as STUCK_SAME_DIAGNOSTIC_AFTER
 from proxy.engine.plan.rules import Rules
 from proxy.engine.text.tokens import TOKENIZER_BYTES
-from proxy.http.tenancy import Shared
+from proxy.http.runtime.tenancy import Shared
 from proxy.settings.config import (
     DEFAULT_HOST,
     DEFAULT_UPSTREAM,

@@ -174,6 +174,14 @@ def test_the_build_context_leaves_out_the_virtual_environment_and_the_tests() ->
     assert {".venv", ".git", "tests", "bench"} <= set(ignored)
 
 
+def test_the_image_installs_the_otel_extra() -> None:
+    """A cluster that sets `OTEL_EXPORTER_OTLP_ENDPOINT` for every pod asks for traces: without the
+    SDK the proxy would refuse to start there (issue #52)."""
+    text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")
+    (install,) = re.findall(r"^RUN pip install (\S+)", text, re.MULTILINE)
+    assert install.strip("'\"") == ".[otel]"
+
+
 def healthcheck() -> str:
     """The Python code of the image's HEALTHCHECK."""
     text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 from chat import Chat, edit, test_run
-from scenario_loader import analyse, engine
+from scenario_loader import acting, analyse, engine
 
 from proxy.engine.state.cache import StateCache
 from proxy.engine.text.identity import conversation_id, task_id
@@ -31,8 +31,8 @@ def test_same_transcript_gives_same_injections_on_any_replica() -> None:
     chat = (
         Chat().turn(test_run()).turn(edit()).turn(test_run("@pytest_addition_b")).turn(edit("a", "b")).turn(test_run())
     )
-    a = analyse(engine(), chat.bytes())
-    b = analyse(engine(), chat.bytes())
+    a = analyse(engine(acting("stuck_same_diagnostic")), chat.bytes())
+    b = analyse(engine(acting("stuck_same_diagnostic")), chat.bytes())
     assert a is not None and b is not None
     assert a.decision.edit is not None and a.body == b.body
 
@@ -46,7 +46,11 @@ def test_nothing_to_inject_means_original_bytes() -> None:
 
 def test_remedy_respects_the_token_budget() -> None:
     """A tiny max_injected_tokens trims the snippet, keeping the instruction."""
-    tight = engine(policy_from_mapping({"repair": {"max_injected_tokens": 60}}, "test"))
+    tight = engine(
+        policy_from_mapping(
+            {"repair": {"max_injected_tokens": 60}, "patterns": {"stuck_same_diagnostic": {"mode": "act"}}}, "test"
+        )
+    )
     chat = Chat().turn(test_run()).turn(test_run("@pytest_addition_b")).turn(test_run())
     planned = analyse(tight, chat.bytes())
     assert planned is not None
@@ -71,7 +75,7 @@ def test_state_cache_is_bounded_and_expires() -> None:
 def test_force_keeps_the_request_valid() -> None:
     """tool_choice only ever names a tool the request offers."""
     chat = Chat(tools=[{"type": "function", "function": {"name": "execute_bash", "parameters": {"type": "object"}}}])
-    eng = engine()
+    eng = engine(acting("stuck_same_diagnostic"))
     planned = [
         analyse(eng, chat.turn(test_run(out)).bytes()) for out in ["@pytest_addition_a", "@pytest_addition_b"] * 3
     ]

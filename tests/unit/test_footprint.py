@@ -10,8 +10,8 @@ from chat import Chat, test_run
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.text.tokens import TOKENIZER_BYTES
-from proxy.http.footprint import MAX_WORKING_SHARE, WORKING_FACTOR, WORKING_WINDOW, Footprint, Shares
-from proxy.http.tenancy import Shared
+from proxy.http.runtime.footprint import MAX_WORKING_SHARE, WORKING_FACTOR, WORKING_WINDOW, Footprint, Shares
+from proxy.http.runtime.tenancy import Shared
 from proxy.settings.config import load_settings
 from proxy.settings.policy import default_policy
 

@@ -99,11 +99,24 @@ class Case:
 
 
 READS = [
-    [bash(f"cat src/{name}.py", f"def {name}(): pass")] for name in ("fields", "schema", "utils", "fields", "schema")
-] + [
-    [bash(f"grep -rn {word} src/", f"src/fields.py:1:{word}")]
-    for word in ("Mapping", "dump", "load", "Mapping", "dump")
+    [bash(f"cat src/{word}.py", f"def {word}(): pass")]
+    if kind == "cat"
+    else [bash(f"grep -rn {word} src/", f"src/fields.py:1:{word}")]
+    for kind, word in (
+        ("cat", "fields"),
+        ("cat", "schema"),
+        ("cat", "utils"),
+        ("grep", "Mapping"),
+        ("grep", "dump"),
+        ("cat", "fields"),
+        ("grep", "load"),
+        ("cat", "schema"),
+        ("grep", "Mapping"),
+        ("cat", "utils"),
+    )
 ]
+"""Ten turns of reading that go back over files and searches five and more turns old: revisits, not
+a short cycle of two to four calls (that is ping_pong's)."""
 LOCATOR = (
     "You are a helpful assistant tasked to gather project contextual information related to the issue. "
     "DO NOT EDIT THE CODE IN THE REPOSITORY except `reproduce.py`!!!"

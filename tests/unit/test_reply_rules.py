@@ -7,19 +7,19 @@ from typing import Any
 
 import pytest
 from chat import OPENHANDS_TOOLS, Chat, bash, edit, test_run, view
-from scenario_loader import analyse, engine
+from scenario_loader import acting, analyse, engine
 
 from proxy.engine.plan.reply import Gate, Hold, ReplyRules, ReplyView, holding, judge
 from proxy.engine.text.nudges import asks_for_a_call
 from proxy.engine.text.salvage import OfferedTool
-from proxy.settings.policy import default_policy
+from proxy.settings.policy import Policy, default_policy
 
 FINISH = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object"}}}
 CALL = '{"name": "execute_bash", "arguments": {"command": "ls"}}'
 
 
-def rules_for(chat: Chat, **extra: Any) -> ReplyRules:
-    planned = analyse(engine(), chat.bytes(**extra))
+def rules_for(chat: Chat, policy: Policy | None = None, **extra: Any) -> ReplyRules:
+    planned = analyse(engine(policy), chat.bytes(**extra))
     assert planned is not None
     return planned.decision.reply
 
@@ -134,7 +134,7 @@ def test_an_unanswered_instruction_makes_prose_a_non_answer() -> None:
     chat = Chat()
     for out in ("@pytest_addition_a", "@pytest_addition_b", "@pytest_addition_a"):
         chat.turn(test_run(out))
-    rules = rules_for(chat)
+    rules = rules_for(chat, acting("stuck_same_diagnostic"))
     assert rules.prose_gate is Gate.ACTION
     edit_ = rules.gates[Gate.ACTION].edit
     directive = edit_.messages[-1]["content"]  # type: ignore[index]

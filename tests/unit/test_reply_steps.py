@@ -9,11 +9,12 @@ from proxy.engine.detectors import Refusal
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import Gate, GatePlan, Judgement, ReplyRules
 from proxy.engine.text.exchange import Edit
-from proxy.http.steps import (
+from proxy.http.observe.outcome import Again, Outcome
+from proxy.http.observe.record import Retried
+from proxy.http.reply.steps import (
     STOP_AFTER,
     Attempt,
     Deliver,
-    End,
     Relay,
     Retry,
     Step,
@@ -34,21 +35,31 @@ RETRY = OWN.retried(Gate.ACTION, schema=True)
 PLAIN_RETRY = Attempt(Gate.ACTION, schema=False, plain=True, retries={Gate.ACTION: 1}, spent=1, first=True)
 
 
+def again(attempt: Attempt, gate: Gate, judgement: Judgement | None = None, acts: bool = False) -> Retry:
+    """The step that asks again through `gate`: its next attempt is the gate's retry (no call
+    schema in these rules' requests), carrying why the block gate held the reply, and the record
+    gets the retry."""
+    refusal = None if judgement is None else judgement.refusal
+    acts = acts if judgement is None else judgement.acts
+    ahead = attempt.retried(gate, schema=False, first_acts=acts, refusal=refusal)
+    return Retry(ahead, Retried(Again.GATE, gate, ahead.retries[gate]))
+
+
 @pytest.mark.parametrize(
     ("attempt", "status", "encoded", "step"),
     [
         (OWN, 200, False, None),
-        (OWN, 200, True, Relay(End.COMPLETE)),
-        (OWN, 500, False, Relay(End.UPSTREAM_ERROR)),
-        (OWN, 400, False, Relay(End.UPSTREAM_ERROR)),
-        (OWN_WITH_SCHEMA, 400, False, Retry(None, spends=False)),
-        (RETRY, 400, False, Retry(Gate.ACTION, spends=False)),
-        (OWN_WITH_SCHEMA, 500, False, Retry(None, spends=False)),
-        (RETRY, 500, False, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (OWN.retried(Gate.BLOCK, schema=True), 503, False, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
-        (PLAIN_RETRY, 400, False, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (OWN, 200, True, Relay(Outcome.COMPLETE)),
+        (OWN, 500, False, Relay(Outcome.UPSTREAM_ERROR)),
+        (OWN, 400, False, Relay(Outcome.UPSTREAM_ERROR)),
+        (OWN_WITH_SCHEMA, 400, False, Retry(OWN_WITH_SCHEMA.without_schema(), Retried(Again.SCHEMA_REFUSED))),
+        (RETRY, 400, False, Retry(RETRY.without_schema(), Retried(Again.SCHEMA_REFUSED, Gate.ACTION))),
+        (OWN_WITH_SCHEMA, 500, False, Retry(OWN_WITH_SCHEMA.without_schema(), Retried(Again.SCHEMA_REFUSED))),
+        (RETRY, 500, False, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (OWN.retried(Gate.BLOCK, schema=True), 503, False, Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
+        (PLAIN_RETRY, 400, False, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
         (PLAIN_RETRY, 200, False, None),
-        (RETRY, 200, True, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, 200, True, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
     ],
     ids=[
         "ok: read it",
@@ -76,13 +87,17 @@ REDRAWN = RETRY.drawn_again()
 @pytest.mark.parametrize(
     ("attempt", "status", "step"),
     [
-        (RETRY, 500, Retry(Gate.ACTION, spends=False, redraw=True)),
-        (OWN.retried(Gate.BLOCK, schema=True), 500, Retry(Gate.BLOCK, spends=False, redraw=True)),
-        (REDRAWN, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (PLAIN_RETRY, 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (OWN_WITH_SCHEMA, 500, Retry(None, spends=False)),
-        (RETRY, 400, Retry(Gate.ACTION, spends=False)),
-        (REDRAWN.retried(Gate.ACTION, schema=True), 500, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, 500, Retry(RETRY.drawn_again(), Retried(Again.REDRAWN, Gate.ACTION))),
+        (
+            OWN.retried(Gate.BLOCK, schema=True),
+            500,
+            Retry(OWN.retried(Gate.BLOCK, schema=True).drawn_again(), Retried(Again.REDRAWN, Gate.BLOCK)),
+        ),
+        (REDRAWN, 500, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (PLAIN_RETRY, 500, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (OWN_WITH_SCHEMA, 500, Retry(OWN_WITH_SCHEMA.without_schema(), Retried(Again.SCHEMA_REFUSED))),
+        (RETRY, 400, Retry(RETRY.without_schema(), Retried(Again.SCHEMA_REFUSED, Gate.ACTION))),
+        (REDRAWN.retried(Gate.ACTION, schema=True), 500, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
     ],
     ids=[
         "a retry's reply the server could not read: the same retry drawn again",
@@ -123,8 +138,8 @@ def test_unreadable_as_call(body: bytes, unreadable: bool) -> None:
     [
         (OWN, None),
         (OWN_WITH_SCHEMA, None),
-        (RETRY, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (OWN.retried(Gate.BLOCK, schema=False), Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
+        (RETRY, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (OWN.retried(Gate.BLOCK, schema=False), Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
     ],
     ids=[
         "the agent's request failed: its failure is the agent's",
@@ -140,16 +155,16 @@ def test_after_failure(attempt: Attempt, step: Step | None) -> None:
 @pytest.mark.parametrize(
     ("attempt", "gate", "budget", "step"),
     [
-        (OWN, None, 1, Deliver(End.COMPLETE)),
-        (OWN, Gate.ACTION, 1, Retry(Gate.ACTION, spends=True)),
-        (OWN, Gate.ACTION, 0, Deliver(End.NO_ACTION, gate=Gate.ACTION)),
-        (RETRY, Gate.ACTION, 1, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (RETRY, Gate.ACTION, 2, Retry(Gate.ACTION, spends=True)),
-        (RETRY, Gate.DONE, 1, Deliver(End.COMPLETE_UNVERIFIED, gate=Gate.DONE)),
-        (RETRY, Gate.FINISH, 2, Retry(Gate.FINISH, spends=True)),
-        (RETRY.retried(Gate.ACTION, True), Gate.ACTION, 5, Deliver(End.NO_ACTION, first=True, gate=Gate.ACTION)),
-        (RETRY, Gate.BLOCK, 1, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
-        (RETRY, None, 1, Deliver(End.COMPLETE)),
+        (OWN, None, 1, Deliver(Outcome.COMPLETE)),
+        (OWN, Gate.ACTION, 1, again(OWN, Gate.ACTION)),
+        (OWN, Gate.ACTION, 0, Deliver(Outcome.NO_ACTION, gate=Gate.ACTION)),
+        (RETRY, Gate.ACTION, 1, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, Gate.ACTION, 2, again(RETRY, Gate.ACTION)),
+        (RETRY, Gate.DONE, 1, Deliver(Outcome.COMPLETE_UNVERIFIED, gate=Gate.DONE)),
+        (RETRY, Gate.FINISH, 2, again(RETRY, Gate.FINISH)),
+        (RETRY.retried(Gate.ACTION, True), Gate.ACTION, 5, Deliver(Outcome.NO_ACTION, first=True, gate=Gate.ACTION)),
+        (RETRY, Gate.BLOCK, 1, Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
+        (RETRY, None, 1, Deliver(Outcome.COMPLETE)),
     ],
     ids=[
         "nothing holds it: deliver",
@@ -182,10 +197,10 @@ BLOCK_RETRY = OWN.retried(Gate.BLOCK, schema=True)
 @pytest.mark.parametrize(
     ("judgement", "step"),
     [
-        (Judgement(None, acts=True), Deliver(End.COMPLETE)),
-        (Judgement(None, acts=False), Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
-        (Judgement(Gate.ACTION, acts=False), Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
-        (Judgement(Gate.BLOCK, acts=True), Retry(Gate.BLOCK, spends=True)),
+        (Judgement(None, acts=True), Deliver(Outcome.COMPLETE)),
+        (Judgement(None, acts=False), Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
+        (Judgement(Gate.ACTION, acts=False), Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
+        (Judgement(Gate.BLOCK, acts=True), again(BLOCK_RETRY, Gate.BLOCK, acts=True)),
     ],
     ids=[
         "the re-ask answered with another call: deliver it",
@@ -206,11 +221,11 @@ def test_when_block_gives_up_after_an_empty_first_reply_the_agent_gets_the_call(
     one. Seen on the recovery bench, single-bash style: 5 of 8 turns marked futile had no call."""
     after_empty = OWN.retried(Gate.ACTION, schema=True, first_acts=False)
     assert after_reply(after_empty, Judgement(Gate.BLOCK, acts=True), RULES, budget=1) == Deliver(
-        End.FUTILE, first=False, gate=Gate.BLOCK
+        Outcome.FUTILE, first=False, gate=Gate.BLOCK
     )
     after_call = OWN.retried(Gate.BLOCK, schema=True, first_acts=True)
     assert after_reply(after_call, Judgement(Gate.BLOCK, acts=True), RULES, budget=1) == Deliver(
-        End.FUTILE, first=True, gate=Gate.BLOCK
+        Outcome.FUTILE, first=True, gate=Gate.BLOCK
     )
 
 
@@ -230,9 +245,9 @@ def _refused(times: int = STOP_AFTER) -> Judgement:
     [
         (BLOCK_REASK, _refused(), STOPPING, 1, Stop()),
         (BLOCK_REASK, _refused(), STOPPING, 3, Stop()),
-        (BLOCK_REASK, _refused(times=1), STOPPING, 1, Deliver(End.FUTILE, True, Gate.BLOCK)),
-        (BLOCK_REASK, _refused(), RULES, 1, Deliver(End.FUTILE, first=True, gate=Gate.BLOCK)),
-        (BLOCK_REASK, Judgement(None, acts=True), STOPPING, 1, Deliver(End.COMPLETE)),
+        (BLOCK_REASK, _refused(times=1), STOPPING, 1, Deliver(Outcome.FUTILE, True, Gate.BLOCK)),
+        (BLOCK_REASK, _refused(), RULES, 1, Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
+        (BLOCK_REASK, Judgement(None, acts=True), STOPPING, 1, Deliver(Outcome.COMPLETE)),
         (OWN.retried(Gate.ACTION, schema=True, first_acts=False), _refused(), STOPPING, 1, Stop()),
         (OWN.retried(Gate.FINISH, schema=True), _refused(), STOPPING, 1, Stop()),
         (
@@ -240,16 +255,16 @@ def _refused(times: int = STOP_AFTER) -> Judgement:
             _refused(times=1),
             STOPPING,
             1,
-            Deliver(End.FUTILE, gate=Gate.BLOCK),
+            Deliver(Outcome.FUTILE, gate=Gate.BLOCK),
         ),
         (
             OWN.retried(Gate.ACTION, schema=True, first_acts=False),
             _refused(),
             RULES,
             1,
-            Deliver(End.FUTILE, gate=Gate.BLOCK),
+            Deliver(Outcome.FUTILE, gate=Gate.BLOCK),
         ),
-        (OWN, _refused(), STOPPING, 1, Retry(Gate.BLOCK, spends=True)),
+        (OWN, _refused(), STOPPING, 1, again(OWN, Gate.BLOCK, _refused())),
     ],
     ids=[
         "told why, the model proposes a call refused again, made in vain twice before: the hand-back",

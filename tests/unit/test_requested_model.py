@@ -8,7 +8,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxy.http.tracing import _requested_model
+from proxy.http.observe.record import requested_model as _requested_model
 
 TOOL_TEXT = 'the config says {"model": "gpt-x"} here'
 CASES = [

@@ -57,14 +57,21 @@ def test_scenario_replays_to_its_expected_trips(
 
 
 def test_replay_text_timeline_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Without --json, replay prints a timeline naming each trip and the injected text."""
+    """Without --json, replay prints a timeline naming each trip and the injected text; a trip of a
+    pattern in shadow (stuck_same_diagnostic by default) is named as such, and nothing is placed."""
     scenario = load("stuck_edit_retest_thrash")
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"\n".join(scenario.requests()))
-    assert main(["replay", str(path)], environ={}) == 0
+    policy = tmp_path / "policy.toml"
+    policy.write_text(policy_toml(scenario.policy_raw))
+    assert main(["replay", str(path), "--policy", str(policy)], environ={}) == 0
     out = capsys.readouterr().out
     assert "TRIP stuck_same_diagnostic -> nudge (turn 5)" in out
     assert "system after turn 5 [stuck_same_diagnostic]" in out
+    assert main(["replay", str(path)], environ={}) == 0
+    out = capsys.readouterr().out
+    assert "TRIP stuck_same_diagnostic -> nudge [shadow: said nothing] (turn 5)" in out
+    assert "system after turn 5" not in out
 
 
 def test_replay_rejects_a_file_that_is_not_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

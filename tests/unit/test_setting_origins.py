@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from proxy.http.tenancy import build_runtime
+from proxy.http.runtime.tenancy import build_runtime
 from proxy.settings.config import load_settings
 from proxy.settings.problems import ConfigError
 

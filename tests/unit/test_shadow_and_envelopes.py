@@ -52,7 +52,7 @@ def test_identical_calls_whose_envelopes_differ_only_in_bookkeeping_repeat() -> 
     """Six `git status --short` through gemini cli's shell tool, results differing only in the
     process group id (the case from the held-out runs): repeat_call trips at the third."""
     turns = [("git status --short", gemini("git status --short", " M src/a.py", 4000 + i)) for i in range(6)]
-    assert [(t, p) for t, p, _a, _s in _trips(turns) if p == "repeat_call"][0] == (3, "repeat_call")
+    assert next((t, p) for t, p, _a, _s in _trips(turns) if p == "repeat_call") == (3, "repeat_call")
 
 
 def test_identical_calls_whose_output_changes_do_not_repeat() -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from chat import stuck_requests
+from scenario_loader import acting
 
 import proxy.engine.state.fold as fold_module
 from proxy.dialects import CHAT, SpanMemory, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import ConversationState
-from proxy.settings.policy import default_policy
 from proxy.store.shared_states import PRUNE_EVERY, STICKY_EVERY, SharedStates
 
 KEY = ("default", "spread")
@@ -35,7 +35,7 @@ def shared(tmp_path: Path) -> Iterator[SharedStates]:
 def workers(count: int, tier: SharedStates | None, *tiers: SharedStates | None) -> list[tuple[Engine, SpanMemory]]:
     """`count` engines as the workers of one set hold them: each its own state cache (on the
     shared tier; worker i on `tiers[i]` when given) and span memory, one policy."""
-    policy = default_policy()
+    policy = acting("stuck_same_diagnostic")  # a conversation the failure model speaks in
     tokens = Engine.of(policy).tokens
     chosen = tiers or (tier,) * count
     return [(Engine(policy, StateCache(1000, 3600, tier=t), tokens), SpanMemory()) for t in chosen]

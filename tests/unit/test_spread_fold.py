@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from chat import Chat, edit, test_run, view
-from scenario_loader import analyse, engine, load, names
+from scenario_loader import acting, analyse, engine, load, names
 
 from proxy.dialects import Planned
 
@@ -46,10 +46,10 @@ def test_a_cold_fold_reports_only_the_latest_turns_trips_and_quotes_each_as_it_s
     reports no new trip, and places the remedy written at the trip's turn (its streak then)."""
     chat = Chat().turn(test_run()).turn(edit()).turn(test_run()).turn(edit("a + b", "a + b + 0")).turn(test_run())
     bodies = [chat.bytes(), chat.turn(test_run()).bytes(), chat.turn(view()).bytes()]  # streak 3, then 4
-    warm = engine()
+    warm = engine(acting("stuck_same_diagnostic"))
     for body in bodies:
         first = analyse(warm, body)
-    cold = analyse(engine(), bodies[-1])
+    cold = analyse(engine(acting("stuck_same_diagnostic")), bodies[-1])
     assert first is not None and cold is not None
     assert cold.decision.new_trips == ()
     assert cold.body == first.body

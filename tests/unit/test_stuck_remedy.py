@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 from chat import Chat, edit, test_run, tool_schemas, view
-from scenario_loader import analyse, engine
+from scenario_loader import acting, analyse, engine
 
 from proxy.engine.reading.under_test import code_under_test
 
@@ -32,7 +32,7 @@ def test_the_code_a_test_exercises_follows_its_runners_naming(test_file: str, te
 
 
 def _nudge(chat: Chat) -> str:
-    planned = analyse(engine(), chat.bytes())
+    planned = analyse(engine(acting("stuck_same_diagnostic")), chat.bytes())
     assert planned is not None and planned.decision.new_trips
     return planned.decision.placed[-1].text
 
@@ -174,7 +174,7 @@ def test_force_pins_a_read_tool_then_an_edit_tool_once_everything_is_read() -> N
     for _ in range(4):
         unread, done = unread.turn(run()), done.turn(run())
     for chat, tool in ((unread, "read_file"), (done, "edit_file")):
-        planned = analyse(engine(), chat.bytes())
+        planned = analyse(engine(acting("stuck_same_diagnostic")), chat.bytes())
         assert planned is not None and planned.decision.edit is not None
         assert [t.action.value for t in planned.decision.new_trips] == ["force"]
         assert planned.decision.edit.tool_choice == tool
@@ -206,7 +206,7 @@ def test_a_forced_edit_from_an_editor_that_also_views_is_narrowed_to_its_edit_co
     chat = Chat().turn(run()).turn(view("/workspace/tests/test_calc.py"), view("/workspace/calc.py"))
     for _ in range(4):
         chat = chat.turn(run())
-    planned = analyse(engine(), chat.bytes())
+    planned = analyse(engine(acting("stuck_same_diagnostic")), chat.bytes())
     assert planned is not None and planned.decision.edit is not None
     schema = planned.decision.edit.call_schema
     assert schema is not None and schema["properties"]["name"]["enum"] == ["str_replace_editor"]

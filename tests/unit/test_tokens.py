@@ -137,7 +137,7 @@ import gc
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
-import proxy.http.app, proxy.cli.main
+import proxy.http.serving.app, proxy.cli.main
 from proxy.engine.text.tokens import TokenCounter
 counter = TokenCounter()
 gc.collect()

@@ -1,4 +1,4 @@
-"""Reading what a reply used as its chunks pass (`proxy.http.usage`), in every shape forwarded."""
+"""Reading what a reply used as its chunks pass (`proxy.http.observe.usage`), in every shape forwarded."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.http.usage import WHOLE_LIMIT, Usage, UsageReader
+from proxy.http.observe.usage import WHOLE_LIMIT, Usage, UsageReader
 
 
 def sse(*payloads: dict[str, Any]) -> bytes:
@@ -118,7 +118,7 @@ def test_lines_that_only_carry_text_are_not_parsed(monkeypatch: pytest.MonkeyPat
     """Past the first, a stream's chunks are parsed only when they may carry usage or a finish reason."""
     parsed: list[bytes] = []
     real = orjson.loads
-    monkeypatch.setattr("proxy.http.usage.orjson.loads", lambda data: parsed.append(data) or real(data))
+    monkeypatch.setattr("proxy.http.observe.usage.orjson.loads", lambda data: parsed.append(data) or real(data))
     text = [
         {"model": "m", "choices": [{"index": 0, "delta": {"content": str(i)}, "finish_reason": None}]}
         for i in range(50)

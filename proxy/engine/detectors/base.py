@@ -22,7 +22,7 @@ from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts, UserFacts
 from proxy.engine.text.salvage import OfferedTool
-from proxy.settings.kinds import Ask, CallKind, Mode
+from proxy.settings.kinds import Ask, CallKind
 from proxy.settings.policy import Ladder, Policy
 from proxy.settings.problems import ConfigProblem, problems_of
 
@@ -193,8 +193,6 @@ class Detector(Generic[S, Opts]):
         blocks, futile = self.blocks, self.futile
         if blocks is None or futile is None or not isinstance(options, type(self.options)):
             return None
-        if options.mode is Mode.SHADOW:
-            return None  # a pattern in shadow refuses nothing
         if text and not self.judges_text:
             return None
         state = states.get(self)

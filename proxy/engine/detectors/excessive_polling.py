@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import is_poll
 from proxy.engine.detectors.wording import PREFIX
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -25,7 +25,10 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "excessive_polling"
 AFTER = 10
 """Consecutive calls of a polling tool that trip the pattern."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part or the tune
+part: not shown). A policy's `mode = "act"` switches it on."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,10 @@ in every shape, the complaints come one after another with no call of the model'
 A complaint is known by what it says (`text.nudges`) or, whatever it says, by where it stands:
 mid-task, a message where the model's reply should be (right after a result or another message,
 or after calls no result answered: `UserFacts.refused`) answers a reply the agent dropped; a
-person does not write three in a row while the model stays silent. Counts those complaints in a
+person does not write three in a row while the model stays silent. Or by being the same words
+again: mid-task, after a reply with no call, a message the agent sent before in the same words
+(numbers and spacing aside) is its own, and so was the first of them; a bare "please continue"
+after replies is `monologue`'s (the model talks instead of acting), not counted here. Counts those complaints in a
 row (a turn with a real call ends the run); fires when the count
 reaches a rung of the ladder (first `after`, default `AFTER`), on the request that carries the
 complaint, so the reply to it can be made to act.
@@ -22,8 +25,8 @@ for a text protocol, a tool call otherwise). `force` asks for a call: the agent'
 any of its tools (a JSON schema for servers that ignore `tool_choice`); a text protocol's reply
 is held until it writes a call (`plan.gates`).
 
-Must never fire on: a person's new messages, however many; one or two complaints the model
-then answers with a call; "please continue" after replies, however often (no complaint).
+Must never fire on: a person's new messages, however many (each its own words); one or two
+complaints the model then answers with a call; "please continue" after replies, however often.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext,
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.state.patterns import UserFacts
+from proxy.engine.text.nudges import boilerplate
 from proxy.engine.text.protocols import FORMS
 from proxy.settings.kinds import Action, Ask
 from proxy.settings.policy import Ladder, Policy
@@ -48,7 +52,9 @@ OPTIONS = Ladder(after=AFTER, action=Action.FORCE)
 
 
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
-_GLUED = re.compile(r"^[ \t]*(\S[^\n`]*?)[ \t]*```[ \t]*$", re.MULTILINE)
+_GLUED = re.compile(r"^[ \t]*+(\S(?:[^\n`]*[^ \t\n`])?)[ \t]*```[ \t]*$", re.MULTILINE)
+"""A line's text with ``` after it: up to its last character that is not a blank (the blanks
+before the fence were tried one at a time, each time with all of those after it: quadratic)."""
 
 
 def slip(reply: str) -> str:
@@ -67,6 +73,9 @@ def slip(reply: str) -> str:
 class State:
     count: int = 0
     """The agent's complaints in a row since the model last made a call."""
+    last: str = ""
+    """The words of the last message that answered a reply without a call (`nudges.boilerplate`):
+    the same words again are the agent's own, sent after every such reply."""
 
 
 def fold(state: State, facts: TurnFacts, _ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
@@ -75,9 +84,13 @@ def fold(state: State, facts: TurnFacts, _ladder: Ladder, _policy: Policy) -> tu
 
 
 def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
-    if not facts.refused:
-        return (state, []) if facts.nudge else (State(), [])
-    state = State(state.count + 1)
+    words = boilerplate(facts.text) if facts.after == "reply" and facts.ordinal else ""
+    if facts.refused:
+        state = State(state.count + 1, words)
+    elif words and words == state.last and not facts.nudge:
+        state = State(max(state.count, 1) + 1, words)  # the one before was the agent's too
+    else:
+        return (State(state.count, words), []) if facts.nudge else (State(0, words), [])
     action = ladder.action_at(state.count)
     if action is None:
         return state, []

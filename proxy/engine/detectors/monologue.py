@@ -28,7 +28,7 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.state.patterns import UserFacts
-from proxy.settings.kinds import Action, Ask
+from proxy.settings.kinds import Action, Ask, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME", "normalised"]
@@ -36,7 +36,10 @@ __all__ = ["AFTER", "DETECTOR", "NAME", "normalised"]
 NAME = "monologue"
 AFTER = 3
 """Text-only assistant replies in a row with the same normalised text (or none) that trip the pattern."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part or the tune
+part: not shown). A policy's `mode = "act"` switches it on."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE)
 _NOISE = re.compile(r"[\d\W_]+")
 
 

@@ -27,7 +27,7 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action, Ask, CallKind
+from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -35,7 +35,10 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "no_effect"
 AFTER = 3
 """Edits in a row that left the same run printing the same output."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 2 of 3 (too
+few to earn it); tune: 4 trips). A policy's `mode = "act"` switches it on."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE)
 _RUNS = frozenset({CallKind.VERIFY, CallKind.OTHER})
 
 

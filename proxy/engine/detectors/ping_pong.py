@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "NAME", "RESTRICT_AT"]
@@ -34,7 +34,10 @@ AFTER = 3
 """Times round a cycle of two to four calls, results unchanged, that trip the pattern (A,B six calls)."""
 RESTRICT_AT = 5
 """Times round at which the cycle's tool is taken away for one request: told at three, it kept going."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=RESTRICT_AT, action=Action.RESTRICT),))
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part: not shown
+right on agents its rule was not written against). A policy's `mode = "act"` switches it on."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=RESTRICT_AT, action=Action.RESTRICT),), mode=MODE)
 PERIODS = (2, 3, 4)
 _KEPT = 8
 

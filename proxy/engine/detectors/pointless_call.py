@@ -33,7 +33,7 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "BLOCK", "DETECTOR", "NAME", "pointless"]
@@ -56,7 +56,11 @@ class Options(Ladder):
     """Pointless calls made, from which another proposed is refused (0: never)."""
 
 
-OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (test part: its trips judged right 6
+of 10, redundant 6 of 11 (the next call was already a real edit); its refusals (the block gate)
+judged right 10 of 10 act on their own). A policy's `mode = "act"` switches it on."""
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
 def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None:

@@ -38,7 +38,7 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import UserFacts
-from proxy.settings.kinds import Action, Ask, CallKind
+from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -75,7 +75,10 @@ class Options(Ladder):
     """How many turns back a read proposed again exactly is refused, within a run of reads (0: never)."""
 
 
-OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part: not shown
+right on agents its rule was not written against). A policy's `mode = "act"` switches it on."""
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 _MAX_KEYS = 256

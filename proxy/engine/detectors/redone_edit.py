@@ -43,7 +43,7 @@ from proxy.engine.reading.proposal import OLD_ARGS, Proposal
 from proxy.engine.reading.sed import substitution
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState, is_check
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "BLOCK", "DETECTOR", "NAME"]
@@ -69,7 +69,10 @@ class Options(Ladder):
     """Times an edit was made from which proposing it again, its file as it left it, is refused (0: never)."""
 
 
-OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part or the tune
+part: not shown). A policy's `mode = "act"` switches it on."""
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
 @dataclass(frozen=True, slots=True)

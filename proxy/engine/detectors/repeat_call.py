@@ -26,7 +26,7 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt, is_poll
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "HALT_AT", "NAME"]
@@ -36,7 +36,11 @@ AFTER = 3
 """The same canonical call succeeding this many times in a row trips the pattern."""
 HALT_AT = 6
 """Repeats at which the run is handed back."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),))
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 9 of 10, but
+redundant 3 of 10 (over the 20% bar: the agent moved on by itself)). A policy's `mode = "act"`
+switches it on."""
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),), mode=MODE)
 
 
 @dataclass(frozen=True, slots=True)

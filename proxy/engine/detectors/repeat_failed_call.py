@@ -118,7 +118,12 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
 
 
 def _named(argument: str, error: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(argument.lower())}(?![\w-])", error) is not None
+    return _naming(argument).search(error) is not None
+
+
+def _naming(argument: str) -> re.Pattern[str]:
+    """The argument, lower-cased, as a word of its own (the growth test builds one too)."""
+    return re.compile(rf"(?<![\w-]){re.escape(argument.lower())}(?![\w-])")
 
 
 def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: RemedyContext) -> str:

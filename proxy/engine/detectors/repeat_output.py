@@ -26,7 +26,7 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.noise import without_noise
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import Action, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -45,7 +45,11 @@ class Options(Ladder):
     ring: int = Field(default=RING, ge=2)
 
 
-OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 4 of 10;
+redundant 10 of 13 (routine tracker updates, different searches alike)). A policy's `mode = "act"`
+switches it on."""
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
 @dataclass(frozen=True, slots=True)

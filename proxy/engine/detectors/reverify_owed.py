@@ -41,8 +41,8 @@ two calls anyway); counting turns of other work, at 1: 63 trips, 34 of 62 redund
 11 of 26; at 3: 14, 7 of 14. Agents re-run when they are ready; the done gate holds the one move
 that matters (a finish while the re-run is owed). Hence shadow by default (`MODE`)."""
 MODE = Mode.SHADOW
-"""It counts and is replayed, and says nothing, until it is measured right on agents its rule was
-not written against (redundant at most 20%): see the README's pattern table."""
+"""It counts and is replayed, and says nothing, until it is measured right on agents its rule was not
+written against (redundant at most 20%): see the README's pattern table."""
 OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 

@@ -39,7 +39,7 @@ from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
-from proxy.settings.kinds import Action, Ask, CallKind
+from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "FORCE_AT", "HALT_AT", "NAME"]
@@ -69,6 +69,10 @@ class Options(Ladder):
     """Streak from which the failing check proposed again, only reads run since, is refused (0: never)."""
 
 
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 2 of 10
+(strict rubric); the agents had already stopped editing to investigate). A policy's `mode = "act"`
+switches it on."""
 OPTIONS = Options(
     after=AFTER,
     action=Action.NUDGE,
@@ -76,6 +80,7 @@ OPTIONS = Options(
         *(Rung(at=at, action=Action.FORCE) for at in range(FORCE_AT, HALT_AT)),
         Rung(at=HALT_AT, action=Action.HALT),
     ),
+    mode=MODE,
 )
 
 

@@ -37,7 +37,7 @@ from proxy.engine.reading.sed import sought
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.seen import missed
-from proxy.settings.kinds import Action, CallKind
+from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -54,7 +54,10 @@ class Options(Ladder):
     """Refuse such a substitution proposed while a failure is live."""
 
 
-OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part or the tune
+part: not shown). A policy's `mode = "act"` switches it on."""
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
 @dataclass(frozen=True, slots=True)

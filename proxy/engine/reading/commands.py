@@ -52,8 +52,9 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 _BACKUP = re.compile(r"(?:\.(?:bak|backup|orig|original|old|save|copy)\d*|~)$")
 """What a kept copy's name adds to the file's (`f.py.bak`, `f.py.orig`, `f.py~`)."""
 _NULL_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
-_EDITOR_COMMAND = re.compile(r"[ \t]*(?:edit[ \t]+\d+(?::\d+)?|insert[ \t]+\d+|append)[ \t]*(?:\n|$)")
-"""SWE-agent's editor commands, alone on the first line: what follows is the text they put in the file."""
+_EDITOR_COMMAND = re.compile(r"\A[ \t]*+(?:edit[ \t]+\d+(?::\d+)?|insert[ \t]+\d+|append)[ \t]*(?:\n|$)")
+"""SWE-agent's editor commands, alone on the first line: what follows is the text they put in the file.
+Held to the text's start, so that searched anywhere it is still linear."""
 
 
 @dataclass(frozen=True, slots=True)

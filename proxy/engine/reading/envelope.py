@@ -55,11 +55,11 @@ def unwrap(text: str) -> str:
 
 
 _FRAMING = re.compile(
-    r"^(?:\s*</?(?:returncode|output|output_head|output_tail|elided_chars|warning)>[^\n]*"
+    r"^(?:(?P<tag>[^\S\n]*</?(?:returncode|output|output_head|output_tail|elided_chars|warning)>[^\n]*)"
     r"|-?\d+</returncode>"
     r"|\[exit code: -?\d+\]"
     r"|\[Command finished with exit code -?\d+\]"
-    r"|\S+@\S+:[^\n]*[#$] ?"
+    r"|\S[^\s@]*+@\S[^\s:]*+:[^\n]*[#$] ?"
     r"|\(Open file: [^\n]*\)|\(Current directory: [^\n]*\)|bash-\$ ?"
     r"|OBSERVATION:"
     r"|Your command ran successfully and did not produce any output\.?"
@@ -67,9 +67,41 @@ _FRAMING = re.compile(
     r")\s*$",
     re.MULTILINE | re.IGNORECASE,
 )
-"""Lines an agent adds around every result, whatever the command printed."""
-_INTERPRETER = re.compile(r"\[Python Interpreter: [^\]\n]*\]")
-"""OpenHands' note of the interpreter, written straight after the output's last character."""
+"""Lines an agent adds around every result, whatever the command printed: a tag line (with the
+blank lines above it, see `_without_framing`), or a line that is the whole of a notice or a prompt
+(`user@host:~$`: the first `@` past the word's first character, the first `:` past the one after
+it; a prompt is one of those, whatever the later ones). Each line is read once: nothing here
+starts again at every line of a run of blank lines or at every `@` of a long word."""
+_INTERPRETER = re.compile(r"\[Python Interpreter: [^\]\n]*+(?P<closed>\])?")
+"""OpenHands' note of the interpreter, written straight after the output's last character; up to
+the end of its line when it is not closed there (taken whole and kept as it is: a later note on
+that line is not closed either, and reading on from each was quadratic)."""
+
+
+def _without_framing(text: str) -> str:
+    r"""`text` without its framing lines. A tag line takes with it the lines of whitespace above it,
+    back to the end of the last line kept (as `^\s*<output>` did, read once here, not again from
+    every one of those lines)."""
+    kept: list[str] = []
+    at = 0
+    for match in _FRAMING.finditer(text):
+        start = match.start()
+        if match.start("tag") >= 0:
+            above = text[at:start]
+            blank = at + len(above.rstrip())  # where the whitespace right above the tag line begins
+            if blank == at and (at == 0 or text[at - 1] == "\n"):
+                start = at
+            else:
+                newline = text.find("\n", blank, start)
+                start = start if newline == -1 else newline + 1
+        kept.append(text[at:start])
+        at = match.end()
+    kept.append(text[at:])
+    return "".join(kept)
+
+
+def _without_interpreter(text: str) -> str:
+    return _INTERPRETER.sub(lambda note: "" if note["closed"] else note[0], text)
 
 
 @lru_cache(maxsize=4)
@@ -79,8 +111,8 @@ def payload(text: str) -> str:
     evidence, each asking for its payload."""
     text = bookkeeping_dropped(text)
     if "[Python Interpreter: " in text:
-        text = _INTERPRETER.sub("", text)
+        text = _without_interpreter(text)
     if "<" in text or "[" in text or "@" in text or "(" in text or "OBSERVATION" in text or "command" in text:
-        text = _FRAMING.sub("", text)
+        text = _without_framing(text)
         text = text.replace("<returncode>", "").replace("</returncode>", "")
     return text.strip()

@@ -22,6 +22,7 @@ from proxy.engine.reading.envelope import payload
 from proxy.engine.reading.noise import noise_line
 from proxy.engine.reading.normalise import normalised_or_none, strip_controls
 from proxy.engine.reading.textscan import Marker, marked_lines
+from proxy.engine.text.deadline import checkpoint
 
 __all__ = [
     "EVIDENCE_MARKERS",
@@ -47,20 +48,20 @@ EVIDENCE_MARKERS = (
     Marker.of("ERROR ", r"^ERROR \S+"),
     Marker.of("E ", r"^E\s+\S"),  # pytest assertion detail
     Marker.of(": ", r"^\S+:\d+: (?:in \S+|\w*(?:Error|Exception|Failure)\b)"),  # pytest location
-    Marker.of("Error", r"^\s*(?:\w+\.)*\w*Error(?::|$)"),  # Python exception line
-    Marker.of("Exception", r"^\s*(?:\w+\.)*\w*Exception(?::|$)"),
-    Marker.of("●", r"^\s*●\s+\S"),  # jest
-    Marker.of("✕", r"^\s*✕\s+\S"),
-    Marker.of("Expected", r"^\s*Expected(?: value)?:"),
-    Marker.of("Received", r"^\s*Received(?: value)?:"),
+    Marker.of("Error", r"^[^\S\n]*+(?:\w+\.)*\w*Error(?::|$)"),  # Python exception line
+    Marker.of("Exception", r"^[^\S\n]*+(?:\w+\.)*\w*Exception(?::|$)"),
+    Marker.of("●", r"^[^\S\n]*+●\s+\S"),  # jest
+    Marker.of("✕", r"^[^\S\n]*+✕\s+\S"),
+    Marker.of("Expected", r"^[^\S\n]*+Expected(?: value)?:"),
+    Marker.of("Received", r"^[^\S\n]*+Received(?: value)?:"),
     Marker.of("--- FAIL: "),  # go
     Marker.of("FAIL", r"^FAIL\s"),
-    Marker.of("_test.go:", r"^\s*\S+_test\.go:\d+: "),
+    Marker.of("_test.go:", r"^[^\S\n]*+\S+_test\.go:\d+: "),
     Marker.of("error", r"^error(?:\[E\d+\])?: "),  # rustc
-    Marker.of("-->", r"^\s*--> \S+"),
+    Marker.of("-->", r"^[^\S\n]*+--> \S+"),
     Marker.of("panicked at "),
-    Marker.of("left", r"^\s*left: "),
-    Marker.of("right", r"^\s*right: "),
+    Marker.of("left", r"^[^\S\n]*+left: "),
+    Marker.of("right", r"^[^\S\n]*+right: "),
     Marker.of("---- ", r"^---- \S+ stdout ----"),  # cargo test
     Marker.of("error TS", r"\berror TS\d+: "),  # tsc
     Marker.of(": error: ", r"^\S+:\d+: error: "),  # mypy
@@ -200,6 +201,7 @@ def evidence_lines(output: str) -> tuple[list[tuple[str, str]], bool]:
     """The lines of a failing output that are its evidence, each as printed and normalised, and
     whether they are its failure lines (deduplicated by their normalised form, in order) rather
     than its last lines (an output with none)."""
+    checkpoint(len(output))
     text = payload(strip_controls(output)) + "\n"
     picked = _failure_lines(text)
     return (picked, True) if picked else (_last_lines(text), False)

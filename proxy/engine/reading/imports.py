@@ -20,12 +20,20 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
+from collections.abc import Iterator
 
 from proxy.engine.reading.excerpt import called_names
 
 __all__ = ["imported_callees", "imports"]
 
-_FROM = re.compile(r"^from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([^#\n]*))", re.MULTILINE)
+_FROM = re.compile(
+    r"^from(?:[ \t]++(\.*+)([\w.]*+)(?<![ \t])|[ \t](?=[ \t]))[ \t]+import[ \t]+(?:(?P<open>\()|([^#\n]*))",
+    re.MULTILINE,
+)
+"""`from MODULE import` and what follows it on the line; `open`: a parenthesised list follows,
+read up to its `)` by `_from_imports`. A `from  import` with no module between (two blanks or
+more) is still read as one (its groups empty), as is each run of blanks, once."""
+_NAMES = re.compile(r"[^#\n]*")
 _NAME = re.compile(r"^(\w+)(?:\s+as\s+(\w+))?$")
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
 
@@ -47,17 +55,46 @@ def imports(source: str, path: str) -> bool:
     """`source` (a test) imports the module whose file is `path`, by the module's name and not
     from a package (where the file is then another): Python's `from calc import ...`,
     `from .calc import`, `import calc`; a script's `from './calc'` or `require('./calc')`."""
-    stem = re.escape(posixpath.splitext(posixpath.basename(path))[0])
-    python = rf"^[ \t]*(?:from[ \t]+\.*{stem}[ \t]+import\b|import[ \t]+{stem}\b(?!\.))"
-    script = rf"""(?:\bfrom|\brequire\()[ \t]*['"][^'"\n]*/{stem}(?:\.[cm]?[jt]sx?)?['"]"""
-    return re.search(python, source, re.MULTILINE) is not None or re.search(script, source) is not None
+    python, script = _importing(posixpath.splitext(posixpath.basename(path))[0])
+    return python.search(source) is not None or script.search(source) is not None
+
+
+def _importing(stem: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A Python import and a script's import of the module `stem` (the growth test builds them too)."""
+    name = re.escape(stem)
+    python = rf"^[ \t]*(?:from[ \t]+\.*{name}[ \t]+import\b|import[ \t]+{name}\b(?!\.))"
+    script = rf"""(?:\bfrom|\brequire\()[ \t]*['"][^'"\n]*/{name}(?:\.[cm]?[jt]sx?)?['"]"""
+    return re.compile(python, re.MULTILINE), re.compile(script)
+
+
+def _from_imports(source: str) -> Iterator[tuple[str, str, str]]:
+    """(dots, module, the names imported) of each `from ... import` (the names in parentheses,
+    else the rest of the line; a module not named: empty). A list in
+    parentheses is read up to the first `)` after it, across lines; with none left in the source
+    it is read as the rest of its line, the `(` and all (a `)` is looked for once, not from every
+    open list again)."""
+    last_close = source.rfind(")")
+    at = 0
+    while (match := _FROM.search(source, at)) is not None:
+        dots, module = match.group(1) or "", match.group(2) or ""
+        if match["open"] is not None and last_close > match.end():
+            close = source.index(")", match.end())
+            yield dots, module, source[match.end() : close]
+            at = close + 1
+        elif match["open"] is not None:
+            names = _NAMES.match(source, match.start("open"))
+            assert names is not None  # it matches the empty string
+            yield dots, module, names.group()
+            at = names.end()
+        else:
+            yield dots, module, match.group(4)
+            at = match.end()
 
 
 def _imports(source: str, folder: str) -> dict[str, str]:
     """Each name imported `from module import name`, with the module's file."""
     found: dict[str, str] = {}
-    for match in _FROM.finditer(source):
-        dots, module, grouped, names = match.groups()
+    for dots, module, names in _from_imports(source):
         if not module:  # `from . import x`: a module, not a function
             continue
         if not dots and module.split(".")[0] in sys.stdlib_module_names:
@@ -66,7 +103,7 @@ def _imports(source: str, folder: str) -> dict[str, str]:
         for _ in range(max(0, len(dots) - 1)):
             base = posixpath.dirname(base)
         where = posixpath.join(base, module.replace(".", "/") + ".py") if base else module.replace(".", "/") + ".py"
-        for item in (grouped or names).split(","):
+        for item in names.split(","):
             named = _NAME.match(item.strip())
             if named is not None:
                 found.setdefault(named.group(2) or named.group(1), where)

@@ -20,6 +20,7 @@ from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test
 from proxy.engine.reading.sed import script_refused
 from proxy.engine.reading.unparsed import never_ran
 from proxy.engine.reading.workspace import Workspace
+from proxy.engine.text.deadline import checkpoint
 from proxy.engine.text.transcript import ToolCall, Turn
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
@@ -171,6 +172,7 @@ def observe(
     for call in turn.calls:
         if call.result is None or (skip and call_identity(call) in skip):
             continue
+        checkpoint(min(len(call.result), SCAN_HEAD_CHARS + SCAN_TAIL_CHARS))  # the budget, before it is read
         cls = classifier.classify(call.name, call.arguments)
         full = unwrap(call.result)
         output = window(full)

@@ -46,15 +46,18 @@ class Outcome(StrEnum):
 
 _EXIT_CODE = re.compile(
     r"(?:exit(?:ed)?[ _](?:code|status)|exit_code|return ?code|returncode|exited with code|"
-    r"process exited with code)\s*[:=>]?\s*\[?(-?\d+)",
+    r"process exited with code)\s*+(?:[:=>]\s*+)?\[?(-?\d+)",
     re.IGNORECASE,
 )
+"""An exit code as agents state it; each run of whitespace taken whole (see `textscan`)."""
+_RULE = r"^(?>.*?= )"
+"""The head of pytest's `==== ... ====` markers: a line's first `= `, each part after it sought once (`textscan`)."""
 FAIL_MARKERS = (
-    Marker.of("failed", r"=+ .*\b\d+ failed\b.*=+"),  # pytest summary
-    Marker.of("error", r"=+ .*\b\d+ errors?\b.*=+"),
+    Marker.of("failed", rf"{_RULE}(?>.*?\b\d+ failed\b).*="),  # pytest summary
+    Marker.of("error", rf"{_RULE}(?>.*?\b\d+ errors?\b).*="),
     Marker.of("FAILED ", r"^FAILED \S+"),  # pytest short summary, unittest
     Marker.of("failed", r"^(?:Tests|Test Suites):\s+\d+ failed"),  # jest
-    Marker.of("failed", r"^\s*Tests\s+\d+ failed"),  # vitest
+    Marker.of("failed", r"^[^\S\n]*+Tests\s+\d+ failed"),  # vitest
     Marker.of("test result: FAILED"),  # cargo
     Marker.of("--- FAIL: "),  # go test
     Marker.of("FAIL", r"^FAIL\s"),
@@ -69,11 +72,11 @@ FAIL_MARKERS = (
 )
 """Output that says a check failed."""
 PASS_MARKERS = (
-    Marker.of("passed", r"=+ \d+ passed[^=\n]*=+"),  # pytest
-    Marker.of("skipped", r"=+ \d+ skipped[^=\n]*=+"),
-    Marker.of("no tests ran", r"=+ no tests ran[^=\n]*=+"),
+    Marker.of("passed", r"= \d+ passed[^=\n]*="),  # pytest
+    Marker.of("skipped", r"= \d+ skipped[^=\n]*="),
+    Marker.of("no tests ran", r"= no tests ran[^=\n]*="),
     Marker.of("passed", r"^(?:Tests|Test Suites):\s+\d+ passed, \d+ total"),  # jest
-    Marker.of("passed", r"^\s*Tests\s+\d+ passed"),  # vitest
+    Marker.of("passed", r"^[^\S\n]*+Tests\s+\d+ passed"),  # vitest
     Marker.of("test result: ok."),  # cargo
     Marker.of("ok\t", r"^ok\t\S+"),  # go test
     Marker.of("ok ", r"^ok\s+\S+"),
@@ -96,7 +99,7 @@ _REJECTED = re.compile(
 )
 """What a tool says when it turns a call down before running it."""
 _ERROR_HEAD = re.compile(
-    r"^\s*(?:<tool_use_error>|\**(?:err|error|invalid|missing|unknown|tool|failed|failure|\w*(?:error|exception))\b|"
+    r"^\s*+(?:<tool_use_error>|\**(?:err|error|invalid|missing|unknown|tool|failed|failure|\w*(?:error|exception))\b|"
     r"\d+ validation errors?\b)",
     re.IGNORECASE,
 )
@@ -109,7 +112,7 @@ _READ_FAILURE = re.compile(
 )
 """A read or search that found nothing to read: its first line says so."""
 _EDIT_FAILURE = re.compile(
-    r"^\s*(?:error|failed|failure|no replacement was performed|<tool_use_error>|no file open)|"
+    r"^\s*+(?:error|failed|failure|no replacement was performed|<tool_use_error>|no file open)|"
     r"\b(?:did not appear verbatim|not found in|no match(?:es)? found|could not find|does not match anything)\b|"
     r"your proposed edit has introduced new syntax error|your changes have not been applied",
     re.IGNORECASE,
@@ -143,18 +146,18 @@ def exit_code(text: str) -> int | None:
 
 
 _REPORTS = (
-    Marker.of("passed", r"=+ .*\b\d+ (?:passed|failed)\b.*=+"),  # pytest
-    Marker.of("failed", r"=+ .*\b\d+ failed\b.*=+"),
-    Marker.of("error", r"=+ .*\b\d+ errors?\b.*=+"),
-    Marker.of("no tests ran", r"=+ no tests ran"),
+    Marker.of("passed", rf"{_RULE}(?>.*?\b\d+ (?:passed|failed)\b).*="),  # pytest
+    Marker.of("failed", rf"{_RULE}(?>.*?\b\d+ failed\b).*="),
+    Marker.of("error", rf"{_RULE}(?>.*?\b\d+ errors?\b).*="),
+    Marker.of("no tests ran", r"= no tests ran"),
     Marker.of("Ran ", r"^Ran \d+ tests? in "),  # unittest, Django's runner
     Marker.of("Tests", r"^(?:Tests|Test Suites):\s+\d+"),  # jest
-    Marker.of("Tests", r"^\s*Tests\s+\d+ (?:passed|failed)"),  # vitest
+    Marker.of("Tests", r"^[^\S\n]*+Tests\s+\d+ (?:passed|failed)"),  # vitest
     Marker.of("test result: "),  # cargo
     Marker.of("--- FAIL: "),  # go test
     Marker.of("ok\t", r"^ok\t\S+"),
-    Marker.of("passed", r"^\s*\d+ (?:passed|failed)"),
-    Marker.of(" failed", r"^\s*\d+ failed(?:,| in )"),  # pytest -q, nothing passed: `1 failed, 4 warnings in 0.2s`
+    Marker.of("passed", r"^[^\S\n]*+\d+ (?:passed|failed)"),
+    Marker.of(" failed", r"^[^\S\n]*+\d+ failed(?:,| in )"),  # pytest -q, none passed: `1 failed, 4 warnings in 0.2s`
     Marker.of("tests passed"),
     Marker.of("tests failed"),
 )
@@ -169,7 +172,7 @@ def test_report(text: str) -> bool:
 _NOT_RUN = (
     Marker.of(": command not found"),
     Marker.of(": not found", r": not found$"),
-    Marker.of("can't open file", r"can't open file .*No such file or directory"),
+    Marker.of("can't open file", r"^(?>.*?can't open file ).*No such file or directory"),
     Marker.of("No module named", r"No module named (?:pytest|unittest|nose|tox|nox|coverage)\b"),
     Marker.of("/usr/bin/env: ", r"^/usr/bin/env: .*No such file or directory"),
     Marker.of("sh: ", r"^(?:/bin/|/usr/bin/)?(?:ba|z|da)?sh: (?:line \d+: )?[^:\n]+: No such file or directory$"),
@@ -186,14 +189,13 @@ _NOT_RUN = (
     Marker.of("Network is unreachable"),
     Marker.of("but settings are not configured. You must either define the environment variable"),
 )
-"""A line saying the call could not run (markers: a substring search first, the line's pattern
-only where it is found)."""
+"""A line saying the call could not run (markers: a substring first, the line's pattern only where it is)."""
 _MISSING_MODULE = re.compile(r"^(?:ModuleNotFoundError|ImportError): No module named '?([\w]+)'?\s*$", re.MULTILINE)
 _BROKE = (
     Marker.of("unexpected EOF while looking for matching"),
     Marker.of("syntax error: unexpected end of file"),
     Marker.of("syntax error near unexpected token"),
-    Marker.of("cd: ", r"cd: .*: No such file or directory"),
+    Marker.of("cd: ", r"^(?>.*?cd: ).*: No such file or directory"),
     Marker.of("EXECUTION TIMED OUT", r"^EXECUTION TIMED OUT\b"),
 )
 """The shell could not parse the command (prose sent as a command: an unmatched quote) or `cd`
@@ -218,7 +220,7 @@ def _usage_only(text: str) -> bool:
     return _USAGE.match(body) is not None and body.count("\n") < _USAGE_LINES
 
 
-_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+', re.MULTILINE)
+_FRAME = re.compile(r'^[^\S\n]*+File "([^"]+)", line \d+', re.MULTILINE)
 _ERROR_LINE = re.compile(r"^\w*(?:Error|Exception)\b[^\n]*$", re.MULTILINE)
 
 

@@ -64,10 +64,14 @@ class Sought:
                     return True
         return False
 
+    def pattern(self) -> re.Pattern[str]:
+        """It as a pattern: its text literal but for `.` (the growth test builds one too)."""
+        body = ".".join(re.escape(part) for part in self.text.split("."))
+        return re.compile(("^" if self.start else "") + body + ("$" if self.end else ""))
+
     def _matched_in(self, shown: str) -> bool:
         """`found_in` for a pattern with `.`: matched line by line, as sed reads a file."""
-        body = ".".join(re.escape(part) for part in self.text.split("."))
-        pattern = re.compile(("^" if self.start else "") + body + ("$" if self.end else ""))
+        pattern = self.pattern()
         lines = shown.splitlines()
         return any(pattern.search(line) for raw in lines for line in {raw, _NUMBERED.sub("", raw, count=1)})
 

@@ -1,8 +1,15 @@
-"""Fast scanning of tool output for known markers.
+r"""Fast scanning of tool output for known markers.
 
 A marker is a literal needle and, optionally, a pattern its line must also match. Needles
 are found with plain substring search (C speed); the pattern only runs on the few lines that
 hold a needle. Patterns are searched within one line, so `^` means the line's start.
+
+A marker's pattern is asked only whether its line has it, and must read the line in time linear
+in its length, whatever the line holds (`tests/unit/test_pattern_growth.py` checks every pattern).
+So a pattern of parts in turn (`A.*B`) looks for each part once, from the first place it can start
+on the line (`^(?>.*?A).*B`: a later `A` leaves no more room after it than the first), never again
+from every place `A` starts; and no two repeats that can take the same characters stand side by
+side (`\s*:?\s*` tries every split of a run of blanks): one of them takes the run whole (`\s*+`).
 """
 
 from __future__ import annotations

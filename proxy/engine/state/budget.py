@@ -1,12 +1,13 @@
 """The analysis budget: how much work one request's analysis may cost before it is given up.
 
-The engine checks it between turns (each turn's scanning is itself bounded, see
-`observe.window`); past the deadline it raises `BudgetExceeded`, and the caller forwards the
-request as it came (fail-open). The clock is the caller's, so the engine stays
-deterministic. The server's clock (`work_clock`) is the CPU time of the thread doing the
-analysis, less what the garbage collector took in that thread: neither other work taking
-the cores on a busy machine nor a collection of the whole heap that happens to land inside
-an analysis makes a request look costly and lose its repair. What is bounded is what the
+The engine checks it between turns and, inside a turn, as it reads (once every
+`text.deadline.READ_STEP` characters: each turn's scanning is itself bounded, see
+`observe.window`, and every pattern is linear); past the deadline it raises `BudgetExceeded`
+where the reading is, and the caller forwards the request as it came (fail-open). The clock is
+the caller's, so the engine stays deterministic. The server's clock (`work_clock`) is the CPU
+time of the thread doing the analysis, less what the garbage collector took in that thread:
+neither other work taking the cores on a busy machine nor a collection of the whole heap that
+happens to land inside an analysis makes a request look costly and lose its repair. What is bounded is what the
 request's own input costs.
 """
 

@@ -37,6 +37,7 @@ from proxy.engine.state.history import cursor_after, cursor_at, numbered, resume
 from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts, UserFacts
 from proxy.engine.state.progress import fold_progress
 from proxy.engine.text import nudges, roles
+from proxy.engine.text.deadline import checkpoint, in_force
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action, Mode
 
@@ -56,6 +57,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
     facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on, read_only=state.read_only)
     detectors = state.detectors
     trips: list[Trip] = []
+    checkpoint(sum(len(c.output) for c in turn.calls))  # the detectors read the turn's outputs again
     for detector in rules.patterns:
         detectors, found = detector.step(detectors, facts, rules.options[detector.name], policy)
         trips.extend(found)
@@ -163,6 +165,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
         state.protocol,
         message.answered,
         refused,
+        message.after,
     )
     detectors = state.detectors
     if not repeated and not nudge:
@@ -210,7 +213,9 @@ class Caught:
 def fold_messages(
     state: ConversationState, messages: Sequence[Any], rules: FoldRules, budget: Budget | None = None
 ) -> Caught:
-    """Fold the turns of `messages` that `state` has not seen."""
+    """Fold the turns of `messages` that `state` has not seen. Past `budget` (checked before each
+    turn and, inside one, as its outputs are read: `text.deadline`), `BudgetExceeded` carrying the
+    state as it was before the turn the fold stopped in, its cursor at that turn."""
     where = resume(state, messages)
     if where.fresh:
         state = ConversationState()  # another branch of the task: nothing of the old one is its
@@ -222,26 +227,28 @@ def fold_messages(
     trips: list[tuple[Trip, RepairState]] = []
     latest: list[Trip] = []
     before_latest = state
-    for event in events:
-        if budget is not None:
+    with in_force(None if budget is None else budget.check):
+        for event in events:
+            at_start = state
             try:
-                budget.check()
+                if budget is not None:
+                    budget.check()
+                if isinstance(event, UserMessage):
+                    state, found = fold_user(state, event, rules)
+                    trips.extend((trip, state.repair) for trip in found)
+                    latest.extend(found)
+                    continue
+                skip = unnumbered(state.folded) if event.message_index < where.reread_before else frozenset()
+                observed, workspace = observe(event, state.turns + 1, rules.classifier, skip, volatile, state.workspace)
+                if not observed.calls and event.calls:
+                    continue  # calls not answered yet, or answered and folded already
+                state = replace(state, workspace=workspace)
+                before_latest = state
+                state, found = fold_turn(state, observed, rules)
             except BudgetExceeded:
                 # what was folded is kept (by the engine): the next request reads on from here
                 cursor = cursor_at(messages, event.message_index, where.reread_before)
-                raise BudgetExceeded(replace(state, cursor=cursor) if state.turns else None) from None
-        if isinstance(event, UserMessage):
-            state, found = fold_user(state, event, rules)
+                raise BudgetExceeded(replace(at_start, cursor=cursor) if at_start.turns else None) from None
             trips.extend((trip, state.repair) for trip in found)
-            latest.extend(found)
-            continue
-        skip = unnumbered(state.folded) if event.message_index < where.reread_before else frozenset()
-        observed, workspace = observe(event, state.turns + 1, rules.classifier, skip, volatile, state.workspace)
-        if not observed.calls and event.calls:
-            continue  # calls not answered yet, or answered and folded already
-        state = replace(state, workspace=workspace)
-        before_latest = state
-        state, found = fold_turn(state, observed, rules)
-        trips.extend((trip, state.repair) for trip in found)
-        latest = list(found)
+            latest = list(found)
     return Caught(replace(state, cursor=cursor_after(turns, messages)), tuple(trips), before_latest, tuple(latest))

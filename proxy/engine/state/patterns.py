@@ -147,6 +147,8 @@ class UserFacts:
     answered: str = ""
     """The text of the model's reply it answers, if the transcript kept it."""
     refused: bool = False
+    after: str = ""
+    """What came right before it (`text.transcript.UserMessage.after`)."""
     """The agent answers a reply it could not use: its complaint says so, or, mid-task, the message
     stands where the model's reply should be (right after a result, another user message, or calls
     no result answered: the agent dropped the reply and said something instead)."""

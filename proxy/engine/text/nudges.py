@@ -36,7 +36,7 @@ _FORMAT = re.compile(
     re.I,
 )
 _CONTINUE = re.compile(
-    r"^\W*(?:please\s+)?(?:continue|go on|keep going|proceed)\b(?: working)?(?: on the task)?[^\n]{0,160}$", re.I
+    r"^\W*+(?:please\s+)?(?:continue|go on|keep going|proceed)\b(?: working)?(?: on the task)?[^\n]{0,160}$", re.I
 )
 _NOISE = re.compile(r"[\d\W_]+")
 

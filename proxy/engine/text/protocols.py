@@ -36,14 +36,20 @@ FORMS = {
 MAX_REPLY_CHARS = 200_000
 """A reply longer than this is not searched for a written call."""
 
-_FENCE = re.compile(r"^```[ \t]*([\w+-]*)[ \t]*\n(.*?)\n?^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"^```[ \t]*+([\w+-]*+)[ \t]*\n(?:(?P<body>.*?)\n?^```[ \t]*$|.*)", re.MULTILINE | re.DOTALL)
+"""A fenced block; an opening fence that no fence closes takes the rest of the text (and is no
+block): no later one is closed either, and reading on from each of them was quadratic."""
 _SHELL_TAGS = frozenset({"", "bash", "sh", "shell", "console", "zsh"})
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
-_PARAMETER = re.compile(r"<parameter=([\w.-]+)>(.*?)</parameter>", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=([\w.-]+)>(?:(?P<value>.*?)</parameter>|.*)", re.DOTALL)
+"""A parameter; one that is not closed takes the rest of the text (none after it is closed either)."""
 _RETURNCODE = re.compile(r"^\s*<returncode>\s*-?\d+\s*</returncode>")
 _FOOTER = re.compile(
-    r"(?:\(Open file: [^\n]*\)\s*\n\s*\(Current directory: [^\n]*\)\s*\n?\s*bash-\$\s*$|\nbash-\$\s*$)"
+    r"(?:(?:\A|\n)(?>[^\n]*?\(Open file: )[^\n]*\)[^\S\n]*+\n\s*+\(Current directory: [^\n]*\)\s*+bash-\$\s*$"
+    r"|\nbash-\$\s*$)"
 )
+"""SWE-agent 0.x's footer. Asked only whether a text has it: from a line's first `(Open file: `
+(a later one on the line leaves no more room), and each run of whitespace taken whole."""
 _OBSERVATION = "OBSERVATION:"
 _EXECUTION = re.compile(r"^\s*EXECUTION RESULT of \[([\w.-]+)\]:\s*\n?")
 
@@ -59,11 +65,12 @@ class Written:
 def _fenced(text: str) -> TextCall | None:
     """The shell command in the reply's last fenced block, when that block is a shell's."""
     last = None
-    for last in _FENCE.finditer(text):  # noqa: B007 - the last match is the one wanted
-        pass
+    for match in _FENCE.finditer(text):
+        if match["body"] is not None:
+            last = match  # the last block is the one wanted
     if last is None or last.group(1).lower() not in _SHELL_TAGS:
         return None
-    command = last.group(2).strip()
+    command = last["body"].strip()
     return TextCall("", RUN_TOOL, {"command": command}) if command else None
 
 
@@ -72,7 +79,8 @@ def _function(text: str) -> TextCall | None:
     match = _FUNCTION.search(text)
     if match is None:
         return None
-    arguments = {name: value.strip("\n") for name, value in _PARAMETER.findall(match.group(2))}
+    found = _PARAMETER.finditer(match.group(2))
+    arguments = {p.group(1): p["value"].strip("\n") for p in found if p["value"] is not None}
     return TextCall("", match.group(1), arguments)
 
 

@@ -49,7 +49,10 @@ MAX_CALL_CHARS = 256 * 1024
 
 _FENCE_OPEN = re.compile(r"^```[\w-]*[ \t]*\n")
 _FENCE_CLOSE = re.compile(r"\n?```[\s`]*$")
-_TAGGED = re.compile(r"<(tool_call|tools)>\s*(.*?)\s*(?:</\1>|$)", re.S)
+_TAGGED = re.compile(r"<(tool_call|tools)>\s*+((?:\s*+\S)*?)\s*+(?:</\1>|$)")
+"""A tagged call, up to its closing tag or the end, the whitespace around it left out. The call is
+read a word at a time (a run of whitespace with the character after it): read a character at a
+time, every blank tried the rest of its run for the closing tag (quadratic in the run)."""
 _TAGS = ("<tool_call>", "<tools>")
 _DECODER = json.JSONDecoder()
 _FENCE = "```"

@@ -1,0 +1,1 @@
+"""Observation: what a request did, recorded, and made into logs, metrics and spans."""

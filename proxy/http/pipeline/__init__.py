@@ -1,0 +1,1 @@
+"""The request pipeline: check, authenticate, read, analyse, choose."""

@@ -1,0 +1,1 @@
+"""The reply stage: the model's reply read, judged, and answered as its decision table says."""

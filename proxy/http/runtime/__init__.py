@@ -1,0 +1,1 @@
+"""What a request runs under: teams and their engines, the shared caches, TLS, the typed keys."""

@@ -1,0 +1,1 @@
+"""Serving: the application, its routes, the admin API, reload, the worker set."""

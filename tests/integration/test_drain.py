@@ -1,0 +1,123 @@
+"""The drain on SIGTERM serves or refuses every connection at once, whenever it came (issue #52:
+a request sent on a connection accepted as SIGTERM came was neither read nor refused until the
+drain ended). The worker's own serving (`proxy.cli.serving._serve`) runs here in the test's loop,
+on a socket on 127.0.0.1, in front of an upstream streaming slowly; `asked` stands for SIGTERM.
+Nothing is timed: what is checked is the order of things (refused while a stream still runs)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+from collections.abc import AsyncIterator
+
+import aiohttp
+import orjson
+import pytest
+from support import Upstream, sse_reply
+
+from proxy.cli.serving import _serve
+from proxy.cli.sockets import bind
+from proxy.http.runtime.tenancy import build_runtime
+from proxy.http.serving.app import make_app
+from proxy.http.serving.drain import Drain
+from proxy.settings.config import load_settings
+
+CHUNKS = [b'data: {"choices":[{"index":0,"delta":{"content":"piece"}}]}\n\n'] * 8 + [b"data: [DONE]\n\n"]
+GAP = 0.25
+
+
+@pytest.fixture
+async def serving(upstream: Upstream) -> AsyncIterator[tuple[int, asyncio.Event, asyncio.Task[None]]]:
+    """A worker serving on a port of its own until `asked`; awaited (or cancelled) at the end."""
+    upstream.reply_with(sse_reply(CHUNKS, gap=GAP))
+    settings = load_settings(None, overrides={"upstream": {"base_url": upstream.base_url}, "store": {"verdicts": ""}})
+    sock = bind("127.0.0.1", 0, reuse_port=False)
+    asked = asyncio.Event()
+    served = asyncio.create_task(_serve(make_app(build_runtime(settings)), [sock], settings, asked))
+    port = sock.getsockname()[1]
+    for _ in range(100):  # until it answers, 10 s at most
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            break
+        except OSError:
+            await asyncio.sleep(0.1)
+    yield port, asked, served
+    asked.set()
+    await asyncio.wait_for(served, 30)
+
+
+async def _stream(port: int) -> bytes:
+    body = orjson.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(f"http://127.0.0.1:{port}/v1/chat/completions", data=body) as response,
+    ):
+        return await response.read()
+
+
+async def _refused(port: int) -> None:
+    """Until a new connection to the port is refused (the listener closed), polled every 20 ms."""
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+        except ConnectionRefusedError:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def _reset(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    """The server reset the connection (a request sent on it then is refused, not left unread);
+    False when it answered or ended it (FIN)."""
+    try:
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        await reader.read(1024)
+    except ConnectionResetError:  # the socket's (ECONNRESET), or asyncio's once it saw it
+        return True
+    except OSError as exc:
+        return exc.errno == errno.ECONNRESET
+    finally:
+        writer.close()
+    return False
+
+
+async def test_an_idle_connection_is_reset_at_once_and_a_request_in_flight_is_served_in_full(
+    serving: tuple[int, asyncio.Event, asyncio.Task[None]],
+) -> None:
+    port, asked, served = serving
+    idle = await asyncio.open_connection("127.0.0.1", port)  # accepted, nothing sent yet
+    stream = asyncio.create_task(_stream(port))
+    await asyncio.sleep(3 * GAP)  # the stream under way
+    asked.set()
+    await asyncio.wait_for(_refused(port), 10)  # the drain has begun
+    assert await asyncio.wait_for(_reset(*idle), 10)
+    assert not stream.done()  # refused while the stream still ran
+    assert await asyncio.wait_for(stream, 30) == b"".join(CHUNKS)
+    await asyncio.wait_for(served, 30)  # and the drain ended with it
+
+
+async def test_a_connection_handed_over_once_the_drain_began_is_reset_as_it_is_handed_over() -> None:
+    """What asyncio hands to the server a loop turn after accepting it, when the listeners have
+    closed meanwhile: a listener opened after the drain began stands for it here."""
+    from aiohttp import web
+
+    async def hello(_request: web.Request) -> web.Response:
+        return web.Response(text="served")
+
+    app = web.Application()
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    assert runner.server is not None
+    drain = Drain(runner.server)
+    try:
+        assert await drain.begin(runner) == 0  # no site, no connection yet
+        sock = socket.create_server(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        assert await asyncio.wait_for(_reset(reader, writer), 10)
+    finally:
+        await runner.cleanup()
