@@ -35,6 +35,12 @@ def solved(row: dict[str, Any]) -> bool:
     return bool(row["run"]["solved"]) and not changed
 
 
+def runs_in(path: Path) -> list[dict[str, Any]]:
+    """The runs a record file holds (its first line may be the command and commit, no run)."""
+    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return [row for row in rows if "arm" in row]
+
+
 def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
     counts: dict[tuple[str, int], Counter[str]] = {}
     for row in rows:
@@ -70,7 +76,7 @@ def main() -> None:
     wasted: list[float] = []
     reruns: list[float] = []
     totals: Counter[str] = Counter()
-    files = [[json.loads(line) for line in path.read_text().splitlines() if line.strip()] for path in args.records]
+    files = [runs_in(path) for path in args.records]
     repos = solvable(files)
     per_invocation: list[tuple[str, int, int]] = []
     for path, rows in zip(args.records, files, strict=True):

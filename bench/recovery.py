@@ -10,6 +10,8 @@ Starts:  scratch   the task alone
          stuck     a real stuck point: the test failed, two edits that changed nothing, the
                    same failure three times (executed for real in the copy)
 Arms:    direct    the model server itself
+         alone     the model server itself, the agent reading calls written as JSON text itself
+                   (`tiny_agent.calls_in_text`: what an agent can do for this model without a proxy)
          noblock   repair-proxy with its defaults but the block rung off ([reply] block = false)
          proxy     repair-proxy with the repair it had before salvage and the gates
                    ([reply] salvage, action_gate, finish_gate off)
@@ -27,8 +29,16 @@ also written as one JSON line (`--out`), with the proxy's warnings logged while 
 (`proxy_warnings`: a retry whose reply the server could not read as a call, a schema refused). Each run starts from a fresh copy and a fresh
 conversation: the proxy keys a conversation by its history, so runs share no state.
 
-Run: python bench/recovery.py [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10] [--arms direct,proxy,full]
-                              [--starts scratch,stuck] [--style openhands|bash|both] [--out FILE] [--tap DIR]
+Run: python bench/recovery.py [--part train|test] [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10]
+                              [--arms direct,proxy,full] [--starts scratch,stuck] [--style openhands|bash|both]
+                              [--fresh] [--out FILE] [--tap DIR]
+
+Parts: the repositories are in two (`tiny_agent.part_of`): `train`, those the remedies were shaped
+on, and `test`, held out (`"part": "test"` in their `stuck.json`, each calibrated by
+`bench/calibrate.py`): added before the remedies measured on them changed, never run while
+changing them. `--part` picks the default `--repos` (train). `--fresh`: every run on a proxy
+started for it (no state of any run before it, no verdict store). `--out`'s first line is the
+command and the commit; `bench/pairs.py` skips it.
 
 With `--tap DIR`, each proxy arm reaches the model through its own logging relay (`bench/tap.py`):
 `DIR/<arm>.jsonl` holds what the proxy sent and what came back, and each run's record names its
@@ -55,7 +65,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from tiny_agent import REPOS, WASTE_KINDS, WORK, Run, copy_repo, run_agent, start_messages, stuck_start
+from tiny_agent import REPOS, WASTE_KINDS, WORK, Run, copy_repo, repos_in, run_agent, start_messages, stuck_start
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -177,11 +187,20 @@ def exchanged(tap: Path | None, arm: str, since: int) -> tuple[int, int] | None:
         return since, sum(1 for _ in f)
 
 
-def one_run(base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path) -> Run:
+def one_run(
+    base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path, salvage: bool = False
+) -> Run:
     root = copy_repo(repo, workdir / f"{repo}-{style}-{start}-{seed}-{time.monotonic_ns()}")
     edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
     messages = start_messages(root, style) if start == "scratch" else stuck_start(root, style, edits)
-    return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed)
+    return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed, salvage=salvage)
+
+
+def commit() -> str:
+    """The commit the bench runs at (a record says which code it measured)."""
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "proxy"], cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    return done.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -240,7 +259,9 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repos", default=",".join(sorted(p.name for p in REPOS.iterdir() if p.is_dir())))
+    parser.add_argument("--part", default="train", choices=["train", "test"], help="the repositories by default")
+    parser.add_argument("--repos", help="these repositories (default: every one of --part)")
+    parser.add_argument("--fresh", action="store_true", help="every run on a proxy started for it")
     parser.add_argument("--k", type=int, default=1, help="samples per repo, start and arm (seeds first..first+k-1)")
     parser.add_argument("--first-seed", type=int, default=0, help="the first sampling seed (a rerun with other seeds)")
     parser.add_argument("--turns", type=int, default=10, help="model replies per run at most")
@@ -255,7 +276,7 @@ def main() -> None:
     args = parser.parse_args()
     # Stopped with SIGTERM, leave no model server or proxy behind: unwind as on Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    repos = args.repos.split(",")
+    repos = args.repos.split(",") if args.repos else repos_in(args.part)
     styles = {"both": ("openhands", "bash")}.get(args.style, (args.style,))
     arms, starts = args.arms.split(","), args.starts.split(",")
     started = time.monotonic()
@@ -267,17 +288,24 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(dir=WORK) as tmp,
         model_server(args.upstream) as model,
-        proxies(model, Path(tmp), arms, args.tap) as urls,
+        proxies(model, Path(tmp), [] if args.fresh else arms, args.tap) as urls,
         out as sink,
     ):
-        urls["direct"] = model
+        if sink is not None:
+            sink.write(json.dumps({"command": ["python", *sys.argv], "commit": commit()}) + "\n")
+        urls["direct"] = urls["alone"] = model
         logged, tapped = dict.fromkeys(arms, 0), dict.fromkeys(arms, 0)
         for seed in range(args.first_seed, args.first_seed + args.k):
             for index, repo in enumerate(repos):
                 style = styles[index % len(styles)]
                 for start in starts:
                     for arm in arms:
-                        run = one_run(urls[arm], repo, style, start, seed, args.turns, Path(tmp))
+                        new = args.fresh and arm in POLICIES
+                        fresh = proxies(model, Path(tmp), [arm], args.tap) if new else nullcontext(urls)
+                        with fresh as serving:
+                            logged[arm] = 0 if new else logged[arm]  # a fresh proxy's log starts anew
+                            salvage = arm == "alone"
+                            run = one_run(serving[arm], repo, style, start, seed, args.turns, Path(tmp), salvage)
                         warned, logged[arm] = events(Path(tmp) / f"{arm}.log", logged[arm])
                         exchanges = exchanged(args.tap, arm, tapped[arm])
                         tapped[arm] = exchanges[1] if exchanges else 0

@@ -38,6 +38,18 @@ WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
 temporary directory, where the proxy takes a file the agent never read for a scratch file of its own."""
 
 
+def part_of(repo: str) -> str:
+    """The recovery bench's part a repository is in: `test` where its `stuck.json` says so (held
+    out: added before the remedies measured on it were changed, never looked at while changing
+    them, measured only at the end), else `train` (the repositories remedies were shaped on)."""
+    return str(json.loads((REPOS / repo / "stuck.json").read_text()).get("part", "train"))
+
+
+def repos_in(part: str) -> list[str]:
+    """The repositories of one part of the bench (`part_of`), by name."""
+    return sorted(p.name for p in REPOS.iterdir() if p.is_dir() and part_of(p.name) == part)
+
+
 def copy_repo(repo: str, parent: Path) -> Path:
     """A fresh copy of `bench/repos/<repo>` at `parent/<repo>` (its stuck point's edits left out)."""
     root = parent / repo
@@ -274,6 +286,35 @@ def start_messages(root: Path, style: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM.format(root=root, done=done)}, {"role": "user", "content": TASK}]
 
 
+def calls_in_text(text: str, style: str) -> list[tuple[str, dict[str, Any]]]:
+    """The calls a reply wrote as JSON text, as an agent that reads them itself finds them: each
+    object in the text, fenced or bare or in `<tool_call>` tags, that names an offered tool and
+    gives its arguments as an object (`{"name": "execute_bash", "arguments": {"command": ...}}`,
+    as Qwen2.5-Coder-1.5B writes them on llama.cpp, which returns them as the reply's content).
+    The recovery bench's `alone` arm: the model server with no proxy, the agent salvaging."""
+    names = {t["function"]["name"] for t in (OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS)}
+    decoder = json.JSONDecoder()
+    found: list[tuple[str, dict[str, Any]]] = []
+    at = text.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = text.find("{", at + 1)
+            continue
+        if isinstance(value, dict) and value.get("name") in names:
+            args = value.get("arguments", value.get("parameters"))
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except json.JSONDecodeError:
+                    args = None
+            if isinstance(args, dict):
+                found.append((str(value["name"]), args))
+        at = text.find("{", end)
+    return found
+
+
 def _classify(
     calls: list[tuple[str, dict[str, Any]]], previous: list[tuple[str, dict[str, Any]]], text: str, style: str
 ) -> str:
@@ -287,7 +328,7 @@ def _classify(
 
 def _execute(
     tools: Tools,
-    calls: list[tuple[Any, tuple[str, dict[str, Any]]]],
+    calls: list[tuple[str, tuple[str, dict[str, Any]]]],
     messages: list[dict[str, Any]],
     turn: Turn,
     history: dict[str, tuple[str, bool]],
@@ -295,11 +336,11 @@ def _execute(
     """Run a reply's calls for real, append their results, mark the turn's waste; True when the run is over."""
     over = False
     tools.edited = False
-    for call, (name, args) in calls:
+    for call_id, (name, args) in calls:
         before = tree_digest(tools.root)
         result, ended = tools.call(name, args)
         over = over or ended
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
         turn.waste = turn.waste or waste_of(name, args, result, before, tree_digest(tools.root), history)
         if ended and not tests_pass(tools.root):
             turn.waste = "finish_failing"
@@ -317,6 +358,21 @@ def _start_history(messages: list[dict[str, Any]], root: Path) -> dict[str, tupl
     return history
 
 
+def _calls(message: Any, style: str, salvage: bool, turn: int) -> tuple[list[tuple[str, dict[str, Any]]], list[str], bool]:  # fmt: skip
+    """The reply's calls (name, arguments), their ids, and whether the agent read them in the text
+    itself (`salvage`, the reply having made none)."""
+    calls = []
+    for call in message.tool_calls or []:
+        try:
+            args = json.loads(call.function.arguments or "{}")
+        except json.JSONDecodeError:
+            args = {"_unparsed": call.function.arguments}
+        calls.append((call.function.name, args if isinstance(args, dict) else {"_value": args}))
+    if salvage and not calls and (own := calls_in_text(message.content or "", style)):
+        return own, [f"call_agent_{turn}_{n}" for n in range(len(own))], True
+    return calls, [call.id for call in message.tool_calls or []], False
+
+
 def run_agent(
     base_url: str,
     root: Path,
@@ -327,8 +383,11 @@ def run_agent(
     temperature: float = 0.7,
     on_turn: Callable[[Turn], None] | None = None,
     max_tokens: int = 256,
+    salvage: bool = False,
 ) -> Run:
-    """Talk to the model at `base_url` from `messages` until it finishes, is handed back, or `max_turns`."""
+    """Talk to the model at `base_url` from `messages` until it finishes, is handed back, or
+    `max_turns`. `salvage`: a reply with no tool call whose text writes calls as JSON is read
+    for them by the agent itself (`calls_in_text`), as the proxy's salvage would."""
     client = openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=600)
     tools = Tools(root, style)
     run = Run()
@@ -351,20 +410,14 @@ def run_agent(
         reply = raw.parse()
         headers = raw.headers
         message = reply.choices[0].message
-        calls = []
-        for call in message.tool_calls or []:
-            try:
-                args = json.loads(call.function.arguments or "{}")
-            except json.JSONDecodeError:
-                args = {"_unparsed": call.function.arguments}
-            calls.append((call.function.name, args if isinstance(args, dict) else {"_value": args}))
         text = message.content or ""
+        calls, ids, own = _calls(message, style, salvage, len(run.turns))
         turn = Turn(
             kind=_classify(calls, previous, text, style),
             calls=calls,
             completion_tokens=reply.usage.completion_tokens if reply.usage else 0,
             trips=headers.get("x-repair-trips", ""),
-            salvaged=bool(headers.get("x-repair-salvaged")),
+            salvaged=bool(headers.get("x-repair-salvaged")) or bool(own),
             outcome=headers.get("x-repair-outcome", ""),
             text=text,
             generations=1 + sum(int(n) for n in re.findall(r":(\d+)", headers.get("x-repair-retries", ""))),
@@ -375,7 +428,7 @@ def run_agent(
         if turn.outcome == "incomplete":
             run.end = "handed_back"
             break
-        if not message.tool_calls:
+        if not calls:
             messages.append({"role": "assistant", "content": text})
             messages.append({"role": "user", "content": NUDGE[style]})
             format_errors += 1
@@ -386,8 +439,15 @@ def run_agent(
                 on_turn(turn)
             continue
         format_errors = 0
-        messages.append(message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"}))
-        over = _execute(tools, list(zip(message.tool_calls, calls, strict=True)), messages, turn, history)
+        if own:  # the calls the agent read in the text, as it keeps them in its history
+            written = [
+                {"id": i, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                for i, (name, args) in zip(ids, calls, strict=True)
+            ]
+            messages.append({"role": "assistant", "content": "", "tool_calls": written})
+        else:
+            messages.append(message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"}))
+        over = _execute(tools, list(zip(ids, calls, strict=True)), messages, turn, history)
         turn.green = tools.edited and tests_pass(root)
         previous = calls
         if on_turn:
