@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from importlib import metadata
@@ -66,6 +67,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str]) -> int:
+    # SIGHUP waits until something can take it: the supervisor's handler, or a worker's reload hook
+    # (`Reloader.install` lets it through). Until then its default action would kill the process:
+    # a reload asked while a worker starts would be a dead worker (seen under load, two workers).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
     worker = Worker(args.worker, args.run_dir, args.supervisor)
     worker.stop_with_supervisor()  # first thing: a supervisor killed from now on stops this worker
     if worker.orphaned():  # ... and one killed before now

@@ -73,7 +73,13 @@ class _WorkerSet:
 
     def start(self, index: int) -> None:
         command = [*self._command, "--worker", str(index)]
-        self._processes[index] = subprocess.Popen(command, env=self._env)
+        # the worker starts with SIGHUP held (the mask passes through fork and exec) until its
+        # reload hook is in place: a reload asked meanwhile is one it does, not its death
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+        try:
+            self._processes[index] = subprocess.Popen(command, env=self._env)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self._started[index] = self._clock()
         self._due.pop(index, None)
         write_started(self._run_dir, {i: p.pid for i, p in self._processes.items()})
@@ -145,6 +151,7 @@ def supervise(worker_argv: Sequence[str], settings: Settings, count: int) -> int
     workers = _WorkerSet([*worker_argv, "--port", str(port)], run_dir)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, workers.signal)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})  # held since `serve` began
     log.info("supervising", workers=count, port=port, run_dir=str(run_dir))
     code = 0
     try:

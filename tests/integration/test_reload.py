@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import orjson
 import pytest
 from chat import Chat, test_run
 from support import STUCK_ACTS, Upstream, completion, json_reply, policy_toml, spawn_proxy, sse_reply, wait_healthy
+
+from proxy.http.runtime.rundir import started
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -75,6 +78,41 @@ async def test_sighup_reloads_policy_keeps_old_on_error_and_drops_nothing(
             assert any(f"{policy}: repair.placement" in p for p in problems)
         for prefix in "cdef":  # whichever worker answers
             assert await stuck_request(prefix) == "user"
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+async def test_a_reload_asked_while_the_workers_start_is_done_by_each_not_their_death(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """SIGHUP as soon as the supervisor has started its two workers (their interpreters still
+    loading): each worker reloads once its hook is in place, none dies of the signal."""
+    config = tmp_path / "config.toml"
+    config.write_text('[store]\nverdicts = ""\n')
+    process, port = await spawn_proxy(
+        "--config", str(config), "--upstream", upstream.base_url, stdout=asyncio.subprocess.PIPE, workers=2
+    )
+    assert process.stdout is not None
+    try:
+        (supervising,) = await wait_for_lines(process.stdout, "supervising", 1)
+        run_dir = Path(str(supervising["run_dir"]))
+        for _ in range(200):  # both workers started (processes made; not yet serving)
+            with contextlib.suppress(OSError, ValueError):
+                if len(started(run_dir)) == 2:
+                    break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the supervisor did not start two workers")
+        process.send_signal(signal.SIGHUP)
+        events: list[str] = []
+        while events.count("reloaded") < 2:
+            line = await asyncio.wait_for(process.stdout.readline(), 30)
+            assert line, "the proxy exited"
+            if line.startswith(b"{"):
+                events.append(str(orjson.loads(line).get("event")))
+            assert "worker_died" not in events, events
+        await wait_healthy(port)
     finally:
         process.terminate()
         await process.wait()

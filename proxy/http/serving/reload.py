@@ -49,5 +49,7 @@ class Reloader:
         return True
 
     async def install(self, app: web.Application) -> None:
-        """on_startup hook: reload on SIGHUP."""
+        """on_startup hook: reload on SIGHUP; one asked while the process started (held since
+        then, `proxy.cli.main`) is done now."""
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload, app)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
