@@ -160,3 +160,32 @@ def test_a_refused_reply_with_no_fenced_block_gets_no_slip_named() -> None:
     """Prose with no fence: nothing to name but the format asked for."""
     text = plans(kept(3), tools=False)[-1].placed[-1].text
     assert "Your last reply" not in text and "Reply with" in text
+
+
+NOT_PRECISE = "The buggy locations is not precise. You may need to check whether the arguments are correct."
+"""An agent's own words after each reply it could not use, in no phrasing `text.nudges` knows."""
+
+
+def _same_words_after_replies(first_call: bool) -> list[list[dict[str, Any]]]:
+    """Three prose replies, each answered with the same words: after a tool call of the model's
+    (`first_call`), or in a conversation where no call was ever read (AutoCodeRover's shape)."""
+    messages = _start(text_protocol=False) if first_call else [{"role": "system", "content": "You are a locator."}]
+    messages = [*messages, {"role": "user", "content": TASK}] if not first_call else messages
+    out = []
+    for n in range(3):
+        messages = [*messages, {"role": "assistant", "content": f"The bug is in parse.py, I think ({n})."}]
+        messages = [*messages, {"role": "user", "content": NOT_PRECISE}]
+        out.append(messages)
+    return out
+
+
+def test_the_same_words_after_three_call_less_replies_trip_where_a_call_was_read() -> None:
+    decisions = plans(_same_words_after_replies(first_call=True), tools=True)
+    assert "format_error_loop" in [t.pattern for t in decisions[-1].new_trips]  # monologue (shadow) too
+
+
+def test_the_same_words_where_no_call_was_ever_read_do_not_trip() -> None:
+    """Corpus test part, AutoCodeRover: no tools, calls in a format we do not read; its repeated
+    words were about the answer's content, and there was no call to ask for."""
+    decisions = plans(_same_words_after_replies(first_call=False), tools=False)
+    assert all("format_error_loop" not in [t.pattern for t in d.new_trips] for d in decisions)

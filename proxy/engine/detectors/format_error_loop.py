@@ -26,7 +26,11 @@ any of its tools (a JSON schema for servers that ignore `tool_choice`); a text p
 is held until it writes a call (`plan.gates`).
 
 Must never fire on: a person's new messages, however many (each its own words); one or two
-complaints the model then answers with a call; "please continue" after replies, however often.
+complaints the model then answers with a call; "please continue" after replies, however often;
+the same words again where no call of the model's was ever read (no tool call, no text protocol
+we know): what that agent takes for a valid reply we cannot say, nor ask for (the corpus's test
+part, AutoCodeRover: its repeated "the buggy locations is not precise" is about the answer's
+content, and the instruction asked for "one tool call ()" of an agent that offers none).
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> 
     words = boilerplate(facts.text) if facts.after == "reply" and facts.ordinal else ""
     if facts.refused:
         state = State(state.count + 1, words)
-    elif words and words == state.last and not facts.nudge:
+    elif words and words == state.last and not facts.nudge and facts.acted:
         state = State(max(state.count, 1) + 1, words)  # the one before was the agent's too
     else:
         return (State(state.count, words), []) if facts.nudge else (State(0, words), [])

@@ -166,6 +166,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
         message.answered,
         refused,
         message.after,
+        acted=state.last_action_turn > 0,
     )
     detectors = state.detectors
     if not repeated and not nudge:

@@ -152,6 +152,9 @@ class UserFacts:
     """The agent answers a reply it could not use: its complaint says so, or, mid-task, the message
     stands where the model's reply should be (right after a result, another user message, or calls
     no result answered: the agent dropped the reply and said something instead)."""
+    acted: bool = False
+    """A call of the model's was read earlier in the conversation (a tool call, or one written in
+    a text protocol we know): the agent has a way to call that we can name."""
 
     def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "", slip: str = "") -> Trip:
         """A trip of `pattern` on this message, anchored right after it."""
