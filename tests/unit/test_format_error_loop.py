@@ -189,3 +189,35 @@ def test_the_same_words_where_no_call_was_ever_read_do_not_trip() -> None:
     words were about the answer's content, and there was no call to ask for."""
     decisions = plans(_same_words_after_replies(first_call=False), tools=False)
     assert all("format_error_loop" not in [t.pattern for t in d.new_trips] for d in decisions)
+
+
+MISSING = "Missing required parameters for function 'bash': {'timeout'}\n[Error occurred in processing last action]"
+"""OpenHands 1.0 (mock function calling, corpus test part): its rejection of a call that failed its
+validation, sent in place of the reply it dropped, in no phrasing `text.nudges` knows."""
+
+
+def rejected_one_per_request(n: int, *, replies_kept: bool) -> list[list[dict[str, Any]]]:
+    """Each request adds the agent's rejection (and, `replies_kept`, first a valid call and its
+    result): the proxy reads only what is new in each."""
+    messages, out = _start(False), []
+    for k in range(n):
+        if replies_kept:
+            call = {"id": f"call_k{k}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pwd"}'}}
+            messages = [*messages, {"role": "assistant", "content": "", "tool_calls": [call]}]
+            messages = [*messages, {"role": "tool", "tool_call_id": f"call_k{k}", "content": "/repo"}]
+        messages = [*messages, {"role": "user", "content": MISSING}]
+        out.append(messages)
+    return out
+
+
+def test_rejections_sent_one_per_request_in_place_of_dropped_replies_trip_at_the_third() -> None:
+    """Read whole, the three are a loop; read as the proxy reads them, one new message per request,
+    the first of each request's new messages was taken for the start of the conversation (nothing
+    before it), not for a message in place of a reply, and the count never passed one."""
+    decisions = plans(rejected_one_per_request(3, replies_kept=False), tools=True)
+    assert [[t.pattern for t in d.new_trips] for d in decisions] == [[], [], ["format_error_loop"]]
+
+
+def test_rejections_each_after_a_call_the_agent_ran_do_not_trip() -> None:
+    decisions = plans(rejected_one_per_request(3, replies_kept=True), tools=True)
+    assert all("format_error_loop" not in [t.pattern for t in d.new_trips] for d in decisions)

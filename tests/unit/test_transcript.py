@@ -90,3 +90,26 @@ def test_error_flags_on_results() -> None:
     ]
     turns, _ = read_turns(messages)
     assert [c.is_error for c in turns[0].calls] == [True, True]
+
+
+def test_a_read_from_any_message_on_sees_each_user_message_after_what_a_whole_read_does() -> None:
+    """The proxy reads only the messages a request adds; what a user message came after (a result,
+    a reply, another user message: `UserMessage.after`) must not depend on where that read began.
+    Walked over every scenario's last request, from every message a read can begin at (a turn or a
+    user message: never a result, whose call was read before). (Before: the first message
+    of each new stretch was read as coming after nothing, so an agent's rejection sent one per
+    request in place of a dropped reply never counted as one.)"""
+    import orjson
+    from scenario_loader import load, names
+
+    walked = 0
+    for name in names():
+        messages = orjson.loads(load(name).requests()[-1])["messages"]
+        whole = {u.message_index: u.after for u in read_turns(messages)[1]}
+        for start in range(1, len(messages)):
+            if messages[start].get("role") in ("tool", "function"):
+                continue
+            tail = {u.message_index: u.after for u in read_turns(messages, start)[1]}
+            assert tail == {i: a for i, a in whole.items() if i >= start}, (name, start)
+            walked += 1
+    assert walked > 500

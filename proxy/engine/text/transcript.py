@@ -232,7 +232,14 @@ def read_turns(messages: Sequence[Any], start: int = 0) -> tuple[list[Turn], lis
 
 def _read(messages: Sequence[Any], start: int) -> tuple[list[Turn], list[UserMessage]]:
     reader = _Reader()
-    for index in range(start, len(messages)):
+    reader.previous = _before(messages, start)
+    _feed(reader, messages, start, len(messages))
+    reader.close()
+    return reader.turns, reader.users
+
+
+def _feed(reader: _Reader, messages: Sequence[Any], start: int, end: int) -> None:
+    for index in range(start, end):
         message = messages[index]
         if not isinstance(message, dict):
             continue
@@ -244,5 +251,21 @@ def _read(messages: Sequence[Any], start: int) -> tuple[list[Turn], list[UserMes
         elif role == "user":
             reader.user(message, index)
         # system, developer and unknown roles carry no turn
-    reader.close()
-    return reader.turns, reader.users
+
+
+def _before(messages: Sequence[Any], start: int) -> str:
+    """What a read from the first message would have found right before `start` (`UserMessage.after`):
+    read from the last assistant message before it, the reader's state there owes nothing to what
+    came earlier. Without it a read of the new messages only took a user message standing where the
+    model's reply should be (the agent's error in place of a reply it dropped) for one at the start,
+    and an agent's rejections sent one per request never added up (OpenHands 1.0's "Missing required
+    parameters" three times in a row, read whole: a format-error loop; read as the proxy reads it,
+    request by request: none)."""
+    at = start - 1
+    while at >= 0 and not (isinstance(messages[at], dict) and messages[at].get("role") == "assistant"):
+        at -= 1
+    if at < 0:
+        return ""
+    reader = _Reader()
+    _feed(reader, messages, at, start)
+    return reader.previous
