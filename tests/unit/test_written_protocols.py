@@ -250,3 +250,33 @@ def test_a_force_rung_for_an_agent_that_writes_its_calls_as_text_is_a_nudge() ->
     five = [FAIL] * 5
     assert _actions(requests(five, _tool_calls, tools=True))[-1] == "stuck_same_diagnostic:force"
     assert _actions(requests(five, _mini_swe_agent_1, tools=False))[-1] == "stuck_same_diagnostic:nudge"
+
+
+def _elided(messages: list[dict[str, Any]], keep: int) -> list[dict[str, Any]]:
+    """SWE-agent 0.x's history processor: every observation but the last `keep`, cut to a line."""
+    observations = [i for i, m in enumerate(messages) if m["role"] == "user" and "bash-$" in m["content"]]
+    cut = set(observations[:-keep])
+    return [
+        {**m, "content": f"Old output omitted ({len(m['content'].splitlines())} lines)"} if i in cut else m
+        for i, m in enumerate(messages)
+    ]
+
+
+def test_swe_agent_0s_elided_observations_are_results_whose_words_are_gone() -> None:
+    """A proxy that reads such a history at once (another replica, a restart) took each cut
+    observation for the agent's message in place of a reply, three in a row for a format-error
+    loop, and forced a call on a working run (tune part, SWE-agent 0.x on Multi-SWE-bench Java:
+    378 such trips read at once, none read request by request)."""
+    body = orjson.loads(requests(PROGRESS, _swe_agent_0, tools=False)[-1])
+    messages = _elided(body["messages"], keep=1)
+    turns, users = read_turns(messages)
+    assert [u.text for u in users] == [TASK]
+    assert [t.calls[0].result for t in turns][:-1] == [""] * (len(PROGRESS) - 1)
+    planned = analyse(Engine.of(load_policy("swe_agent")), orjson.dumps({**body, "messages": messages}))
+    assert planned is not None and not [t for t in planned.decision.state.trips if t.pattern == "format_error_loop"]
+
+
+def test_swe_agent_0s_observations_not_cut_keep_their_words() -> None:
+    body = orjson.loads(requests(PROGRESS, _swe_agent_0, tools=False)[-1])
+    turns, _users = read_turns(body["messages"])
+    assert all(t.calls[0].result for t in turns)

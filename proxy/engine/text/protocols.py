@@ -51,6 +51,8 @@ _FOOTER = re.compile(
 """SWE-agent 0.x's footer. Asked only whether a text has it: from a line's first `(Open file: `
 (a later one on the line leaves no more room), and each run of whitespace taken whole."""
 _OBSERVATION = "OBSERVATION:"
+_ELIDED = re.compile(r"^Old output omitted \(\d+ lines?\)\s*\Z")
+"""SWE-agent 0.x's history (`Last5Observations`): every observation but the last five, cut to this."""
 _EXECUTION = re.compile(r"^\s*EXECUTION RESULT of \[([\w.-]+)\]:\s*\n?")
 
 
@@ -105,6 +107,8 @@ def observation(protocol: str, text: str) -> Observation | None:
         return Observation(text[match.end() :], False, "") if match else None
     if _RETURNCODE.match(text):
         return Observation(text, False, "")
+    if _ELIDED.match(text):
+        return Observation("", False, "")  # a result, whose words the history no longer has
     if _FOOTER.search(text[-400:]):
         return Observation(text, False, "")
     return None
