@@ -619,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("the test part is opened only to judge a finished change: add --open-test")
         part = "tune"
     runs = {run.key: run for run in load_runs(sources=sources) if part in ("all", run.part)}
+    if not runs and reading and not args.open_test:
+        raise SystemExit("no run of the tune part matches (test runs are printed only with --open-test)")
     if args.views:
         print(compare_views(list(runs.values()), cache, overrides))
         return 0
