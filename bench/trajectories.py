@@ -581,6 +581,14 @@ def replay_all(runs: list[Run], overrides: dict[str, Any] | None, jobs: int) -> 
         return pool.map(_replay_one, work, chunksize=4)
 
 
+def _selected(sources: set[str] | None, part: str, *, closed: bool) -> dict[str, Run]:
+    """The runs of `part` from `sources`; none while the test part is `closed` is said, not printed."""
+    runs = {run.key: run for run in load_runs(sources=sources) if part in ("all", run.part)}
+    if not runs and closed:
+        raise SystemExit("no run of the tune part matches (test runs are printed only with --open-test)")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sources", help="comma-separated source ids (default: all)")
@@ -618,9 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         if part == "test":
             raise SystemExit("the test part is opened only to judge a finished change: add --open-test")
         part = "tune"
-    runs = {run.key: run for run in load_runs(sources=sources) if part in ("all", run.part)}
-    if not runs and reading and not args.open_test:
-        raise SystemExit("no run of the tune part matches (test runs are printed only with --open-test)")
+    runs = _selected(sources, part, closed=reading and not args.open_test)
     if args.views:
         print(compare_views(list(runs.values()), cache, overrides))
         return 0

@@ -202,7 +202,11 @@ def rejected_one_per_request(n: int, *, replies_kept: bool) -> list[list[dict[st
     messages, out = _start(False), []
     for k in range(n):
         if replies_kept:
-            call = {"id": f"call_k{k}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "pwd"}'}}
+            call = {
+                "id": f"call_k{k}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "pwd"}'},
+            }
             messages = [*messages, {"role": "assistant", "content": "", "tool_calls": [call]}]
             messages = [*messages, {"role": "tool", "tool_call_id": f"call_k{k}", "content": "/repo"}]
         messages = [*messages, {"role": "user", "content": MISSING}]
