@@ -225,3 +225,14 @@ def test_rejections_sent_one_per_request_in_place_of_dropped_replies_trip_at_the
 def test_rejections_each_after_a_call_the_agent_ran_do_not_trip() -> None:
     decisions = plans(rejected_one_per_request(3, replies_kept=True), tools=True)
     assert all("format_error_loop" not in [t.pattern for t in d.new_trips] for d in decisions)
+
+
+def test_after_calls_turned_down_for_their_arguments_the_instruction_shows_no_example_without_them() -> None:
+    text = plans(rejected_one_per_request(3, replies_kept=False), tools=True)[-1].placed[-1].text
+    assert "{'timeout'}" in text and "every argument the agent says it needs" in text
+    assert "For example" not in text
+
+
+def test_after_replies_with_no_call_the_instruction_shows_an_example_call() -> None:
+    text = plans(dropped(3), tools=True)[-1].placed[-1].text
+    assert 'For example: call bash with {"command":"ls"}' in text and "every argument" not in text

@@ -30,7 +30,10 @@ complaints the model then answers with a call; "please continue" after replies, 
 the same words again where no call of the model's was ever read (no tool call, no text protocol
 we know): what that agent takes for a valid reply we cannot say, nor ask for (the corpus's test
 part, AutoCodeRover: its repeated "the buggy locations is not precise" is about the answer's
-content, and the instruction asked for "one tool call ()" of an agent that offers none).
+content, and the instruction asked for "one tool call ()" of an agent that offers none); and
+its instruction must never show an example call without the arguments the agent said were
+missing (OpenHands 1.0 turns calls down for a missing `security_risk`: an example of a bare
+`ls` would be turned down again).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.outcome import rejected
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.text.nudges import boilerplate
 from proxy.engine.text.protocols import FORMS
@@ -105,14 +109,17 @@ def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> 
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
+    argued = rejected(trip.excerpt)  # the agent turned the call down for its arguments: no example without them
     form = FORMS.get(trip.subject)
     if form is None:
         tools = sorted(context.offered)
-        example = context.vocabulary.run("ls") if context.vocabulary is not None else None
+        example = context.vocabulary.run("ls") if context.vocabulary is not None and not argued else None
         shown = f" For example: {example.render()}." if example is not None else ""
         form = f"exactly one tool call ({', '.join(tools)}), made as a tool call, not written as text.{shown}"
     else:
         form = f"{form}."
+    if argued:
+        form = f"{form} Give it every argument the agent says it needs."
     fix = f"{trip.slip} " if trip.slip else ""
     return context.fit(
         f"{PREFIX} Your last {trip.count} replies were rejected: they made no valid call. The agent said:",
