@@ -33,6 +33,8 @@ import openai
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 OUTPUT_CHARS = 3000
 REPOS = Path(__file__).resolve().parent / "repos"
+GRADE_TIMEOUT = 600.0
+"""The grade's own test run is never cut short: a loaded machine must not make a fixed run unsolved."""
 WORK = Path.home() / ".cache" / "repair-proxy" / "bench-runs"
 """Where the benches copy repositories for their runs, like a project's checkout: not the system's
 temporary directory, where the proxy takes a file the agent never read for a scratch file of its own."""
@@ -121,13 +123,13 @@ def tests_pass(cwd: Path) -> bool:
     and again at 8ae8378). The agent's own tree is left as it is."""
     given = REPOS / cwd.name
     if not (given / "tests").is_dir():
-        return run_shell("python -m pytest", cwd)[0] == 0
+        return run_shell("python -m pytest", cwd, GRADE_TIMEOUT)[0] == 0
     with tempfile.TemporaryDirectory(dir=cwd.parent) as scratch:
         copy = Path(shutil.copytree(cwd, Path(scratch) / cwd.name, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache")))  # fmt: skip
         shutil.rmtree(copy / "tests", ignore_errors=True)
         shutil.copytree(given / "tests", copy / "tests", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(given / "pytest.ini", copy / "pytest.ini")
-        return run_shell("python -m pytest", copy)[0] == 0
+        return run_shell("python -m pytest", copy, GRADE_TIMEOUT)[0] == 0
 
 
 def tree_digest(root: Path) -> str:
@@ -182,6 +184,10 @@ class Tools:
     root: Path
     style: str
     edited: bool = False
+    timeout: float = 120.0
+    """A command's time limit: on the shared 2-core machine a bench repository's `python -m
+    pytest` took 10-12 s alone, and more beside a model server generating; at 30 s a run's test
+    could time out and change the failure the proxy reads."""
 
     def _path(self, raw: Any) -> Path | None:
         if not isinstance(raw, str) or not raw:
@@ -233,7 +239,7 @@ class Tools:
             command = args.get("command")
             if not isinstance(command, str) or not command.strip():
                 return "ERROR:\nMissing required parameter `command`.", False
-            code, output = run_shell(command, self.root)
+            code, output = run_shell(command, self.root, self.timeout)
             self.edited = True  # a command may change files: the tests are checked after it
             if self.style == "bash":
                 return json.dumps({"returncode": code, "output": output}), output.lstrip().startswith(SUBMIT)
@@ -459,11 +465,11 @@ def run_agent(
     return run
 
 
-def stuck_start(root: Path, style: str, edits: list[list[str]]) -> list[dict[str, Any]]:
+def stuck_start(root: Path, style: str, edits: list[list[str]], timeout: float = 120.0) -> list[dict[str, Any]]:
     """The transcript of a real stuck point, executed for real: the test fails, an edit that changes
     nothing that matters, the same failure, another such edit, the same failure a third time."""
     messages = start_messages(root, style)
-    tools = Tools(root, style)
+    tools = Tools(root, style, timeout=timeout)
     shell = "execute_bash" if style == "openhands" else "bash"
     steps: list[tuple[str, dict[str, Any]]] = [(shell, {"command": "python -m pytest"})]
     for old, new in edits:
