@@ -122,8 +122,12 @@ _COLLECTED = (
             "stack.py:3: in <module>\n    LIMIT = int(LIMITS)\nE   NameError: name 'LIMITS' is not defined\n",
             Pointers(None, "tests/test_stack.py", "stack.py", 3),
         ),
-        (  # the test module itself raises: its own line
+        (  # a name the test imports is not in the workspace module any more: that module's file
             "E   ImportError: cannot import name 'Stack' from 'stack' (/work/stack/stack.py)\n",
+            Pointers(None, "tests/test_stack.py", "/work/stack/stack.py", None),
+        ),
+        (  # the test module itself raises on a module the workspace does not have: its own line
+            "E   ModuleNotFoundError: No module named 'stak'\n",
             Pointers(None, "tests/test_stack.py", "tests/test_stack.py", 1),
         ),
     ],
@@ -133,6 +137,48 @@ def test_a_test_module_that_did_not_import_points_where_it_broke(raised: str, ex
     bench, stack: a sed made `def pop(self, 1):`; with no pointers the proxy asked for the run that
     had just failed, twice, and the model made it)."""
     assert pointers(_COLLECTED.format(raised=raised)) == expected
+
+
+_IMPORTLIB = (
+    "==================================== ERRORS ====================================\n"
+    "_____________________ ERROR collecting tests/test_stack.py _____________________\n"
+    "ImportError while importing test module '/work/stack/tests/test_stack.py'.\n"
+    "Hint: make sure your test modules/packages have valid Python names.\n"
+    "Traceback:\n"
+    "/root/.pyenv/versions/3.11.7/lib/python3.11/importlib/__init__.py:126: in import_module\n"
+    "    return _bootstrap._gcd_import(name[level:], package, level)\n"
+    "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+    "tests/test_stack.py:1: in <module>\n"
+    "    from stack import Stack\n"
+    "{raised}"
+    "=========================== short test summary info ============================\n"
+    "ERROR tests/test_stack.py\n"
+    "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
+    "1 error in 12.38s\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (
+            "E   ImportError: cannot import name 'Stack' from 'stack' (/work/stack/stack.py)\n",
+            Pointers(None, "tests/test_stack.py", "/work/stack/stack.py", None),
+        ),
+        (
+            "E   ModuleNotFoundError: No module named 'stak'\n",
+            Pointers(None, "tests/test_stack.py", "tests/test_stack.py", 1),
+        ),
+    ],
+)
+def test_a_collection_error_never_points_into_the_interpreter_s_library(raised: str, expected: Pointers) -> None:
+    """pytest shows its `importlib/__init__.py:126: in import_module` frame above the test module's
+    import (pytest 8 on Python 3.11, a name the test imports removed from stack.py, run here): it
+    must never be where the failure is. It was, and the block rung's re-ask pinned a view of
+    `importlib/__init__.py` lines 111-141, twice, after an edit broke an import (issue 51)."""
+    found = pointers(_IMPORTLIB.format(raised=raised))
+    assert found == expected
+    assert "importlib" not in (found.source_file or "")
 
 
 def test_an_error_with_a_test_id_is_a_failing_test_not_a_collection_error() -> None:

@@ -415,3 +415,41 @@ def test_words_said_before_the_failing_run_do_not_set_it_aside() -> None:
     )
     chat.turn(test_run())
     assert judge(ReplyView("", ("execute_bash",), (SUBMIT,)), rules_for(chat)).gate is Gate.FINISH
+
+
+def _collection_error(raised: str) -> str:
+    return (
+        "==================================== ERRORS ====================================\n"
+        "_____________________ ERROR collecting tests/test_parse.py _____________________\n"
+        "ImportError while importing test module '/workspace/tests/test_parse.py'.\n"
+        "Traceback:\n"
+        "/usr/lib/python3.11/importlib/__init__.py:126: in import_module\n"
+        "    return _bootstrap._gcd_import(name[level:], package, level)\n"
+        "tests/test_parse.py:1: in <module>\n"
+        "    from src.parse import parse\n"
+        f"{raised}"
+        "=========================== short test summary info ============================\n"
+        "ERROR tests/test_parse.py\n"
+        "!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
+        "1 error in 0.31s\n"
+        "[The command completed with exit code 2.]"
+    )
+
+
+def test_a_finish_while_the_agents_edit_left_the_test_module_unable_to_import_is_held() -> None:
+    """Recovery bench (issue 51): an edit broke what the test imports, the next run could not
+    collect the test module, and the model's finish went through unheld, twice."""
+    broken = _collection_error(
+        "E   ImportError: cannot import name 'parse' from 'src.parse' (/workspace/src/parse.py)\n"
+    )
+    chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(edit()).turn(test_run(broken))
+    assert Gate.FINISH in rules_for(chat).gates
+
+
+def test_a_finish_while_the_environment_lacks_a_package_the_test_imports_is_not_held() -> None:
+    """A module the workspace does not have (not installed): no change of the agent's broke it;
+    real agents end with such failures left standing on purpose (the corpus: held on four
+    resolved runs of four, each wrongly)."""
+    missing = _collection_error("E   ModuleNotFoundError: No module named 'hypothesis'\n")
+    chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(edit()).turn(test_run(missing))
+    assert Gate.FINISH not in rules_for(chat).gates

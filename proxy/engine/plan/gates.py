@@ -31,14 +31,16 @@ from proxy.engine.plan.futility import block_gate, refuser
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
+from proxy.engine.reading.evidence import Pointers, in_library
 from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.reading.workspace import same_file
 from proxy.engine.text.dismissals import dismisses
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import content_text
 from proxy.engine.text.salvage import offered_tools
 from proxy.settings.kinds import CallKind, Placement
 
-__all__ = ["reply_rules"]
+__all__ = ["broke_on_import", "reply_rules"]
 
 _DISMISSAL_MESSAGES = 60
 """How far back the agent's word on a failure is looked for (its own calls and their results)."""
@@ -75,13 +77,15 @@ def _finish(
         return None
     if failure.predates:
         return None  # a failure there without the agent's work is no reason to hold its finish
-    if failure.pointers.test_id is None:
-        # Only a failing test its runner names holds a finish. Real agents end with a failure of
-        # another kind left standing on purpose and rightly: their own script showing the error
-        # the task asked for (OpenHands: `reproduce_tz_issue.py` run under settings Django
-        # rejects by design), a collection or harness error, a scratch test of their own broken
-        # by the environment (mini-swe-agent 2.x on SWE-bench, corpus: held on four resolved
-        # runs of four, each wrongly).
+    if failure.pointers.test_id is None and not broke_on_import(failure.pointers):
+        # A failing test its runner names holds a finish, and so does a test module that no
+        # longer imports the workspace's code (a collection error, an import error: the edit
+        # broke what the test imports; recovery bench, issue 51: two such finishes went through
+        # unheld). Real agents end with a failure of another kind left standing on purpose and
+        # rightly: their own script showing the error the task asked for (OpenHands:
+        # `reproduce_tz_issue.py` run under settings Django rejects by design), a harness error,
+        # a scratch test of their own broken by the environment (mini-swe-agent 2.x on SWE-bench,
+        # corpus: held on four resolved runs of four, each wrongly).
         return None
     if _dismissed_since(turn.messages, failure.failing_arguments, failure.failing_command):
         return None
@@ -110,6 +114,15 @@ def _finish(
         return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept)
 
     return GatePlan(build, reply.max_finish_attempts)
+
+
+def broke_on_import(pointers: Pointers) -> bool:
+    """A test module did not import because the workspace code it imports broke: it names the
+    module, and the failure is in a project file that is not that module (the code's own line, a
+    `SyntaxError` in it, the file a name could not be imported from: `evidence`), never the
+    environment's (a package not installed points at the test's own import line)."""
+    source, test = pointers.source_file, pointers.test_file
+    return bool(source and test) and not same_file(source or "", test or "") and not in_library(source or "")
 
 
 def _dismissed_since(messages: list[Any], arguments: str, command: str) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "evidence",
     "evidence_lines",
     "extract_pointers",
+    "in_library",
     "line_digest",
     "project_frames",
 ]
@@ -109,6 +110,10 @@ _PYTEST_COLLECT = re.compile(
 """A test module pytest could not import: its short summary line (no test id), or its section header."""
 _PYTEST_RAISED_FRAME = re.compile(r'^E[ \t]+File "(?P<file>[^"]+)", line (?P<line>\d+)[ \t]*$', re.MULTILINE)
 """The file and line a `SyntaxError` names, as pytest prints the exception (each line after `E`)."""
+_IMPORTED_FROM = re.compile(
+    r"^E\s+ImportError: cannot import name '[^']+' from '[^']+' \((?P<file>[^()\s]+\.py)\)", re.MULTILINE
+)
+"""The module a name could not be imported from, with its file, as pytest shows the error."""
 _UNITTEST = re.compile(r"^(?:FAIL|ERROR): (?P<test>\w+) \((?P<where>[\w.]+)\)", re.MULTILINE)
 _PY_FRAME = re.compile(r'^[ \t]*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in \S+|[ \t]*$)', re.MULTILINE)
 """A traceback's frame, or the file a `SyntaxError` names (no function: it did not parse), which
@@ -128,6 +133,12 @@ _MYPY = re.compile(r"^(?P<file>[^\s:]+\.pyi?):(?P<line>\d+): error: ", re.MULTIL
 _RUFF = re.compile(r"^(?P<file>[^\s:]+\.\w+):(?P<line>\d+):\d+: [A-Z]+\d+ ", re.MULTILINE)
 
 
+def in_library(path: str) -> bool:
+    """`path` is no file of the project's: an installed library's, the interpreter's own (its
+    `importlib`, `unittest`), or code given inline."""
+    return bool(_LIBRARY.search(path))
+
+
 def project_frames(text: str) -> list[tuple[str, int]]:
     """The Python traceback frames in `text` outside installed libraries: (file, line), outermost first."""
     return [(m["file"], int(m["line"])) for m in _PY_FRAME.finditer(text) if not _LIBRARY.search(m["file"])]
@@ -141,17 +152,25 @@ def _project_frame(text: str) -> tuple[str, int] | None:
 def _collection_error(text: str, test_file: str) -> Pointers:
     """A test module that did not import: no test ran. Where it broke: the file and line a
     `SyntaxError` names, else the deepest frame pytest shows outside the test module (the code
-    it imports, raising as it loads), else the test module's own line."""
-    raised = [(m["file"], int(m["line"])) for m in _PYTEST_RAISED_FRAME.finditer(text)]
-    frame = (raised[-1] if raised else None) or _pytest_frame(text, test_file)
+    it imports, raising as it loads), else the project's module a name could not be imported
+    from (`ImportError: cannot import name 'Stack' from 'stack' (/work/stack/stack.py)`), else the
+    test module's own line. Never a frame of the interpreter's or a library's: pytest shows its
+    `importlib/__init__.py:126: in import_module` above the test module's import, and the proxy
+    pinned a view of it, lines 111-141, twice (issue 51)."""
+    raised = [(m["file"], int(m["line"])) for m in _PYTEST_RAISED_FRAME.finditer(text) if not in_library(m["file"])]
+    frame = (raised[-1] if raised else None) or _pytest_frame(text, test_file, elsewhere=True)
+    if frame is None and (m := _IMPORTED_FROM.search(text)) and not in_library(m["file"]):
+        return Pointers(None, test_file, m["file"], None)
+    frame = frame or _pytest_frame(text, test_file)
     return Pointers(None, test_file, *(frame or (None, None)))
 
 
-def _pytest_frame(text: str, test_file: str) -> tuple[str, int] | None:
-    """The deepest location pytest shows outside the test file (the code under test), else its last."""
-    locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text)]
+def _pytest_frame(text: str, test_file: str, elsewhere: bool = False) -> tuple[str, int] | None:
+    """The deepest location pytest shows outside the test file (the code under test), else its
+    last (`elsewhere`: None instead); the interpreter's and libraries' frames are passed over."""
+    locations = [(x["file"], int(x["line"])) for x in _PYTEST_LOCATION.finditer(text) if not in_library(x["file"])]
     source = next((loc for loc in reversed(locations) if loc[0] != test_file), None)
-    return source or (locations[-1] if locations else None)
+    return source or (None if elsewhere or not locations else locations[-1])
 
 
 def extract_pointers(output: str) -> Pointers:
