@@ -30,13 +30,13 @@ from proxy.settings.config import Settings, load_settings
 
 Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]
 
-SPEAKING = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}}}
+SPEAKING = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}, "format_error_loop": {"mode": "act"}}}
 """What the servers these tests start run on top of their policy: the failure model's own pattern
-acting. Its default is shadow (it trips, logs and counts, and says nothing, until measured right on
-agents its rule was not written against); the tests here are of the mechanisms it drives (nudges,
-hand-backs, memory, replicas, dialects), so the harness switches it on. A policy that sets the
+and the format-error loop acting. Their default is shadow (it trips, logs and counts, and says nothing, until measured right on
+agents its rule was not written against); the tests here are of the mechanisms they drive (nudges,
+forces, hand-backs, memory, replicas, dialects), so the harness switches them on. A policy that sets a
 pattern's `mode` keeps its own; `speaking=False` serves the embedded defaults as they ship."""
-STUCK_ACTS = {"patterns.stuck_same_diagnostic": {"mode": "act"}}
+STUCK_ACTS = {"patterns.stuck_same_diagnostic": {"mode": "act"}, "patterns.format_error_loop": {"mode": "act"}}
 """`SPEAKING` as `policy_toml` takes it, for a test that writes its own policy file."""
 _POLICIES = Path(tempfile.mkdtemp(prefix="repair-proxy-test-policies-"))
 

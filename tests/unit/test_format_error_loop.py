@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from scenario_loader import analyse
+from scenario_loader import acting, analyse
 
 from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate, ReplyView, judge
@@ -85,8 +85,9 @@ SHAPES = {
 }
 
 
-def plans(requests: list[list[dict[str, Any]]], tools: bool) -> list[Any]:
-    engine = Engine.of(load_policy("default"))
+def plans(requests: list[list[dict[str, Any]]], tools: bool, *, shipped: bool = False) -> list[Any]:
+    """Each request's decision, the pattern acting (its default is shadow), or as it ships."""
+    engine = Engine.of(load_policy("default") if shipped else acting("format_error_loop"))
     out = []
     for messages in requests:
         body: dict[str, Any] = {"model": "m", "messages": messages}
@@ -236,3 +237,9 @@ def test_after_calls_turned_down_for_their_arguments_the_instruction_shows_no_ex
 def test_after_replies_with_no_call_the_instruction_shows_an_example_call() -> None:
     text = plans(dropped(3), tools=True)[-1].placed[-1].text
     assert 'For example: call bash with {"command":"ls"}' in text and "every argument" not in text
+
+
+def test_as_shipped_the_third_complaint_trips_in_shadow_and_changes_nothing() -> None:
+    decision = plans(dropped(3), tools=True, shipped=True)[-1]
+    assert [(t.pattern, t.shadow) for t in decision.new_trips] == [("format_error_loop", True)]
+    assert decision.edit is None and not decision.placed

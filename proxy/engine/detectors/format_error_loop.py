@@ -48,7 +48,7 @@ from proxy.engine.reading.outcome import rejected
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.text.nudges import boilerplate
 from proxy.engine.text.protocols import FORMS
-from proxy.settings.kinds import Action, Ask
+from proxy.settings.kinds import Action, Ask, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -56,7 +56,14 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "format_error_loop"
 AFTER = 3
 """The agent's complaints in a row (no call of the model's between them) that trip the pattern."""
-OPTIONS = Ladder(after=AFTER, action=Action.FORCE)
+MODE = Mode.SHADOW
+"""Shadow by default: it trips, logs and counts, and says nothing. Test part (OpenHands 1.0, strict
+rubric): judged right 9 of 10 and then, once the agent's rejections sent one per request were read
+(`transcript._before`), 7 of 10 of the new trips; redundant 16 of 71 (23%: over the 20% bar, the
+model's next reply was a valid call anyway); tune part 5 of 10, redundant 13 of 26. A policy's
+`mode = "act"` switches it on. A reply with no call is still held and asked again by the action
+gate, which acts on the reply itself and so is never needless."""
+OPTIONS = Ladder(after=AFTER, action=Action.FORCE, mode=MODE)
 
 
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)
