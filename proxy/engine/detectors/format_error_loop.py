@@ -59,7 +59,7 @@ AFTER = 3
 MODE = Mode.SHADOW
 """Shadow by default: it trips, logs and counts, and says nothing. Test part (OpenHands 1.0, strict
 rubric): judged right 9 of 10 and then, once the agent's rejections sent one per request were read
-(`transcript._before`), 7 of 10 of the new trips; redundant 16 of 71 (23%: over the 20% bar, the
+(`transcript._before`), 16 of 20 of the new trips (25 of 30 in all); redundant 16 of 71 (23%: over the 20% bar, the
 model's next reply was a valid call anyway); tune part 5 of 10, redundant 13 of 26. A policy's
 `mode = "act"` switches it on. A reply with no call is still held and asked again by the action
 gate, which acts on the reply itself and so is never needless."""
