@@ -54,6 +54,8 @@ class Levers:
     repair: RepairState
     verify_tool: str
     """The policy's tool for re-running a check; empty: the tool that ran the failing check."""
+    vocabulary: Vocabulary | None = None
+    """The agent's own calls (`reading.vocabulary`): what `force` pins, where it pins one call."""
 
     @property
     def vocabulary_runs(self) -> bool:
@@ -101,10 +103,21 @@ class Forced:
     tool: str
     """The tool; empty: any of the request's tools (a call is required, whichever)."""
     kind: CallKind | None = None
+    call: Call | None = None
+    """The one call the remedy names, where it names one: its arguments held in the call schema
+    as a re-ask's are (`callschema`), so the instruction and the schema sent with it ask for one
+    call. Left to the kind, the stuck remedy's "first look at backoff.py as it is now: call
+    str_replace_editor with {"command": "view", ...}" went up with a schema allowing only
+    `"command": "str_replace"`, and the model wrote a `str_replace` with no `old_str` (issue 51)."""
 
     @classmethod
     def of(cls, tool: str | None, kind: CallKind | None = None) -> Forced | None:
         return None if tool is None else cls(tool, kind)
+
+    @classmethod
+    def exactly(cls, call: Call, kind: CallKind | None = None) -> Forced:
+        """This call, its arguments held."""
+        return cls(call.name, kind, call)
 
     @classmethod
     def any(cls) -> Forced:

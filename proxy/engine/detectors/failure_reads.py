@@ -12,9 +12,11 @@ again); each path as the agent wrote the files it read or edited since the failu
 
 from __future__ import annotations
 
-from proxy.engine.detectors.wording import failing_call, resolve_path, working_dir
+from proxy.engine.detectors.wording import failing_call, lines_to_pick, one_of_them, resolve_path, working_dir
+from proxy.engine.reading.evidence import in_library
 from proxy.engine.reading.excerpt import excerpt, file_text
 from proxy.engine.reading.imports import imported_callees, imports
+from proxy.engine.reading.pointed import changeable
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.reading.workspace import same_file
@@ -26,6 +28,7 @@ __all__ = [
     "edit_target",
     "evidence_to_read",
     "lines_in",
+    "lines_pointed",
     "lines_to_change",
     "next_call",
     "next_kind",
@@ -57,7 +60,9 @@ def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
         options.append((tested, None, "the code the failing test exercises"))
     if (deeper := callee(state)) is not None:
         options.append((deeper[0], None, f"`{deeper[1]}`, which the failing code calls,"))
-    return options
+    # Never the interpreter's or a library's file: the step is in the workspace (issue 51: a
+    # view of `importlib/__init__.py` lines 111-141 pinned twice after a collection error).
+    return [option for option in options if not in_library(option[0])]
 
 
 def callee(state: RepairState) -> tuple[str, str] | None:
@@ -138,6 +143,14 @@ def lines_to_change(state: RepairState) -> str | None:
     return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
 
 
+def lines_pointed(state: RepairState) -> tuple[str, ...]:
+    """Of `lines_to_change`, those a held edit may change one of (`pointed.changeable`): a copy
+    of them all is no answer to give (issue 51)."""
+    lines, where = lines_to_change(state), edit_target(state)
+    shown = state.shown(where) if where is not None else None
+    return changeable(lines, file_text(shown)) if lines is not None and shown is not None else ()
+
+
 def lines_in(state: RepairState, path: str) -> str | None:
     """`lines_to_change` where `path` names the file they are in; None elsewhere."""
     target = edit_target(state)
@@ -170,8 +183,12 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
                     f"{look.render()}. Reply with that tool call only."
                 )
         lines = lines_to_change(state)
+        pointed = lines_pointed(state)
+        one = vocabulary.change_one(where, pointed) if vocabulary is not None else None
         edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
-        if edit is not None and vocabulary is not None:
+        if one is not None and vocabulary is not None:
+            how = f". {lines_to_pick(where, pointed)} {one.render()}, {one_of_them(vocabulary)}"
+        elif edit is not None and vocabulary is not None:
             how = f": {edit.render()}, with {vocabulary.new_arg} those lines as they should be"
         elif lines is not None:
             how = f". The code as you last saw it:\n{lines}\n"
@@ -191,8 +208,13 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
 
 
 def next_kind(state: RepairState) -> CallKind:
-    """The kind of the next step: a read while something the failure points at is unread, else an edit."""
-    return CallKind.READ if next_read(state, None) is not None else CallKind.EDIT
+    """The kind of the next step: a read while something the failure points at is unread, or
+    while the file to change was changed since it was seen (`next_step` asks for a look first),
+    else an edit."""
+    if next_read(state, None) is not None:
+        return CallKind.READ
+    target = edit_target(state)
+    return CallKind.READ if target is not None and state.shown(target) is None else CallKind.EDIT
 
 
 def step_tool(state: RepairState, vocabulary: Vocabulary | None, failing: str) -> str | None:
@@ -225,6 +247,8 @@ def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
     elif target is not None and state.shown(target) is not None:  # a file the proxy saw, as it is
         if tool is None:
             call = vocabulary.shell_edit(target, lines_to_change(state))
+        elif (one := vocabulary.change_one(target, lines_pointed(state))) is not None:
+            call = one  # one of the lines the failure points at, changed (issue 51)
         elif (lines := lines_to_change(state)) is not None:
             call = vocabulary.edit(target, lines, held=True)
     elif target is not None and tool is not None:

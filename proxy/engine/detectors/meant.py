@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from proxy.engine.detectors.base import RemedyContext
 from proxy.engine.detectors.failure_reads import lines_in, tested_code
+from proxy.engine.detectors.wording import lines_to_pick, one_of_them
 from proxy.engine.reading.excerpt import closest_span, excerpt, file_text
+from proxy.engine.reading.pointed import changeable
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call
@@ -73,13 +75,20 @@ def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
         return None
     called = excerpt(shown, context.repair.called)
     lines = called if called is not None and called in replaced[1] else replaced[1]
+    goal = "so that the failing check passes" if context.repair.live else "as it should be"
+    picks = changeable(lines, file_text(shown))
+    one = vocabulary.change_one(path, picks)
+    if one is not None and one.name == proposal.name:
+        # One of its lines, held to change: the re-ask held to the same text, "what replaces it
+        # must differ", got the same copy back, and the stop rung handed the run back (issue 51).
+        text = f"{lines_to_pick(path, picks, 'it replaced')} {one.render()}, {one_of_them(vocabulary, goal)}."
+        return text, one
     call = vocabulary.edit(path, lines)
     if call is None or call.name != proposal.name:
         return None
-    goal = "changed so that the failing check passes" if context.repair.live else "as they should be"
     return (
         f"Its text to replace is in {path}; what replaces it must differ: {call.render()}, "
-        f"with {vocabulary.new_arg} those lines {goal}.",
+        f"with {vocabulary.new_arg} those lines {goal.replace('it should', 'they should')}.",
         call,
     )
 
@@ -126,6 +135,14 @@ def _meant(
     if span is None or span == attempted:
         return None
     vocabulary = context.vocabulary
+    picks = changeable(span, file_text(shown))
+    one = vocabulary.change_one(path, picks) if vocabulary is not None else None
+    if one is not None and vocabulary is not None and one.name == tool:
+        # One of those lines, held to change: held to them whole, this model wrote them back as
+        # the new text (6 and 7 of 8 re-asks at the stack and temps stuck points, `pin_order.py`).
+        how = one_of_them(vocabulary, "as it should be")
+        text = f"{lines_to_pick(path, picks, 'it was meant to match')} {one.render()}, {how}."
+        return text, one
     call = vocabulary.edit(path, span) if vocabulary is not None else None
     if call is not None and vocabulary is not None and call.name == tool:
         text = (

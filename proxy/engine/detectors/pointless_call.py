@@ -28,10 +28,11 @@ from typing import Any
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.failure_reads import lines_pointed, lines_to_change
 from proxy.engine.detectors.meant import held_in_place, kept, meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.proposal import OLD_ARGS, Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
@@ -43,6 +44,8 @@ AFTER = 2
 """Pointless calls in the conversation that trip the pattern."""
 BLOCK = 1
 """Pointless calls made, from which another proposed is refused."""
+_COPY = "it changes nothing"
+"""How `noop.unchanging` ends its reason for an edit whose replacement is the text it replaces."""
 _PLACEHOLDER = re.compile(r"(?:^|[\s'\"=(])<([a-z]+(?:[ _-][a-z]+){1,8}(?:[.,][^<>\n=\"'0-9]{0,40})?)>(?=$|[\s'\")])")
 """A bracketed phrase of two lowercase words or more, standing alone: `<commit-hash>`, `<the wrong
 code, ...>`; not `<div>`, `<a href="x">`, `<function f at 0x1>`, `Vec<u8>` or a Java generic
@@ -79,6 +82,23 @@ def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None
 class State:
     count: int = 0
     """Pointless calls made in the conversation."""
+    own: int = 0
+    """Of them, the agent's own: not a copy of the lines the proxy itself asked to have changed
+    (`_asked`). Only these count toward the stop rung (`Refusal.times`): a hand-back is for the
+    agent's loop, never for the proxy's own remedy answered badly (issue 51: the forced edit
+    quoted a whole function, the model copied it, the re-ask got the same copy, and the run was
+    handed back at turn 5 of 10 on both seeds of the easiest task)."""
+
+
+def _asked(arguments: Mapping[str, Any] | None, before: RepairState) -> bool:
+    """The edit's text to replace is what the proxy's held edit offered at that point: the lines
+    the failure points at, whole or one of them (`failure_reads.lines_to_change`, `lines_pointed`)."""
+    given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
+    old = next((given[k] for k in OLD_ARGS if k in given), None)
+    if not old or not before.live:
+        return False
+    whole = lines_to_change(before)
+    return old.strip() == (whole or "").strip() or old in lines_pointed(before)
 
 
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
@@ -87,7 +107,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         why = pointless(call.kind, call.call.arguments)
         if why is None:
             continue
-        state = State(state.count + 1)
+        state = State(state.count + 1, state.own + (not _asked(call.call.arguments, facts.before)))
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"{state.count} calls that cannot do anything: the last one, because {why}"
@@ -116,16 +136,19 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
     if why is None:
         return None
     reason = f"{proposal.describe()} cannot do anything: {why}."
-    instead = meant(proposal, context) or kept(proposal, context)
+    instead = meant(proposal, context)
+    if instead is None and (instead := kept(proposal, context)) is not None and why.endswith(_COPY):
+        # Said so, once: the re-ask holds one of the lines, its replacement any text but that line.
+        reason = f"{proposal.describe()}: that replaced the lines with themselves, which changes nothing."
     if instead is None:  # one shell: held to an in-place edit of the file (of the code, for its test)
         return Refusal(
             NAME,
             reason,
             "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
             pinned=held_in_place(proposal, context),
-            times=state.count,
+            times=state.own,
         )
-    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.count)
+    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.own)
 
 
 DETECTOR = Detector(

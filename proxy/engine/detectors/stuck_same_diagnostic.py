@@ -151,8 +151,12 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
 
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:
-    """A tool of the next step's kind: the read or the change the remedy asks for."""
+    """The next step's exact call where the remedy names one (`next_call`: the read, the look, the
+    held edit), its arguments held as the remedy names them; else a tool of its kind."""
     kind = next_kind(levers.repair)
+    call = next_call(levers.repair, levers.vocabulary, levers.repair.failing_tool)
+    if call is not None and call.name in levers.offered:
+        return Forced.exactly(call, kind)
     return Forced.of(levers.classifier.tool_of_kind(kind, set(levers.offered)), kind)
 
 

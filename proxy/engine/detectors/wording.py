@@ -17,7 +17,7 @@ from proxy.engine.state.failure import RepairState
 from proxy.engine.text.messages import parse_arguments
 from proxy.engine.text.tokens import TokenCounter
 
-__all__ = ["PREFIX", "failing_call", "fitter", "resolve_path", "working_dir"]
+__all__ = ["PREFIX", "failing_call", "fitter", "lines_to_pick", "one_of_them", "resolve_path", "working_dir"]
 
 PREFIX = "[repair-proxy]"
 """Marks every text the proxy adds, so a reader of the transcript can tell it apart."""
@@ -77,3 +77,14 @@ def failing_call(state: RepairState, vocabulary: Vocabulary | None = None) -> st
     if state.failing_command:
         return f"`{state.failing_command}`"
     return f"{state.failing_tool} with {state.failing_arguments}"
+
+
+def lines_to_pick(path: str, lines: Iterable[str], which: str = "the failure points at") -> str:
+    """The lines a held edit changes one of (`Vocabulary.change_one`), quoted before its call."""
+    quoted = "\n".join(lines)
+    return f"The lines of {path} {which}, exactly as the file has them now:\n{quoted}\nChange one of them:"
+
+
+def one_of_them(vocabulary: Vocabulary, goal: str = "so that the failing check passes") -> str:
+    """What the model writes in a held edit that changes one line (`Vocabulary.change_one`)."""
+    return f"with {vocabulary.old_arg} one of those lines, whole, and {vocabulary.new_arg} that line changed {goal}"

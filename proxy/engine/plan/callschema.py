@@ -17,7 +17,8 @@ Rules:
      `command` also views) has that argument required and limited to those values.
   4. A tool with arguments pinned (a re-asked edit whose text to replace the proxy has seen in
      the file) has each of them required and held to its one value, or to its shape (`Shaped`:
-     a string `pattern`, the one-shell edit's `sed -i ... file`); the rest stay as declared,
+     a string `pattern`, the one-shell edit's `sed -i ... file`), or to one of its values (`OneOf`:
+     the line of several a held edit changes); the rest stay as declared,
      but for the replacement of a held text to replace, which is required: left optional, the
      grammar lets the call end without it, and an editor reads a missing replacement as empty
      (OpenHands' `new_str`: the held lines deleted).
@@ -35,7 +36,7 @@ from typing import Any
 import orjson
 
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
-from proxy.engine.reading.vocabulary import Shaped
+from proxy.engine.reading.vocabulary import OneOf, Shaped
 
 __all__ = ["SCHEMA_NAME", "Narrow", "call_schema"]
 
@@ -76,9 +77,11 @@ def _arguments(parameters: Any, narrow: Narrow | None) -> dict[str, Any]:
 
 
 def _held(value: Any) -> dict[str, Any]:
-    """One pinned argument's schema: its one value, or a string of its shape."""
+    """One pinned argument's schema: its one value, one of its values, or a string of its shape."""
     if isinstance(value, Shaped):
         return {"type": "string", "pattern": value.pattern}
+    if isinstance(value, OneOf):
+        return {"type": "string", "enum": list(value.values)}
     return {"enum": [value]}
 
 

@@ -23,6 +23,7 @@ from proxy.engine.plan.reply import Gate, ReplyRules
 from proxy.engine.plan.rewrite import anchor_positions, apply_injections
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool
+from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.state.conversation import ConversationState, Injection, TripOutcome
 from proxy.engine.state.failure import DiagnosticClass
 from proxy.engine.state.verdict import Verdict
@@ -173,6 +174,7 @@ def decide(
         classifier=rules.classifier,
         repair=state.repair,
         verify_tool=rules.policy.repair.verify_tool,
+        vocabulary=learn_vocabulary(request.translation.tools, rules.classifier),
     )
     placed = tuple(i for i in state.injections if i.anchor in positions)
     rewritten = apply_injections(messages, placed, positions) if placed else None

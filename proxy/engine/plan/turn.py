@@ -32,6 +32,8 @@ def forced_schema(rules: Rules, tools: list[Any] | None, forced: Forced | None) 
         return None
     if not forced.tool:
         return call_schema(tools, {name for name in offered_tools(tools)})
+    if forced.call is not None:
+        return call_schema(tools, {forced.call.name}, pinned={forced.call.name: forced.call.arguments})
     _fixed, arg, values, _shell = rules.classifier.rule_of(forced.tool)
     wanted = [value for value, kind in values.items() if kind is forced.kind]
     narrow = {forced.tool: (arg, wanted)} if arg and wanted else None

@@ -15,9 +15,10 @@ import orjson
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.kept import definitions_kept
 from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
+from proxy.engine.reading.unlike import unlike
 from proxy.settings.kinds import CallKind
 
-__all__ = ["Call", "Shaped", "Vocabulary", "learn_vocabulary"]
+__all__ = ["Call", "OneOf", "Shaped", "Vocabulary", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
@@ -34,7 +35,10 @@ class Call:
     arguments: Mapping[str, Any]
 
     def render(self) -> str:
-        return f"call {self.name} with {orjson.dumps(self.arguments).decode()}"
+        """The call as an instruction names it: its arguments held to one value each (those the
+        model writes or picks, `Shaped` and `OneOf`, are named in words beside it)."""
+        named = {k: v for k, v in self.arguments.items() if not isinstance(v, Shaped | OneOf)}
+        return f"call {self.name} with {orjson.dumps(named).decode()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,13 @@ class Shaped:
     """An argument the model writes, held to a regular expression (a call schema's `pattern`)."""
 
     pattern: str
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """An argument the model picks among these values (a call schema's `enum`)."""
+
+    values: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +125,22 @@ class Vocabulary:
         if held and (kept := definitions_kept(old)) is not None:
             arguments[e.new_arg] = Shaped(kept)
         return Call(e.name, arguments)
+
+    def change_one(self, path: str, lines: Sequence[str]) -> Call | None:
+        """The editor's call that changes one of `lines` (whole lines of `path`, each once in it):
+        the text to replace one of them, the replacement any text but one of them (`unlike`): asked
+        for the lines "as they should be", the model wrote them back unchanged (issue 51). None
+        without an editor, or lines a pattern cannot hold."""
+        pattern = unlike(lines) if lines else None
+        if self.editor is None or pattern is None:
+            return None
+        e = self.editor
+        return Call(e.name, {**e.fixed, e.path_arg: path, e.old_arg: OneOf(tuple(lines)), e.new_arg: Shaped(pattern)})
+
+    @property
+    def old_arg(self) -> str | None:
+        """The editor's argument for the text to replace."""
+        return self.editor.old_arg if self.editor is not None else None
 
     @property
     def new_arg(self) -> str | None:
