@@ -45,23 +45,25 @@ def evidence_to_read(state: RepairState) -> list[tuple[str, int | None, str]]:
     """What there is to read about the live failure, in order: the failing test, the line where it
     fails, the code the test exercises."""
     p = state.pointers
+    # A failure reported in the interpreter's or a library's file is no failure located: the test
+    # is what there is to read of it (issue 51: a view of `importlib/__init__.py` lines 111-141).
+    source = p.source_file if p.source_file and not in_library(p.source_file) else None
     options: list[tuple[str, int | None, str]] = []
-    elsewhere = bool(p.source_file) and p.source_file != p.test_file
+    elsewhere = bool(source) and source != p.test_file
     # No test ran and the failure is in another file (a test module that did not import: pytest's
     # collection error, a SyntaxError in the code it imports): the test only imports what broke.
     if p.test_file and (p.test_id is not None or not elsewhere):
-        line = p.source_line if p.source_file == p.test_file else None
+        line = p.source_line if source == p.test_file else None
         options.append((p.test_file, line, f"the failing test {p.test_id}" if p.test_id else "the failing test"))
-    if p.source_file and elsewhere:
+    if source and elsewhere:
         where = f"line {p.source_line} where it fails" if p.source_line else "where it fails"
-        options.append((p.source_file, p.source_line, where))
+        options.append((source, p.source_line, where))
     tested = tested_code(state, p.test_file) if p.test_file else None
-    if tested and not same_file(tested, p.source_file or ""):
+    if tested and not same_file(tested, source or ""):
         options.append((tested, None, "the code the failing test exercises"))
     if (deeper := callee(state)) is not None:
         options.append((deeper[0], None, f"`{deeper[1]}`, which the failing code calls,"))
-    # Never the interpreter's or a library's file: the step is in the workspace (issue 51: a
-    # view of `importlib/__init__.py` lines 111-141 pinned twice after a collection error).
+    # Never the interpreter's or a library's file (the code under test or a callee resolved there either).
     return [option for option in options if not in_library(option[0])]
 
 
