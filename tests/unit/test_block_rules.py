@@ -584,6 +584,39 @@ def test_a_no_op_edit_of_text_not_holding_the_failing_function_keeps_its_own_tex
     assert edit_.pinned["old_str"] == OneOf(("    return x",))
 
 
+SAME_TEXT = "ERROR:\nNo replacement was performed. `new_str` and `old_str` must be different."
+"""OpenHands' editor's answer to an edit that replaces a text with itself."""
+EDITED = "The file /workspace/src/parse.py has been edited."
+"""The bench agent's editor's (`bench/tiny_agent.py`): it applies the copy."""
+
+
+@pytest.mark.parametrize("answer", [SAME_TEXT, EDITED])
+@pytest.mark.parametrize(
+    ("old_str", "times"),
+    [
+        ("    return int(a) + int(b) + 1", 0),  # one of the lines the proxy held: its remedy answered badly
+        ("def parse(s):\n    a, b = s.split('+')\n    return int(a) + int(b) + 1", 0),  # the lines it quoted whole
+        ("def unused(x):\n    return x", 2),  # must: the agent's own copy, twice, is its loop
+    ],
+)
+def test_copies_of_the_lines_the_proxy_asked_to_change_never_count_toward_a_hand_back(
+    old_str: str, times: int, answer: str
+) -> None:
+    """The stop rung hands a run back when the call asked again was made in vain `STOP_AFTER` (2)
+    times (`Refusal.times`). A copy of the very lines the proxy's own held edit quoted is its
+    remedy answered badly, not the agent's loop: the forced edit quoted a function, the model
+    copied it, the re-ask got the copy again, and the run was handed back at turn 5 of 10 on both
+    seeds of the easiest task (issue 51). Copies of other text still count. Whether the editor
+    applied the copy or turned it down, the refusal is `pointless_call`'s (it says what happened)."""
+    copy = {**BAD_EDIT[1], "old_str": old_str, "new_str": old_str}
+    rules = _rules(
+        [test_run(), TEST_VIEW_OF_PARSE, view(content=TWO_FUNCTIONS), *[("str_replace_editor", copy, answer)] * 2]
+    )
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(copy).decode(),)), rules)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "pointless_call"
+    assert judgement.refusal.times == times
+
+
 def test_without_a_read_of_the_file_since_it_changed_no_lines_are_quoted() -> None:
     """Edited after the view: what the view showed is not the file any more; the instead asks
     for a look at it, and quotes nothing."""

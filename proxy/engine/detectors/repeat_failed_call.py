@@ -13,7 +13,12 @@ required one the call left out. Never worded as a success.
 Block: a call that failed last time (`block` times in a row, default `BLOCK`) proposed again
 exactly as it was, with nothing run successfully since, is refused: an edit whose `old_str` was
 just reported not found, a read of a file that is not there, a call the tool turned down, a
-`sed` its own parser rejected. Its instead names the argument to change. A failing check run
+`sed` its own parser rejected. Its instead names the argument to change. An edit whose
+replacement is the text it replaces is left to `pointless_call` (its re-ask says so and holds
+one line to change; copies of the lines the proxy asked to change do not count toward a
+hand-back there): an editor that turns the copy down ("`new_str` and `old_str` must be
+different", OpenHands) would otherwise have it refused here as the agent's own failing call, its
+instead "change `new_str`", and the stop rung hand the run back (issue 51). A failing check run
 between two tries (the test, failing as before) is no success and does not count as one:
 recovery bench, bank: the same unterminated `sed -i 's/.../...'` and the test, four times over.
 
@@ -38,6 +43,7 @@ from proxy.engine.detectors.calls import excerpt
 from proxy.engine.detectors.meant import meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.evidence import evidence
+from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.sed import rejected_because
@@ -160,8 +166,8 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
     """The call that just failed, proposed again exactly as it was."""
-    if proposal.key != state.key:
-        return None
+    if proposal.key != state.key or unchanging(proposal.kind, proposal.arguments) is not None:
+        return None  # a copy is `pointless_call`'s to refuse
     times = "last time" if state.count == 1 else f"the last {state.count} times"
     reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
     instead = meant(proposal, context)
