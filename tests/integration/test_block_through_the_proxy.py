@@ -98,7 +98,9 @@ async def test_an_edit_sent_again_after_not_found_is_asked_again_with_the_files_
     assert await _ask(client, chat, False) == ("str_replace_editor", fixed)
     retry = upstream.seen[1].json()
     schema = retry["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]
-    assert schema["old_str"] == {"type": "string", "enum": [line]} and schema["path"] == {"enum": ["/workspace/src/parse.py"]}
+    assert schema["old_str"] == {"type": "string", "enum": [line]} and schema["path"] == {
+        "enum": ["/workspace/src/parse.py"]
+    }
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
