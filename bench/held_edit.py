@@ -1,15 +1,16 @@
-"""Does the way a held edit is held help the model fix? (Its replacement kept to the definitions
-it replaces, beside an editor; its text to replace kept to the lines to change, in the one shell.)
+"""Does the way a held edit is held help the model fix? (Beside an editor, its replacement kept
+from being a copy of the line it replaces; in the one shell, its text to replace kept to the lines
+to change.)
 
 At a real stuck point of the recovery bench in OpenHands style (the test failed three times, two
 edits that changed nothing, then the failing test and the code read), the proxy's action gate
-asks for the editor's `str_replace` with the lines to change held as `old_str`
-(`failure_reads.next_call`); its `new_str` is the model's. This builds that retry with the
-proxy's own engine, then sends it to the model server `--seeds` times in two arms, side by side
-per seed: as the proxy sends it (`new_str` held to keep each `def`/`class` of the lines,
-`reading.kept`) and with `new_str` free (the pattern taken out). Each reply's edit is applied to
-a fresh copy of the repository and its tests run; it prints, per arm, how many replies were a
-call, kept the definitions, and left the tests passing.
+asks for the editor's `str_replace` of one of the lines the failure points at, held as `old_str`
+(`reading.pointed.changeable`); its `new_str` is the model's, any text but a copy of that line
+(`reading.unlike`). This builds that retry with the proxy's own engine, then sends it to the
+model server `--seeds` times in two arms, side by side per seed: as the proxy sends it and with
+`new_str` free (the pattern taken out). Each reply's edit is applied to a fresh copy of the
+repository and its tests run; it prints, per arm, how many replies were a call, changed the line
+(a `new_str` unlike its `old_str`), and left the tests passing.
 
 With `--style bash` (a one-shell agent, mini-swe-agent style) the held call is the shell's
 in-place `sed` of the code file (`Vocabulary.shell_edit`): as the proxy sends it (its text to
@@ -123,21 +124,16 @@ def ask(upstream: str, body: dict[str, Any]) -> dict[str, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
-def outcome(stuck: Path, arguments: dict[str, Any] | None, old: str) -> tuple[bool, bool, bool]:
-    """(a call, its replacement keeps the definitions of `old`, the tests pass once it is applied
-    to a copy of the repository as it is at the stuck point, `stuck`)."""
+def outcome(stuck: Path, arguments: dict[str, Any] | None) -> tuple[bool, bool, bool]:
+    """(a call, its replacement is no copy of the text it replaces, the tests pass once it is
+    applied to a copy of the repository as it is at the stuck point, `stuck`)."""
     if arguments is None or not isinstance(arguments.get("new_str"), str) or not isinstance(arguments.get("path"), str):
         return False, False, False
-    new = arguments["new_str"]
-    kept = all(f"def {name}(" in new for name in _defs(old))
+    changed = arguments["new_str"] != arguments.get("old_str")
     with tempfile.TemporaryDirectory() as parent:
         root = Path(shutil.copytree(stuck, Path(parent) / stuck.name))
         Tools(root, "openhands").call("str_replace_editor", {**arguments, "path": str(root / Path(arguments["path"]).name)})  # fmt: skip
-        return True, kept, tests_pass(root)
-
-
-def _defs(lines: str) -> list[str]:
-    return [line.split("def ", 1)[1].split("(", 1)[0] for line in lines.splitlines() if line.lstrip().startswith(("def ", "async def "))]  # fmt: skip
+        return True, changed, tests_pass(root)
 
 
 def main() -> None:
@@ -150,7 +146,7 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--style", choices=["openhands", "bash"], default="openhands")
     args = parser.parse_args()
-    second = "kept the definitions" if args.style == "openhands" else "changed the file"
+    second = "changed the line" if args.style == "openhands" else "changed the file"
     with tempfile.TemporaryDirectory() as parent:
         root = copy_repo(args.repo, Path(parent))
         messages = stuck_and_read(root, args.repo, args.style)
@@ -171,12 +167,11 @@ def main() -> None:
                 if args.style == "bash":
                     call, kept, passed = sed_outcome(root, written)
                 else:
-                    old = held["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]["old_str"]["enum"][0]  # fmt: skip
-                    call, kept, passed = outcome(root, written, old)
+                    call, kept, passed = outcome(root, written)
                 for i, hit in enumerate((call, kept, passed)):
                     totals[arm][i] += hit
                 shown = f" {(written or {}).get('command', '')[:90]!r}" if args.style == "bash" else ""
-                row.append(f"{arm}: call {call:d} {'kept' if args.style == 'openhands' else 'changed'} {kept:d} pass {passed:d}{shown}")  # fmt: skip
+                row.append(f"{arm}: call {call:d} changed {kept:d} pass {passed:d}{shown}")  # fmt: skip
             print(f"seed {seed:2d}  " + "  |  ".join(row), flush=True)
     for arm, (call, kept, passed) in totals.items():
         print(f"{arm}: {call}/{args.seeds} calls, {kept}/{args.seeds} {second}, {passed}/{args.seeds} tests pass")

@@ -1,6 +1,7 @@
 """The held-edit probe (`bench/held_edit.py`) against a scripted model server on loopback: it
 asks for the proxy's own retry at the vowels stuck point, held and then free, and judges each
-reply by applying it to a copy of the repository and running its tests."""
+reply by applying it to a copy of the repository and running its tests (a copy of the held line,
+which only the free arm allows, changes nothing)."""
 
 from __future__ import annotations
 
@@ -23,25 +24,24 @@ def _call(new_str: str) -> bytes:
     return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
 
 
-OLD = 'VOWELS = "aeio"\n\n\ndef count_vowels(text):\n    """Count how many vowels `text` has, upper or lower case."""\n    return sum(1 for ch in str(text).lower() if ch in VOWELS)'  # fmt: skip
-FIXED = OLD.replace('"aeio"', '"aeiou"')
-DELETED = 'VOWELS = "aeiou"'
+OLD = 'VOWELS = "aeio"'
+FIXED = 'VOWELS = "aeiou"'
 
 
 async def test_the_probe_sends_the_held_retry_then_the_free_one_and_judges_each_by_the_tests(
     upstream: Upstream, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    upstream.reply_with(json_reply(_call(FIXED)), json_reply(_call(DELETED)))
+    upstream.reply_with(json_reply(_call(FIXED)), json_reply(_call(OLD)))
     base = upstream.base_url.removesuffix("/v1")
     monkeypatch.setattr(sys, "argv", ["held_edit.py", "--upstream", base, "--seeds", "1"])
     await asyncio.to_thread(held_edit.main)
     out = capsys.readouterr().out
-    assert "held: 1/1 calls, 1/1 kept the definitions, 1/1 tests pass" in out
-    assert "free: 1/1 calls, 0/1 kept the definitions, 0/1 tests pass" in out
+    assert "held: 1/1 calls, 1/1 changed the line, 1/1 tests pass" in out
+    assert "free: 1/1 calls, 0/1 changed the line, 0/1 tests pass" in out
     held, free = (json.loads(seen.body) for seen in upstream.seen)
     properties = [b["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"] for b in (held, free)]  # fmt: skip
-    assert properties[0]["old_str"] == {"enum": [OLD]} and "def count_vowels\\(" in properties[0]["new_str"]["pattern"]
-    assert properties[1]["new_str"] == {"type": "string"}
+    assert OLD in properties[0]["old_str"]["enum"] and "pattern" in properties[0]["new_str"]
+    assert properties[1]["new_str"] == {"type": "string"}  # the copy the held pattern turns down
     assert (
         held["tool_choice"] == free["tool_choice"] == {"type": "function", "function": {"name": "str_replace_editor"}}
     )
