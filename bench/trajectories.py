@@ -306,13 +306,14 @@ def report(replays: list[Replayed]) -> str:
         )
     patterns = sorted({f.pattern for r in replays for f in r.fired})
     shadow = {f.pattern for r in replays for f in r.fired if f.shadow}
-    lines += ["", f"{'pattern':24} {'part':5} " + " ".join(f"{c:>14}" for c in _COLUMNS)]
+    width = max([len("pattern"), *(len(p) + len(" (shadow)") * (p in shadow) for p in patterns)])
+    lines += ["", f"{'pattern':{width}} {'part':5} " + " ".join(f"{c:>14}" for c in _COLUMNS)]
     for pattern in patterns:
         name = pattern + (" (shadow)" if pattern in shadow else "")
         for part, runs in parts.items():
             if runs:
                 row = _pattern_row(runs, pattern)
-                lines.append(f"{name:24} {part:5} " + " ".join(f"{c:>14}" for c in row))
+                lines.append(f"{name:{width}} {part:5} " + " ".join(f"{c:>14}" for c in row))
                 name = ""
     lines.append("")
     for part, runs in parts.items():
