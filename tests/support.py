@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import gc
 import gzip
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +41,7 @@ pattern's `mode` keeps its own; `speaking=False` serves the embedded defaults as
 STUCK_ACTS = {"patterns.stuck_same_diagnostic": {"mode": "act"}, "patterns.format_error_loop": {"mode": "act"}}
 """`SPEAKING` as `policy_toml` takes it, for a test that writes its own policy file."""
 _POLICIES = Path(tempfile.mkdtemp(prefix="repair-proxy-test-policies-"))
+atexit.register(shutil.rmtree, _POLICIES, ignore_errors=True)
 
 
 def speaking_policy(policy: str = "") -> str:
