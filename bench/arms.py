@@ -1,7 +1,7 @@
 """The recovery bench's arms side by side, with each arm's range over seeds: issue 51's table.
 
-One record file of `bench/recovery.py --out` (every arm at one commit, the same repositories and
-seeds). Per arm: runs solved in all, and the least and most solved by one seed; wasted turns
+Record files of `bench/recovery.py --out`, all at one commit (an invocation may hold a few seeds,
+another the next ones: the runs are read as one; files at different commits are refused). Per arm: runs solved in all, and the least and most solved by one seed; wasted turns
 (`tiny_agent.WASTE_KINDS`) of all turns; turns with a real call; edits applied / not applied;
 runs handed back; and the edits the proxy asked for, with those among them that replace a text
 with itself. An edit the proxy asked for is an edit made on a turn whose request carried a new
@@ -11,7 +11,7 @@ editor's `str_replace` whose `new_str` is its `old_str`. Last, the bars of issue
 (`alone`); wasted turns with the defaults at most half of block off's; copies at most 10% of the
 edits asked for.
 
-    python bench/arms.py bench/records/twenty-first.jsonl
+    python bench/arms.py bench/records/twenty-first*.jsonl
 """
 
 from __future__ import annotations
@@ -104,12 +104,20 @@ def report(rows: list[dict[str, Any]]) -> str:
     return "\n".join([*lines, "", *bars(found)])
 
 
+def read(records: list[Path]) -> list[dict[str, Any]]:
+    """The runs of `records`; SystemExit when their first lines name different commits."""
+    rows = [json.loads(line) for path in records for line in path.read_text().splitlines() if line.strip()]
+    commits = {row["commit"] for row in rows if "commit" in row}
+    if len(commits) > 1:
+        raise SystemExit(f"records at different commits ({', '.join(sorted(commits))}): compare arms at one commit")
+    return [row for row in rows if "arm" in row]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("record", type=Path)
+    parser.add_argument("records", nargs="+", type=Path)
     args = parser.parse_args()
-    rows = [json.loads(line) for line in args.record.read_text().splitlines() if line.strip()]
-    print(report([row for row in rows if "arm" in row]))
+    print(report(read(args.records)))
 
 
 if __name__ == "__main__":

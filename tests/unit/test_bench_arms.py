@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -55,3 +58,15 @@ def test_the_bars_are_met_only_when_each_arm_beats_the_one_below() -> None:
     assert any(line.startswith("defaults solve more than block off: 1 vs 1: NOT met") for line in lines), lines
     assert any(line.startswith("wasted with defaults at most half") and line.endswith("NOT met") for line in lines)
     assert "handed back" in arms.report(tied)
+
+
+def test_records_of_several_invocations_are_read_as_one_only_at_one_commit(tmp_path: Path) -> None:
+    def record(name: str, commit: str, seed: int) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({"command": [], "commit": commit}) + "\n" + json.dumps(_row("full", seed, [RERUN], True)) + "\n")  # fmt: skip
+        return path
+
+    first, second, other = record("a", "c1", 1), record("b", "c1", 2), record("c", "c2", 3)
+    assert arms.arms(arms.read([first, second]))["full"].per_seed == (1, 1)
+    with pytest.raises(SystemExit, match="different commits"):
+        arms.read([first, other])
