@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -32,6 +31,7 @@ from proxy.http.runtime.appkeys import (
     RuntimeHolder,
     Stores,
 )
+from proxy.http.runtime.background import running
 from proxy.http.runtime.rundir import Worker, started
 from proxy.http.runtime.stalls import Watch, look
 from proxy.http.runtime.tenancy import Runtime
@@ -113,13 +113,8 @@ async def _tracing(app: web.Application) -> AsyncIterator[None]:
 
 async def _stalls(app: web.Application) -> AsyncIterator[None]:
     """The event loop's lag, looked at while the app runs (`runtime.stalls`)."""
-    task = asyncio.create_task(look(app[STALLS], app[METRICS]))
-    try:
+    async with running(look(app[STALLS], app[METRICS])):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:

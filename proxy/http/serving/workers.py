@@ -13,7 +13,6 @@ but the admin views of folded state (`/admin/.../conversations`) see one cache.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ import structlog
 from aiohttp import web
 
 from proxy.http.runtime.appkeys import WORKER
+from proxy.http.runtime.background import running
 from proxy.http.runtime.rundir import Worker
 
 log = structlog.get_logger("repair_proxy")
@@ -86,10 +86,5 @@ async def watch_supervisor(app: web.Application) -> AsyncIterator[None]:
         log.warning("supervisor_gone", supervisor=supervisor)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    task = asyncio.create_task(watch())
-    try:
+    async with running(watch()):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
