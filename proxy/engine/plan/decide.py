@@ -169,12 +169,14 @@ def decide(
         text = handback_text(halt, state.repair, state.turns, state.progress.describe())
         handback = _handback(rules, request, state, text, halt.pattern, halt.turn)
         return Decision(request, state, new_trips, handback, None, (), ReplyRules(), effects)
+    forcing = any(t.action is Action.FORCE for t in tail_trips)
     levers = Levers(
         offered=frozenset(offered_tools(request.translation.tools)),
         classifier=rules.classifier,
         repair=state.repair,
         verify_tool=rules.policy.repair.verify_tool,
-        vocabulary=learn_vocabulary(request.translation.tools, rules.classifier),
+        # what a force pins (`stuck_same_diagnostic.force`): learnt only on a request a trip forces
+        vocabulary=learn_vocabulary(request.translation.tools, rules.classifier) if forcing else None,
     )
     placed = tuple(i for i in state.injections if i.anchor in positions)
     rewritten = apply_injections(messages, placed, positions) if placed else None
