@@ -76,6 +76,7 @@ def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
     called = excerpt(shown, context.repair.called)
     lines = called if called is not None and called in replaced[1] else replaced[1]
     goal = "so that the failing check passes" if context.repair.live else "as it should be"
+    goal_all = "changed so that the failing check passes" if context.repair.live else "as they should be"
     picks = changeable(lines, file_text(shown))
     one = vocabulary.change_one(path, picks)
     if one is not None and one.name == proposal.name:
@@ -88,7 +89,7 @@ def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
         return None
     return (
         f"Its text to replace is in {path}; what replaces it must differ: {call.render()}, "
-        f"with {vocabulary.new_arg} those lines {goal.replace('it should', 'they should')}.",
+        f"with {vocabulary.new_arg} those lines {goal_all}.",
         call,
     )
 
