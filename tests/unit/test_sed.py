@@ -41,14 +41,14 @@ def test_a_sed_writing_the_text_it_replaces_is_pointless_and_one_changing_it_is_
     same = {"command": "sed -i 's/return year % 4 == 0/return year % 4 == 0/' leap.py"}
     other = {"command": "sed -i 's/return year % 4 == 0/return year % 400 == 0/' leap.py"}
     regex = {"command": "sed -i 's/a.b/a.b/' leap.py"}  # `.` matches `axb`, which it rewrites
-    assert "changes nothing" in (pointless(CallKind.EDIT, same) or "")
+    assert (found := pointless(CallKind.EDIT, same)) is not None and found.copy and "changes nothing" in found.reason
     assert pointless(CallKind.EDIT, other) is None
     assert pointless(CallKind.EDIT, regex) is None
 
 
 def test_an_edit_whose_replacement_is_its_text_is_read_as_changing_nothing_whatever_its_tool() -> None:
     same = {"command": "str_replace", "path": "leap.py", "old_str": "x == 0", "new_str": "x == 0"}
-    assert "changes nothing" in (unchanging(CallKind.EDIT, same) or "")
+    assert (found := unchanging(CallKind.EDIT, same)) is not None and found.copy and "changes nothing" in found.reason
     assert unchanging(CallKind.EDIT, {**same, "new_str": "x == 1"}) is None
     assert unchanging(CallKind.READ, {"command": "sed -i 's/a/a/' f.py"}) is None  # no edit, by its tool
 
@@ -178,4 +178,6 @@ def test_a_substitution_looking_for_a_line_break_never_matches(command: str, nev
     """sed reads a file a line at a time, its line break taken off: a pattern that needs one
     matches nothing, and the edit changes nothing (`unchanging`), whatever sed answers (exit 0)."""
     assert never_matches(command) is never
-    assert (unchanging(CallKind.EDIT, {"command": command}) is not None) is never
+    found = unchanging(CallKind.EDIT, {"command": command})
+    assert (found is not None) is never
+    assert found is None or not found.copy  # no copy: the re-ask must not say "replaced with themselves"

@@ -31,7 +31,7 @@ from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, 
 from proxy.engine.detectors.failure_reads import lines_pointed, lines_to_change
 from proxy.engine.detectors.meant import held_in_place, kept, meant
 from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.noop import unchanging
+from proxy.engine.reading.noop import Nothing, unchanging
 from proxy.engine.reading.proposal import OLD_ARGS, Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind, Mode
@@ -44,8 +44,6 @@ AFTER = 2
 """Pointless calls in the conversation that trip the pattern."""
 BLOCK = 1
 """Pointless calls made, from which another proposed is refused."""
-_COPY = "it changes nothing"
-"""How `noop.unchanging` ends its reason for an edit whose replacement is the text it replaces."""
 _PLACEHOLDER = re.compile(r"(?:^|[\s'\"=(])<([a-z]+(?:[ _-][a-z]+){1,8}(?:[.,][^<>\n=\"'0-9]{0,40})?)>(?=$|[\s'\")])")
 """A bracketed phrase of two lowercase words or more, standing alone: `<commit-hash>`, `<the wrong
 code, ...>`; not `<div>`, `<a href="x">`, `<function f at 0x1>`, `Vec<u8>` or a Java generic
@@ -66,7 +64,7 @@ judged right 10 of 10 act on their own). A policy's `mode = "act"` switches it o
 OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
-def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None:
+def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> Nothing | None:
     """Why a call cannot do anything (an edit that changes nothing; a placeholder left in an
     argument), or None."""
     if (why := unchanging(kind, arguments)) is not None:
@@ -74,7 +72,7 @@ def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None
     given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
     for name, value in given.items():
         if found := _PLACEHOLDER.search(value[:20_000]):
-            return f"its `{name}` still holds a placeholder, <{found.group(1)}>, not the real text"
+            return Nothing(f"its `{name}` still holds a placeholder, <{found.group(1)}>, not the real text")
     return None
 
 
@@ -110,8 +108,8 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         state = State(state.count + 1, state.own + (not _asked(call.call.arguments, facts.before)))
         action = ladder.action_at(state.count)
         if action is not None:
-            detail = f"{state.count} calls that cannot do anything: the last one, because {why}"
-            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=why))
+            detail = f"{state.count} calls that cannot do anything: the last one, because {why.reason}"
+            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=why.reason))
     return state, trips
 
 
@@ -135,9 +133,9 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
     why = pointless(proposal.kind, proposal.arguments)
     if why is None:
         return None
-    reason = f"{proposal.describe()} cannot do anything: {why}."
+    reason = f"{proposal.describe()} cannot do anything: {why.reason}."
     instead = meant(proposal, context)
-    if instead is None and (instead := kept(proposal, context)) is not None and why.endswith(_COPY):
+    if instead is None and (instead := kept(proposal, context)) is not None and why.copy:
         # Said so, once: the re-ask holds one of the lines, its replacement any text but that line.
         reason = f"{proposal.describe()}: that replaced the lines with themselves, which changes nothing."
     if instead is None:  # one shell: held to an in-place edit of the file (of the code, for its test)

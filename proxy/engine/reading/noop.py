@@ -11,35 +11,52 @@ block rung refuses the call.
     bash {"command": "sed -i 's/a - b/a - b/' calc.py"}    -> the reason
     bash {"command": "sed -i 's/a - b/a + b/' calc.py"}    -> None
     bash {"command": "sed -i 's/a\\nb/c/' calc.py"}        -> the reason (a line break sed never sees)
+
+The reason is typed (`Nothing`): a copy (the two sides equal) is told apart from a pattern that can
+never match by a field, not by how its sentence ends; the block rung's re-ask says "that replaced
+the lines with themselves" only to a copy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
 from proxy.engine.reading.sed import never_matches, substitution
 from proxy.settings.kinds import CallKind
 
-__all__ = ["unchanging"]
+__all__ = ["Nothing", "unchanging"]
 
 
-def unchanging(kind: CallKind, arguments: Mapping[str, Any] | None) -> str | None:
-    """Why an edit changes nothing (its replacement is the text it replaces), or None (it may
-    change something, or it is no edit)."""
+@dataclass(frozen=True, slots=True)
+class Nothing:
+    """Why a call can do nothing."""
+
+    reason: str
+    """Said to the model, after "because" or "cannot do anything:"."""
+    copy: bool = False
+    """Its replacement is the very text it replaces (not a pattern that matches nothing)."""
+
+
+def unchanging(kind: CallKind, arguments: Mapping[str, Any] | None) -> Nothing | None:
+    """Why an edit changes nothing (its replacement is the text it replaces, or its sed pattern
+    can match nothing), or None (it may change something, or it is no edit)."""
     if kind is not CallKind.EDIT:
         return None
     given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
     old = next((given[k] for k in OLD_ARGS if k in given), None)
     new = next((given[k] for k in NEW_ARGS if k in given), None)
     if old is not None and new is not None and old == new:
-        return "its replacement is the very text it replaces: it changes nothing"
+        return Nothing("its replacement is the very text it replaces: it changes nothing", copy=True)
     for value in given.values():
         if (sub := substitution(value)) is not None and sub[0] == sub[1]:
-            return f"its substitution writes `{sub[0]}` in place of the very same text: it changes nothing"
+            return Nothing(
+                f"its substitution writes `{sub[0]}` in place of the very same text: it changes nothing", copy=True
+            )
         if never_matches(value):
-            return (
+            return Nothing(
                 "its pattern holds `\\n`, a line break, and sed reads a file one line at a time without it: "
                 "it matches nothing (substitute within one line)"
             )
