@@ -148,7 +148,11 @@ def lines_to_change(state: RepairState) -> str | None:
 def lines_pointed(state: RepairState) -> tuple[str, ...]:
     """Of `lines_to_change`, those a held edit may change one of (`pointed.changeable`): a copy
     of them all is no answer to give (issue 51)."""
-    lines, where = lines_to_change(state), edit_target(state)
+    return _pointed(state, lines_to_change(state), edit_target(state))
+
+
+def _pointed(state: RepairState, lines: str | None, where: str | None) -> tuple[str, ...]:
+    """`lines_pointed`, of `lines_to_change` already found in the file `where`."""
     shown = state.shown(where) if where is not None else None
     return changeable(lines, file_text(shown)) if lines is not None and shown is not None else ()
 
@@ -185,7 +189,7 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
                     f"{look.render()}. Reply with that tool call only."
                 )
         lines = lines_to_change(state)
-        pointed = lines_pointed(state)
+        pointed = _pointed(state, lines, target)
         one = vocabulary.change_one(where, pointed) if vocabulary is not None else None
         edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
         if one is not None and vocabulary is not None:
@@ -247,11 +251,13 @@ def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
     if read is not None:
         call = read[1]
     elif target is not None and state.shown(target) is not None:  # a file the proxy saw, as it is
+        lines = lines_to_change(state)
+        one = vocabulary.change_one(target, _pointed(state, lines, target)) if tool is not None else None
         if tool is None:
-            call = vocabulary.shell_edit(target, lines_to_change(state))
-        elif (one := vocabulary.change_one(target, lines_pointed(state))) is not None:
+            call = vocabulary.shell_edit(target, lines)
+        elif one is not None:
             call = one  # one of the lines the failure points at, changed (issue 51)
-        elif (lines := lines_to_change(state)) is not None:
+        elif lines is not None:
             call = vocabulary.edit(target, lines, held=True)
     elif target is not None and tool is not None:
         # Changed since the proxy saw it: the look `next_step` asks for first (asked in words, the
