@@ -291,12 +291,9 @@ def toml_value(value: Any) -> str:
 
 
 def policy_toml(raw: dict[str, dict[str, Any]]) -> str:
-    """A policy file's text from {section: {key: value}}."""
-    lines = []
-    for section, values in raw.items():
-        lines.append(f"[{section}]")
-        lines.extend(f"{k} = {toml_value(v)}" for k, v in values.items())
-    return "\n".join(lines) + "\n"
+    """A policy file's text from {section: {key: value}} (a section may be dotted,
+    `"patterns.repeat_call"`, or hold tables of its own)."""
+    return "\n".join(_toml_tables(raw, "")) + "\n"
 
 
 def free_port() -> int:
