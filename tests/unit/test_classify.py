@@ -51,6 +51,11 @@ CLASSIFIER = Classifier(default_policy().classify)
         ("grep -rn pytest setup.cfg | head", CallKind.SEARCH, False),
         # a here-document's body is data: its `>` and its lines are no commands
         ("cat > test_fix.py << 'EOF'\nif a > b:\n    rm = 1\nEOF\npython test_fix.py", CallKind.VERIFY, True),
+        # a quoted `>` is an argument, never a redirect (corpus, mswea2 pvlib-1707: a search for
+        # `">= 90"` was read as writing pvlib/iam.py whole, an edit, and a re-run was owed)
+        ('cd /testbed && grep -n ">= 90" pvlib/iam.py', CallKind.SEARCH, False),
+        ("grep -rn '-> None' src | head", CallKind.SEARCH, False),
+        ('echo ">" notes.txt', CallKind.OTHER, False),
         # inline code is a probe: its `>` is no redirect, and it writes nothing
         ("python - <<'PY'\nprint(1 > 0)\nPY", CallKind.OTHER, False),
         ('python -c "import x; print(x.a > 2)"', CallKind.OTHER, False),

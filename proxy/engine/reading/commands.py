@@ -37,7 +37,7 @@ from functools import lru_cache
 
 from proxy.engine.reading.gitwrites import git_writes
 from proxy.engine.reading.pywrites import Guarded, python_program
-from proxy.engine.reading.shell import split_segments, take_heredocs
+from proxy.engine.reading.shell import Operator, split_segments, take_heredocs
 from proxy.engine.reading.shell import words as shell_words
 
 __all__ = ["Command", "Segment", "Write", "read_command"]
@@ -136,7 +136,7 @@ def _redirects(words: list[str]) -> tuple[list[str], list[Write]]:
     while at < len(words):
         word = words[at]
         operator = word.lstrip("12&")
-        if not operator or operator[0] not in "<>":
+        if not isinstance(word, Operator) or not operator or operator[0] not in "<>":
             kept.append(word)
             at += 1
             continue

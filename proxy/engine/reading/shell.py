@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_segments", "take_heredocs", "words"]
+__all__ = ["Operator", "split_segments", "take_heredocs", "words"]
 
 _HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
 
@@ -81,10 +81,33 @@ def split_segments(text: str) -> list[tuple[str, int]]:
     return [(part, first) for part, first in parts if part.strip()]
 
 
+_ESCAPED_IN_DOUBLE = frozenset({"$", "`", '"', "\\", "\n"})
+"""What a backslash escapes inside double quotes (POSIX): before any other character it is kept."""
+
+
+def _escape(text: str, at: int, quote: str) -> str | None:
+    """What the backslash at `at` stands for (None: no backslash, or one kept as it is): outside
+    quotes the next character, inside double quotes one of `_ESCAPED_IN_DOUBLE`, inside single
+    quotes nothing; before a line break, nothing at all (the line continued)."""
+    follows = text[at + 1 : at + 2]
+    if text[at] != "\\" or not follows or quote == "'" or (quote and follows not in _ESCAPED_IN_DOUBLE):
+        return None
+    return "" if follows == "\n" else follows
+
+
+class Operator(str):
+    """A redirection operator the shell would act on: written outside quotes. A quoted word that
+    looks like one (`grep -n ">= 90" f.py`) is a plain `str`: an argument, never a redirect."""
+
+    __slots__ = ()
+
+
 def words(text: str) -> list[str]:
     """Shell words, quotes removed, with unquoted redirection operators as words of their own
-    (`>`, `>>`, `2>`, `&>`, `<`, `<<`: a file descriptor before one is part of it); an
-    unclosed quote ends the last word."""
+    (`>`, `>>`, `2>`, `&>`, `<`, `<<`: a file descriptor before one is part of it), each an
+    `Operator`; a backslash escapes as the shell reads it (outside quotes, the next character;
+    inside double quotes, `"`, `\\`, `$`, a backquote or a line break); an unclosed quote ends the
+    last word."""
     words: list[str] = []
     current: list[str] = []
     quote = ""
@@ -92,6 +115,12 @@ def words(text: str) -> list[str]:
     at = 0
     while at < len(text):
         char = text[at]
+        escaped = _escape(text, at, quote)
+        if escaped is not None:
+            current.append(escaped)
+            started = started or bool(escaped)
+            at += 2
+            continue
         if quote:
             if char == quote:
                 quote = ""
@@ -111,7 +140,7 @@ def words(text: str) -> list[str]:
             end = at + 1
             while end < len(text) and text[end] in "<>&|-" and end - at < 3:
                 end += 1
-            words.append(prefix + text[at:end])
+            words.append(Operator(prefix + text[at:end]))
             at = end
             continue
         else:
