@@ -3,13 +3,17 @@
 Counts the turns of other work (neither an edit nor a re-run of the check) since the last edit
 that left a re-verify owed: the agent moved on without re-running. Fires when that count reaches a
 rung of the ladder (first `after`, default `AFTER`). Resets once the check is run again; another
-edit starts the count again (a change made in several steps is not moving on).
+edit starts the count again (a change made in several steps is not moving on), and so does a try
+at one that wrote nothing (`ObservedCall.tries_source`: an editor call that failed, an inline
+program whose guarded write did not run): the agent is still making its change.
 
 Remedy: re-run the failing check exactly as it was made. `force` pins the policy's verify
 tool, else the tool that ran the failing check.
 
 Must never fire on: edits with no live failure; an edit followed by the re-run in the same turn;
-the turns between two halves of one edit (edit, look, edit); an edit put back as it was before
+the turns between two halves of one edit (edit, look, edit); tries at the next edit that wrote
+nothing (corpus, mswea1 sphinx-7748: three `python3 - <<'PY'` programs whose `if old in s:` write
+did not run, then the re-run, which the trip would have asked for); an edit put back as it was before
 (nothing left to re-verify); edits the check cannot see (a Python check after edits of Java, Go,
 Rust... sources only: `unseen_by`; corpus, SWE-agent on Java, a `python reproduce_bug.py` that
 raises on purpose, told to be re-run after edits of TextBuffer.java); edits a later run failed
@@ -83,6 +87,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     turn = facts.turn
     if any(c.changed_sources for c in turn.calls):
         return State(state.edits + 1, 0, state.since or turn.ordinal), []
+    if any(c.tries_source for c in turn.calls):
+        return State(state.edits, 0, state.since or turn.ordinal), []  # still making its change
     state = State(state.edits, state.away + 1, state.since or turn.ordinal)
     action = ladder.action_at(state.away)
     if action is None:

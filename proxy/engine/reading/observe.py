@@ -65,6 +65,9 @@ class ObservedCall:
     """A command running code given inline: an experiment, never a check by its name."""
     edits_source: bool = False
     """Its writes change files that are not the agent's own (see `workspace`)."""
+    tries_source: bool = False
+    """It set out to change files that are not the agent's own, whether or not it did: its writes
+    (`edits_source`), or a write its program guarded (`if old in s:`) and did not say ran."""
     segments: frozenset[CallKind] = frozenset()
     """A shell command's segments' kinds (see `CallClass.segments`)."""
     no_op: bool = False
@@ -185,6 +188,8 @@ def observe(
             kind = CallKind.EDIT  # its program said its guarded write ran: an edit
         writes = (*_writes_told(cls.writes, kind, output), *made)
         mutates = cls.mutates or bool(made)
+        edits = mutates and space.edits_source(writes)
+        tried = tuple(Write(g.path, g.whole) for g in cls.guarded)
         observed = ObservedCall(
             call=call,
             kind=kind,
@@ -197,7 +202,8 @@ def observe(
             output=output,
             writes=writes,
             probe=cls.probe and kind is not CallKind.VERIFY,
-            edits_source=mutates and space.edits_source(writes),
+            edits_source=edits,
+            tries_source=edits or (bool(tried) and space.edits_source(tried)),
             segments=cls.segments,
             no_op=(len(writes) <= 1 and unchanging(cls.kind, call.arguments) is not None)
             or (kind is CallKind.EDIT and command is not None and script_refused(command, output))
