@@ -5,7 +5,9 @@ that left a re-verify owed: the agent moved on without re-running. Fires when th
 rung of the ladder (first `after`, default `AFTER`). Resets once the check is run again; another
 edit starts the count again (a change made in several steps is not moving on), and so does a try
 at one that wrote nothing (`ObservedCall.tries_source`: an editor call that failed, an inline
-program whose guarded write did not run): the agent is still making its change.
+program whose guarded write did not run): the agent is still making its change. A turn of inline
+experiments only (`python -c`, `python - <<EOF`: `ObservedCall.probe`) neither counts nor resets:
+the agent is finding out what its change needs, or trying the change its own way.
 
 Remedy: re-run the failing check exactly as it was made. `force` pins the policy's verify
 tool, else the tool that ran the failing check.
@@ -13,7 +15,9 @@ tool, else the tool that ran the failing check.
 Must never fire on: edits with no live failure; an edit followed by the re-run in the same turn;
 the turns between two halves of one edit (edit, look, edit); tries at the next edit that wrote
 nothing (corpus, mswea1 sphinx-7748: three `python3 - <<'PY'` programs whose `if old in s:` write
-did not run, then the re-run, which the trip would have asked for); an edit put back as it was before
+did not run, then the re-run, which the trip would have asked for); inline experiments between
+two edits (mswea2 pvlib-1606, astropy-14182: `python -c "import scipy.misc; print(hasattr(...))"`,
+then the next edit and the re-run); an edit put back as it was before
 (nothing left to re-verify); edits the check cannot see (a Python check after edits of Java, Go,
 Rust... sources only: `unseen_by`; corpus, SWE-agent on Java, a `python reproduce_bug.py` that
 raises on purpose, told to be re-run after edits of TextBuffer.java); edits a later run failed
@@ -42,7 +46,9 @@ the agent moved on. Between two halves of one edit, or an edit and a look at it,
 Measured on the corpus's tune part (bench/trajectories.py, --part tune): counting stacked edit
 turns (2, the old rule), 23 trips, 13 of 21 redundant (the agent re-ran the check within its next
 two calls anyway); counting turns of other work, at 1: 63 trips, 34 of 62 redundant; at 2: 27,
-11 of 26; at 3: 14, 7 of 14. Agents re-run when they are ready; the done gate holds the one move
+11 of 26; at 3: 14, 7 of 14; at 3, with tries at an edit and inline experiments not counted as other
+work (and two misread commands read right, `shell.words`): 7, 2 of 6 (at 2: 19, 8 of 18; at 4: 4,
+2 of 4). Agents re-run when they are ready; the done gate holds the one move
 that matters (a finish while the re-run is owed). Hence shadow by default (`MODE`)."""
 MODE = Mode.SHADOW
 """It counts and is replayed, and says nothing, until it is measured right on agents its rule was not
@@ -89,6 +95,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         return State(state.edits + 1, 0, state.since or turn.ordinal), []
     if any(c.tries_source for c in turn.calls):
         return State(state.edits, 0, state.since or turn.ordinal), []  # still making its change
+    if turn.calls and all(c.probe for c in turn.calls):
+        return state, []  # an experiment: finding out what the change needs, or trying it
     state = State(state.edits, state.away + 1, state.since or turn.ordinal)
     action = ladder.action_at(state.away)
     if action is None:
