@@ -43,7 +43,7 @@ from measures import Measured, Tripped, measure, observed_turns  # noqa: E402
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
 from proxy.engine.detectors import BY_NAME  # noqa: E402
-from proxy.engine.detectors.failure_reads import evidence_to_read, next_kind, resolved  # noqa: E402
+from proxy.engine.detectors.failure_reads import next_kind, resolved, step_of  # noqa: E402
 from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
 from proxy.engine.state.failure import RepairState  # noqa: E402
 from proxy.engine.text.messages import content_text  # noqa: E402
@@ -175,12 +175,11 @@ def _bodies(run: Run) -> Iterator[list[dict[str, Any]]]:
 
 def _step(repair: RepairState) -> tuple[CallKind, str | None]:
     """The kind of the next step on the live failure, and the file a read of it names."""
-    kind = next_kind(repair)
-    if kind is not CallKind.READ:
+    found = step_of(repair)
+    kind = next_kind(found)
+    if kind is not CallKind.READ or found.unread is None:
         return kind, None
-    paths = [resolved(repair, path) for path, _line, _why in evidence_to_read(repair)]
-    unread = [p for p in paths if p not in repair.read_since_failure]
-    return kind, unread[0] if unread else None
+    return kind, resolved(repair, found.unread[0])
 
 
 def _acted(run: Run, index: int) -> bool | None:

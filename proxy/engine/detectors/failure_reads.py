@@ -8,9 +8,15 @@ The evidence, in order: the failing test, the line where it fails, the code the 
 failure as it was, the function it calls that its file imports from another module (`callee`:
 recovery bench, temps, where the fault is in `units.py` and the model edited `report.py` again and
 again); each path as the agent wrote the files it read or edited since the failure appeared.
+
+All of it is found once per request (`step_of`: one `Step` record) and every question below reads
+that record: what to read next, the file and lines to change, the kind and tool of the step, its
+exact call.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from proxy.engine.detectors.wording import failing_call, lines_to_pick, one_of_them, resolve_path, working_dir
 from proxy.engine.reading.evidence import in_library
@@ -24,18 +30,17 @@ from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import CallKind
 
 __all__ = [
+    "Step",
     "callee",
-    "edit_target",
     "evidence_to_read",
     "lines_in",
-    "lines_pointed",
-    "lines_to_change",
     "next_call",
     "next_kind",
     "next_read",
     "next_step",
     "quoted_failure",
     "resolved",
+    "step_of",
     "step_tool",
     "tested_code",
 ]
@@ -110,33 +115,48 @@ def resolved(state: RepairState, path: str) -> str:
     return resolve_path(path, known, working_dir(state.failing_command))
 
 
-def next_read(state: RepairState, vocabulary: Vocabulary | None) -> tuple[str, Call | None] | None:
-    """(what to read and why, the exact call) for the first piece of evidence not read since the
-    failure appeared; None when all of it has been read."""
-    options = evidence_to_read(state)
-    if not options:
-        return "the failing check's source and the code it exercises", None
-    unread = [o for o in options if resolved(state, o[0]) not in state.read_since_failure]
-    if not unread:
-        return None
-    path, line, why = unread[0]
-    full = resolved(state, path)
-    return f"{why} in {full}", vocabulary.read(full, line) if vocabulary is not None else None
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What the live failure asks for next, found once from a `RepairState` (`step_of`): a remedy,
+    its re-ask and its pinned call all read this one record, so one request finds the evidence,
+    the file to change and its lines once however many of them it asks for."""
 
-
-def edit_target(state: RepairState) -> str | None:
-    """The code file a change is asked for in, once everything the failure points at is read."""
-    code = [path for path, _line, _why in evidence_to_read(state) if path != state.pointers.test_file]
-    return resolved(state, code[-1]) if code else None
-
-
-def lines_to_change(state: RepairState) -> str | None:
+    state: RepairState
+    known: bool
+    """The failure points at something to read (`evidence_to_read` is not empty)."""
+    unread: tuple[str, int | None, str] | None
+    """The first piece of that evidence not read since the failure appeared: (the path as the
+    failure names it, its line, why); None once all of it is read."""
+    target: str | None
+    """The code file a change is asked for in: the last code file of the evidence."""
+    lines: str | None
     """The function to change as the agent last saw it: the one the failure calls, else the one
-    holding the line it points at; None when not everything is read yet or the lines were not seen."""
-    where = edit_target(state)
-    if where is None or next_read(state, None) is not None:
-        return None
-    shown = state.shown(where)
+    holding the line it points at; None while a read is due or where the lines were not seen."""
+    pointed: tuple[str, ...]
+    """Of `lines`, those a held edit may change one of (`pointed.changeable`): a copy of them all
+    is no answer to give (issue 51)."""
+
+    @property
+    def reading(self) -> bool:
+        """A read is due: something the failure points at is unread, or nothing is known yet."""
+        return not self.known or self.unread is not None
+
+
+def step_of(state: RepairState) -> Step:
+    """The next step of `state`'s live failure (see `Step`)."""
+    options = evidence_to_read(state)
+    unread = next((o for o in options if resolved(state, o[0]) not in state.read_since_failure), None)
+    code = [path for path, _line, _why in options if path != state.pointers.test_file]
+    target = resolved(state, code[-1]) if code else None
+    lines = None if not options or unread is not None else _lines(state, target)
+    shown = state.shown(target) if target is not None else None
+    pointed = changeable(lines, file_text(shown)) if lines is not None and shown is not None else ()
+    return Step(state, bool(options), unread, target, lines, pointed)
+
+
+def _lines(state: RepairState, where: str | None) -> str | None:
+    """`Step.lines`, once everything is read: the function in `where` as last shown."""
+    shown = state.shown(where) if where is not None else None
     if shown is None:
         return None
     p = state.pointers
@@ -145,40 +165,41 @@ def lines_to_change(state: RepairState) -> str | None:
     return excerpt(shown, (*state.called, deeper[1]) if deeper is not None else state.called, line)
 
 
-def lines_pointed(state: RepairState) -> tuple[str, ...]:
-    """Of `lines_to_change`, those a held edit may change one of (`pointed.changeable`): a copy
-    of them all is no answer to give (issue 51)."""
-    return _pointed(state, lines_to_change(state), edit_target(state))
-
-
-def _pointed(state: RepairState, lines: str | None, where: str | None) -> tuple[str, ...]:
-    """`lines_pointed`, of `lines_to_change` already found in the file `where`."""
-    shown = state.shown(where) if where is not None else None
-    return changeable(lines, file_text(shown)) if lines is not None and shown is not None else ()
+def next_read(step: Step, vocabulary: Vocabulary | None) -> tuple[str, Call | None] | None:
+    """(what to read and why, the exact call) for the first piece of evidence not read since the
+    failure appeared; None when all of it has been read."""
+    if not step.known:
+        return "the failing check's source and the code it exercises", None
+    if step.unread is None:
+        return None
+    path, line, why = step.unread
+    full = resolved(step.state, path)
+    return f"{why} in {full}", vocabulary.read(full, line) if vocabulary is not None else None
 
 
 def lines_in(state: RepairState, path: str) -> str | None:
-    """`lines_to_change` where `path` names the file they are in; None elsewhere."""
-    target = edit_target(state)
-    return lines_to_change(state) if target is not None and same_file(target, path) else None
+    """`Step.lines` where `path` names the file they are in; None elsewhere."""
+    step = step_of(state)
+    return step.lines if step.target is not None and same_file(step.target, path) else None
 
 
-def quoted_failure(state: RepairState) -> str | None:
+def quoted_failure(step: Step) -> str | None:
     """The failing output to quote beside `next_step`; None when the step quotes the code to
     replace: then the failing output is left out, or a small model copies the test's own line as
     the code to replace (seen on Qwen2.5-Coder-1.5B)."""
-    return None if lines_to_change(state) is not None else state.snippet
+    return None if step.lines is not None else step.state.snippet
 
 
-def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
+def next_step(step: Step, vocabulary: Vocabulary | None) -> str:
     """What to do instead of running the failing check again: read what the failure points at
     and has not been read, else make a different change."""
+    state = step.state
     edited = ", ".join(dict.fromkeys(p.rsplit("/", 1)[-1] for p in state.edited_since_failure))
-    read = next_read(state, vocabulary)
+    read = next_read(step, vocabulary)
     if read is None:
         # Everything the failure points at has been read: what is missing is a change that is not
         # the one already tried.
-        target = edit_target(state)
+        target = step.target
         where = target or "the code"
         change = f"a different change to {edited} than before" if edited else f"a change to {where}"
         if target is not None and state.shown(target) is None and vocabulary is not None:
@@ -188,8 +209,7 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
                     f"Make {change}, one that addresses the failure. First look at {target} as it is now: "
                     f"{look.render()}. Reply with that tool call only."
                 )
-        lines = lines_to_change(state)
-        pointed = _pointed(state, lines, target)
+        lines, pointed = step.lines, step.pointed
         one = vocabulary.change_one(where, pointed) if vocabulary is not None else None
         edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
         if one is not None and vocabulary is not None:
@@ -209,30 +229,30 @@ def next_step(state: RepairState, vocabulary: Vocabulary | None) -> str:
     hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
     # changed the next action far more often than advice or a bare JSON object did.
-    step = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
-    return f"{hold} {step}"
+    ask = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
+    return f"{hold} {ask}"
 
 
-def next_kind(state: RepairState) -> CallKind:
+def next_kind(step: Step) -> CallKind:
     """The kind of the next step: a read while something the failure points at is unread, or
     while the file to change was changed since it was seen (`next_step` asks for a look first),
     else an edit."""
-    if next_read(state, None) is not None:
+    if step.reading:
         return CallKind.READ
-    target = edit_target(state)
-    return CallKind.READ if target is not None and state.shown(target) is None else CallKind.EDIT
+    target = step.target
+    return CallKind.READ if target is not None and step.state.shown(target) is None else CallKind.EDIT
 
 
-def step_tool(state: RepairState, vocabulary: Vocabulary | None, failing: str) -> str | None:
+def step_tool(step: Step, vocabulary: Vocabulary | None, failing: str) -> str | None:
     """The tool of the next step (a read, else the change), unless it is the failing check's
     own tool (one shell for everything)."""
     if vocabulary is None:
         return None
-    tool = vocabulary.reader if next_kind(state) is CallKind.READ else vocabulary.editor
+    tool = vocabulary.reader if next_kind(step) is CallKind.READ else vocabulary.editor
     return tool.name if tool is not None and tool.name != failing else None
 
 
-def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -> Call | None:
+def next_call(step: Step, vocabulary: Vocabulary | None, failing: str) -> Call | None:
     """The next step's exact call, that a re-ask is held to: the next read's, or once all is read,
     the change. Asked in words, the model proposed the failing run again every time (recovery
     bench, one shell for everything); narrowed to the editor alone, it sent a text to replace that
@@ -244,15 +264,14 @@ def next_call(state: RepairState, vocabulary: Vocabulary | None, failing: str) -
     check's tool's nor the step tool's."""
     if vocabulary is None:
         return None
-    tool = step_tool(state, vocabulary, failing)
-    read = next_read(state, vocabulary)
-    target = edit_target(state)
+    tool = step_tool(step, vocabulary, failing)
+    read = next_read(step, vocabulary)
+    target, lines = step.target, step.lines
     call: Call | None = None
     if read is not None:
         call = read[1]
-    elif target is not None and state.shown(target) is not None:  # a file the proxy saw, as it is
-        lines = lines_to_change(state)
-        one = vocabulary.change_one(target, _pointed(state, lines, target)) if tool is not None else None
+    elif target is not None and step.state.shown(target) is not None:  # a file the proxy saw, as it is
+        one = vocabulary.change_one(target, step.pointed) if tool is not None else None
         if tool is None:
             call = vocabulary.shell_edit(target, lines)
         elif one is not None:

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import lines_pointed, lines_to_change
+from proxy.engine.detectors.failure_reads import step_of
 from proxy.engine.detectors.meant import held_in_place, kept, meant
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.noop import Nothing, unchanging
@@ -90,13 +90,13 @@ class State:
 
 def _asked(arguments: Mapping[str, Any] | None, before: RepairState) -> bool:
     """The edit's text to replace is what the proxy's held edit offered at that point: the lines
-    the failure points at, whole or one of them (`failure_reads.lines_to_change`, `lines_pointed`)."""
+    the failure points at, whole or one of them (`failure_reads.Step`: `lines`, `pointed`)."""
     given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
     old = next((given[k] for k in OLD_ARGS if k in given), None)
     if not old or not before.live:
         return False
-    whole = lines_to_change(before)
-    return old.strip() == (whole or "").strip() or old in lines_pointed(before)
+    step = step_of(before)
+    return old.strip() == (step.lines or "").strip() or old in step.pointed
 
 
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:

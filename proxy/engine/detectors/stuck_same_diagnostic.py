@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step, quoted_failure, step_tool
+from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step, quoted_failure, step_of, step_tool
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
@@ -111,8 +111,9 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
         else "running it again without a change will not change it"
     )
     head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}"
-    step = next_step(context.repair, context.vocabulary)
-    quoted = quoted_failure(state)
+    found = step_of(state)
+    step = next_step(found, context.vocabulary)
+    quoted = quoted_failure(found)
     return context.fit(f"{head}.", "", step) if quoted is None else context.fit(f"{head}:", quoted, step)
 
 
@@ -136,8 +137,9 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
     repair = context.repair
     if proposal.key != repair.failing_key:
         return None
-    tool = step_tool(repair, context.vocabulary, proposal.name)
-    pinned = next_call(repair, context.vocabulary, proposal.name)
+    found = step_of(repair)
+    tool = step_tool(found, context.vocabulary, proposal.name)
+    pinned = next_call(found, context.vocabulary, proposal.name)
     if tool is None and pinned is None and not (options.block and repair.same_diagnostic_streak >= options.block):
         return None
     streak = repair.same_diagnostic_streak
@@ -147,14 +149,15 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, next_step(context.repair, context.vocabulary), tool, pinned, times=streak)
+    return Refusal(NAME, reason, next_step(found, context.vocabulary), tool, pinned, times=streak)
 
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:
     """The next step's exact call where the remedy names one (`next_call`: the read, the look, the
     held edit), its arguments held as the remedy names them; else a tool of its kind."""
-    kind = next_kind(levers.repair)
-    call = next_call(levers.repair, levers.vocabulary, levers.repair.failing_tool)
+    found = step_of(levers.repair)
+    kind = next_kind(found)
+    call = next_call(found, levers.vocabulary, levers.repair.failing_tool)
     if call is not None and call.name in levers.offered:
         return Forced.exactly(call, kind)
     return Forced.of(levers.classifier.tool_of_kind(kind, set(levers.offered)), kind)

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from proxy.engine.detectors import Forced, Levers, Refusal
-from proxy.engine.detectors.failure_reads import next_step
+from proxy.engine.detectors.failure_reads import next_step, step_of
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
@@ -150,7 +150,7 @@ def _next_step(
         # Nothing that could change what the check sees ran since it failed: run again, it fails
         # again (recovery bench, stack: asked twice for the run that had just shown a SyntaxError,
         # the model made it twice). What the failure points at comes next, or a change.
-        return next_step(failure, vocabulary)
+        return next_step(step_of(failure), vocabulary)
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)

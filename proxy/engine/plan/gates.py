@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from proxy.engine.detectors.failure_reads import next_call, next_step, quoted_failure
+from proxy.engine.detectors.failure_reads import next_call, next_step, quoted_failure, step_of
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
@@ -103,12 +103,13 @@ def _finish(
             # before the re-run (recovery bench, bank: the model's prose said it would look at the
             # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once).
             vocabulary = learn_vocabulary(translation.tools, rules.classifier)
-            tail = next_step(failure, vocabulary)
-            snippet = quoted_failure(failure) or ""
+            found = step_of(failure)
+            tail = next_step(found, vocabulary)
+            snippet = quoted_failure(found) or ""
             # Held to that step's call, as the block rung's re-ask is: asked in words for the
             # change, the model sent a line-break `sed` of the test file, then one with its quote
             # left open (recovery bench, stack in `bash` style, seed 1).
-            step = next_call(failure, vocabulary, failure.failing_tool)
+            step = next_call(found, vocabulary, failure.failing_tool)
             if (held := held_retry(turn, role, fit(head, snippet, tail), step, tools=kept)) is not None:
                 return held
         return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept)
