@@ -19,7 +19,7 @@ from proxy.engine.detectors.wording import fitter
 from proxy.engine.plan.decide import Decision, Effects, Request, decide, passed
 from proxy.engine.plan.handback import memory_text
 from proxy.engine.plan.rules import Rules
-from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.reading.vocabulary import Learnt
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import INJECTIONS_KEPT, ConversationState, Injection
@@ -81,7 +81,8 @@ class Engine:
     def request(self, translation: Translation, headers: Mapping[str, str], team: str = "default") -> Request:
         """Whose request this is: its conversation and task, from the transcript or the headers."""
         messages = translation.messages
-        return Request(translation, conversation_id(messages, headers), task_id(messages, headers), team)
+        tools = Learnt(translation.tools, self.rules.classifier)
+        return Request(translation, conversation_id(messages, headers), task_id(messages, headers), team, tools)
 
     def fold(self, request: Request, budget: Budget | None = None) -> Folded:
         """The conversation's state with this request's new turns folded and new trips' remedies
@@ -97,7 +98,7 @@ class Engine:
                 self.cache.put(key, exc.progress)
             raise
         state = caught.state
-        injections = self._remedies(caught.trips, request.translation.tools)
+        injections = self._remedies(caught.trips, request.tools)
         if injections:
             state = replace(state, injections=(*state.injections, *injections)[-INJECTIONS_KEPT:])
         new_trips = caught.latest_trips
@@ -139,14 +140,14 @@ class Engine:
         """Fold and plan with no verdict store (replay, benchmarks)."""
         return self.plan(self.fold(self.request(translation, headers, team)))
 
-    def _remedies(self, trips: tuple[tuple[Trip, RepairState], ...], tools: list[Any] | None) -> tuple[Injection, ...]:
+    def _remedies(self, trips: tuple[tuple[Trip, RepairState], ...], tools: Learnt) -> tuple[Injection, ...]:
         """Each injecting trip's remedy, written from the failure model as it stood on its turn."""
         injecting = [(t, repair) for t, repair in trips if t.acts in _INJECTING]
         if not injecting:
             return ()
-        vocabulary = learn_vocabulary(tools, self.rules.classifier)
+        vocabulary = tools.vocabulary
         fit = fitter(self.tokens, self.policy.repair.max_injected_tokens)
-        offered = offered_tools(tools)
+        offered = offered_tools(tools.tools)
         placement = self.policy.repair.placement
         return tuple(
             Injection(

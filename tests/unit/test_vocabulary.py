@@ -271,3 +271,23 @@ def test_whatever_a_held_line_pattern_lets_the_model_write_replaces_a_line_the_f
         and (old[0].isalpha() or old[0] == "_")
         and not old.isidentifier()
     )
+
+
+def test_a_request_learns_its_vocabulary_once_and_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Learnt`: the remedies, a force, the refuser and the gates share one vocabulary a request."""
+    from proxy.engine.reading import vocabulary as module
+
+    learnt_times: list[int] = []
+    real = module.learn_vocabulary
+
+    def counting(tools: object, classifier: Classifier) -> object:
+        learnt_times.append(1)
+        return real(tools, classifier)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "learn_vocabulary", counting)
+    learnt = module.Learnt(VOCABULARIES["openhands"], CLASSIFIER)
+    assert learnt_times == []  # nothing asked yet: nothing learnt
+    first, second = learnt.vocabulary, learnt.vocabulary
+    assert first is second
+    assert learnt_times == [1]
+    assert first.reader is not None and first.reader.name == EXPECTED_READER["openhands"]

@@ -19,7 +19,6 @@ from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, held_retry, retry
-from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.state.conversation import TimelineEntry
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import calls_of, content_text, parse_arguments
@@ -142,7 +141,7 @@ def _next_step(
     failing check, unless nothing ran since it failed that could change it (then, or where the
     block rung would refuse the run, the step that comes instead), else the check the task names,
     else a look at the working directory."""
-    vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+    vocabulary = turn.tools.vocabulary
     failure = turn.state.repair
     if refused is not None:
         return f"{refused.reason}\n{refused.instead}"

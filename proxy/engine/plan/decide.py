@@ -23,7 +23,7 @@ from proxy.engine.plan.reply import Gate, ReplyRules
 from proxy.engine.plan.rewrite import anchor_positions, apply_injections
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool
-from proxy.engine.reading.vocabulary import learn_vocabulary
+from proxy.engine.reading.vocabulary import Learnt
 from proxy.engine.state.conversation import ConversationState, Injection, TripOutcome
 from proxy.engine.state.failure import DiagnosticClass
 from proxy.engine.state.verdict import Verdict
@@ -46,6 +46,8 @@ class Request:
     conversation: str
     task: str
     team: str
+    tools: Learnt
+    """Its tools, and their vocabulary learnt at most once, when something needs it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,7 @@ def decide(
         repair=state.repair,
         verify_tool=rules.policy.repair.verify_tool,
         # what a force pins (`stuck_same_diagnostic.force`): learnt only on a request a trip forces
-        vocabulary=learn_vocabulary(request.translation.tools, rules.classifier) if forcing else None,
+        vocabulary=request.tools.vocabulary if forcing else None,
     )
     placed = tuple(i for i in state.injections if i.anchor in positions)
     rewritten = apply_injections(messages, placed, positions) if placed else None
@@ -198,6 +200,7 @@ def decide(
         messages=rewritten or messages,
         state=state,
         levers=levers,
+        tools=request.tools,
         mid_task=(isinstance(last, dict) and last.get("role") in _RESULTS) or bool(unanswered),
         unanswered=unanswered,
         nagged=nagged(messages, levers, state.protocol),

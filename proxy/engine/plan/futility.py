@@ -19,7 +19,6 @@ from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
 from proxy.engine.reading.proposal import propose
-from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.salvage import offered_tools
@@ -38,7 +37,7 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
     ]
     if not judges:
         return None
-    vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+    vocabulary = turn.tools.vocabulary
     context = RemedyContext(state.repair, vocabulary, fit, offered_tools(translation.tools))
     volatile = frozenset(rules.policy.loops.volatile_keys)
 

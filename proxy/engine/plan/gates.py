@@ -32,7 +32,6 @@ from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
 from proxy.engine.reading.evidence import Pointers, in_library
-from proxy.engine.reading.vocabulary import learn_vocabulary
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.text.dismissals import dismisses
 from proxy.engine.text.exchange import Edit, Translation
@@ -102,7 +101,7 @@ def _finish(
             # Nothing that could change it ran since it failed: the call to name is what comes
             # before the re-run (recovery bench, bank: the model's prose said it would look at the
             # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once).
-            vocabulary = learn_vocabulary(translation.tools, rules.classifier)
+            vocabulary = turn.tools.vocabulary
             found = step_of(failure)
             tail = next_step(found, vocabulary)
             snippet = quoted_failure(found) or ""

@@ -9,7 +9,7 @@ from typing import Any
 from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.rules import Rules
-from proxy.engine.reading.vocabulary import Call
+from proxy.engine.reading.vocabulary import Call, Learnt
 from proxy.engine.state.conversation import ConversationState, Injection
 from proxy.engine.text.exchange import Edit
 from proxy.engine.text.salvage import offered_tools
@@ -48,6 +48,8 @@ class Turn:
     """The request's messages as they go upstream (instructions placed)."""
     state: ConversationState
     levers: Levers
+    tools: Learnt
+    """The request's tools, their vocabulary learnt once for every gate that asks."""
     mid_task: bool
     """The transcript ends with a tool result, or with an instruction of ours."""
     unanswered: tuple[Injection, ...]

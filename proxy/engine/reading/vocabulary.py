@@ -18,7 +18,7 @@ from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
 from proxy.engine.reading.unlike import unlike
 from proxy.settings.kinds import CallKind
 
-__all__ = ["Call", "OneOf", "Shaped", "Vocabulary", "learn_vocabulary"]
+__all__ = ["Call", "Learnt", "OneOf", "Shaped", "Vocabulary", "learn_vocabulary"]
 
 _PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
@@ -203,6 +203,25 @@ def _operand(path: str) -> str:
     relative = path.rsplit("/", 1)[-1] if path.startswith("/") else path.removeprefix("./")
     forms = [re.escape(path)] if path.startswith("/") else []
     return "(" + "|".join([*forms, r"(\./)?" + re.escape(relative)]) + ")"
+
+
+class Learnt:
+    """A request's tools and their vocabulary, learnt the first time something asks for it: the
+    remedies, a force, the block rung's refuser and the gates all read this one, so a request
+    learns it at most once, and only when one of them needs it."""
+
+    __slots__ = ("_classifier", "_vocabulary", "tools")
+
+    def __init__(self, tools: Sequence[Any] | None, classifier: Classifier) -> None:
+        self.tools = tools
+        self._classifier = classifier
+        self._vocabulary: Vocabulary | None = None
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if self._vocabulary is None:
+            self._vocabulary = learn_vocabulary(self.tools, self._classifier)
+        return self._vocabulary
 
 
 def learn_vocabulary(tools: Sequence[Any] | None, classifier: Classifier) -> Vocabulary:
