@@ -86,11 +86,11 @@ _ESCAPED_IN_DOUBLE = frozenset({"$", "`", '"', "\\", "\n"})
 
 
 def _escape(text: str, at: int, quote: str) -> str | None:
-    """What the backslash at `at` stands for (None: no backslash, or one kept as it is): outside
+    """What the backslash at `at` stands for (None: one kept as it is): outside
     quotes the next character, inside double quotes one of `_ESCAPED_IN_DOUBLE`, inside single
     quotes nothing; before a line break, nothing at all (the line continued)."""
     follows = text[at + 1 : at + 2]
-    if text[at] != "\\" or not follows or quote == "'" or (quote and follows not in _ESCAPED_IN_DOUBLE):
+    if not follows or quote == "'" or (quote and follows not in _ESCAPED_IN_DOUBLE):
         return None
     return "" if follows == "\n" else follows
 
@@ -115,7 +115,7 @@ def words(text: str) -> list[str]:
     at = 0
     while at < len(text):
         char = text[at]
-        escaped = _escape(text, at, quote)
+        escaped = _escape(text, at, quote) if char == "\\" else None
         if escaped is not None:
             current.append(escaped)
             started = started or bool(escaped)
