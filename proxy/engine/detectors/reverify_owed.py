@@ -7,7 +7,9 @@ edit starts the count again (a change made in several steps is not moving on), a
 at one that wrote nothing (`ObservedCall.tries_source`: an editor call that failed, an inline
 program whose guarded write did not run): the agent is still making its change. A turn of inline
 experiments only (`python -c`, `python - <<EOF`: `ObservedCall.probe`) neither counts nor resets:
-the agent is finding out what its change needs, or trying the change its own way.
+the agent is finding out what its change needs, or trying the change its own way; nor does a turn
+spent on the failing check's own script (rewriting it, removing it, looking at it): the agent is
+preparing the re-run.
 
 Remedy: re-run the failing check exactly as it was made. `force` pins the policy's verify
 tool, else the tool that ran the failing check.
@@ -17,7 +19,9 @@ the turns between two halves of one edit (edit, look, edit); tries at the next e
 nothing (corpus, mswea1 sphinx-7748: three `python3 - <<'PY'` programs whose `if old in s:` write
 did not run, then the re-run, which the trip would have asked for); inline experiments between
 two edits (mswea2 pvlib-1606, astropy-14182: `python -c "import scipy.misc; print(hasattr(...))"`,
-then the next edit and the re-run); an edit put back as it was before
+then the next edit and the re-run); work on the check's own script after the edit (OpenHands 0.15
+django-10880: a `create` of reproduce_issue.py turned down, `rm`, the `create` again, then the
+re-run); an edit put back as it was before
 (nothing left to re-verify); edits the check cannot see (a Python check after edits of Java, Go,
 Rust... sources only: `unseen_by`; corpus, SWE-agent on Java, a `python reproduce_bug.py` that
 raises on purpose, told to be re-run after edits of TextBuffer.java); edits a later run failed
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.reading.commands import read_command
+from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
@@ -48,8 +53,9 @@ turns (2, the old rule), 23 trips, 13 of 21 redundant (the agent re-ran the chec
 two calls anyway); counting turns of other work, at 1: 63 trips, 34 of 62 redundant; at 2: 27,
 11 of 26; at 3: 14, 7 of 14; at 3, with tries at an edit and inline experiments not counted as other
 work (and two misread commands read right, `shell.words`): 7, 2 of 6 (at 2: 19, 8 of 18; at 4: 4,
-2 of 4). Agents re-run when they are ready; the done gate holds the one move
-that matters (a finish while the re-run is owed). Hence shadow by default (`MODE`)."""
+2 of 4); and with work on the check's own script not counted either: 6, 1 of 5. Agents re-run
+when they are ready; the done gate holds the one move that matters (a finish while the re-run is
+owed). Hence shadow by default (`MODE`)."""
 MODE = Mode.SHADOW
 """It counts and is replayed, and says nothing, until it is measured right on agents its rule was not
 written against (redundant at most 20%): see the README's pattern table."""
@@ -77,6 +83,11 @@ def unseen_by(repair: RepairState) -> bool:
     return python and all(posixpath.splitext(path)[1] in _UNIMPORTABLE for path in edited)
 
 
+def _on_the_check(target: str | None, repair: RepairState) -> bool:
+    """`target` is a script the failing check runs (the agent rewriting or looking at its check)."""
+    return target is not None and any(same_file(target, script) for script in repair.failing_scripts)
+
+
 @dataclass(frozen=True, slots=True)
 class State:
     edits: int = 0
@@ -95,8 +106,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         return State(state.edits + 1, 0, state.since or turn.ordinal), []
     if any(c.tries_source for c in turn.calls):
         return State(state.edits, 0, state.since or turn.ordinal), []  # still making its change
-    if turn.calls and all(c.probe for c in turn.calls):
-        return state, []  # an experiment: finding out what the change needs, or trying it
+    if turn.calls and all(c.probe or _on_the_check(c.target, facts.after) for c in turn.calls):
+        return state, []  # an experiment, or work on the check's own script: not moving on
     state = State(state.edits, state.away + 1, state.since or turn.ordinal)
     action = ladder.action_at(state.away)
     if action is None:
