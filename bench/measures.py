@@ -178,8 +178,8 @@ def measure(turns: dict[int, list[ObservedCall]], trip: Tripped) -> Measured:
             kind, path = trip.step
             took = _edit if kind is CallKind.EDIT else (lambda c: _reads(c, path))
             redundant = any(took(c) for c in nxt)
-            first = next((i for i, c in enumerate(following) if _same_check(c, trip)), None)
-            repeated = first is not None and not any(_edit(c) or c.kind in _LOOKS for c in following[:first])
+            rerun = next((i for i, c in enumerate(following) if _same_check(c, trip)), None)
+            repeated = rerun is not None and not any(_edit(c) or c.kind in _LOOKS for c in following[:rerun])
     if trip.asks is Ask.CALL and trip.acted is not None:
         redundant = trip.acted
         repeated = not trip.acted
