@@ -10,7 +10,8 @@ calls and outputs, with no reading of whether the work was right:
                 agent took (`call`), read the file the next step names or, all of it read, made
                 a change (`step`)
     stale       the failure it cites had been followed by a clean run of the same command or
-                script before the trip (exit 0 printed, or no exit code and no error printed)
+                script before the trip (exit 0 printed, or no exit code and no error printed;
+                a piped command's code is its last stage's, so it is read by its output alone)
     late        turns between the start of the loop it names (`Trip.since`) and the trip
     repeated    the recorded run went on doing what the trip named: a named call again within
                 five turns (`stop`), another edit before any check (`rerun`), no change within
@@ -50,6 +51,8 @@ CITES_FAILURE = frozenset({"stuck_same_diagnostic", "reverify_owed", "gate:finis
 
 _ERROR = re.compile(r"^.*\b(?:error|errors|failed|failure|FAIL|Traceback)\b", re.MULTILINE | re.IGNORECASE)
 _TRACEBACK = "Traceback (most recent call last)"
+_PIPED = re.compile(r"(?<![|>&])\|(?![|&])")
+"""A pipe (`a | b`), not an `||`, a `|&` or a `>|`."""
 
 
 def observed_turns(
@@ -112,10 +115,13 @@ def _same_check(call: ObservedCall, trip: Tripped) -> bool:
 
 
 def clean(call: ObservedCall) -> bool:
-    """The plain rule (see the module's docstring): exit 0 and no traceback, or no code and no error."""
+    """The plain rule (see the module's docstring): exit 0 and no traceback, or no code and no error.
+    A command piped into another (`pytest ... | tail -30`) prints its last stage's exit code, not
+    the check's: it is read by its output alone, as one with no code (tune, sqlfluff-1763: a test
+    run printing `1 failed` under `<returncode>0</returncode>` was counted a clean run)."""
     output = call.output
     code = exit_code(output)
-    if code is not None:
+    if code is not None and not _PIPED.search(call.command or ""):
         return code == 0 and _TRACEBACK not in output
     return _ERROR.search(output) is None
 

@@ -75,6 +75,19 @@ def test_a_failure_followed_by_a_clean_run_of_its_script_is_stale(later: str, st
     assert measure(turns, trip).stale is stale
 
 
+@pytest.mark.parametrize(
+    ("command", "stale"),
+    [("python repro.py", True), ("python repro.py 2>&1 | tail -30", False), ("python repro.py || true", True)],
+)
+def test_a_piped_runs_exit_code_is_its_last_stages(command: str, stale: bool) -> None:
+    """`<returncode>0</returncode>` over `1 failed`: taken at its word for the run itself (the plain
+    rule), but through `| tail` the code is tail's, and the run is read by what it printed."""
+    printed = "<returncode>0</returncode>\n<output>\nFAILED test_a.py::test_x - AssertionError\n1 failed</output>"
+    turns = _turns([("python repro.py", FAIL), ("sed -i 's/a/b/' m.py", ""), (command, printed)])
+    trip = Tripped("stuck_same_diagnostic", Ask.STEP, 3, 1, _key(turns, 1), ("repro.py",), step=(CallKind.EDIT, None))
+    assert measure(turns, trip).stale is stale
+
+
 def test_a_change_asked_for_and_made_next_is_redundant() -> None:
     turns = _turns([("cat a.py", "x"), ("cat b.py", "y"), ("sed -i 's/a/b/' a.py", "")])
     assert measure(turns, Tripped("read_stagnation", Ask.CHANGE, 1, 1)).redundant is True
