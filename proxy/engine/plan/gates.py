@@ -64,7 +64,6 @@ def _done(rules: Rules, turn: Turn, role: str) -> GatePlan | None:
 
 def _finish(
     rules: Rules,
-    translation: Translation,
     turn: Turn,
     role: str,
     finish_tools: frozenset[str],
@@ -181,7 +180,7 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         for gate, plan in (
             (Gate.BLOCK, block_gate(rules, turn, role) if refuse is not None else None),
             (Gate.DONE, _done(rules, turn, role)),
-            (Gate.FINISH, _finish(rules, translation, turn, role, finish_tools, fit) if offered else None),
+            (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
             (Gate.ACTION, action),
         )
         if plan is not None
