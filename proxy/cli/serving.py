@@ -18,6 +18,7 @@ import structlog
 from aiohttp import web
 
 from proxy.cli.sockets import bind, bind_unix
+from proxy.http.runtime.background import running
 from proxy.http.runtime.rundir import Worker
 from proxy.http.serving.app import server_options
 from proxy.http.serving.drain import Drain
@@ -138,20 +139,22 @@ def run_worker(app: web.Application, settings: Settings, worker: Worker) -> None
 
 async def _serve(app: web.Application, socks: list[socket.socket], settings: Settings, asked: asyncio.Event) -> None:
     """Serve on `socks` until `asked`, then drain (`proxy.http.serving.drain`): the listeners close, each
-    connection is served or refused at once, and the requests in flight get the drain time."""
+    connection is served or refused at once, and the requests in flight get the drain time (swept
+    meanwhile: a connection that comes to wait with nothing to serve is reset, never left open)."""
     drain_timeout = settings.server.drain_timeout
     options = server_options(settings)
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=drain_timeout, **options)
     await runner.setup()
+    assert runner.server is not None  # set up
+    drain = Drain(runner.server)
     try:
-        assert runner.server is not None  # set up
-        drain = Drain(runner.server)
         for sock in socks:
             await web.SockSite(runner, sock).start()
         await asked.wait()
         await drain.begin(runner)
     finally:
-        await runner.cleanup()
+        async with running(drain.sweep()):  # what comes to wait with nothing to serve is reset
+            await runner.cleanup()
 
 
 DUPLICATE_SIGNAL_SECONDS = 1.0
