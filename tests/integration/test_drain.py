@@ -128,8 +128,8 @@ async def test_a_connection_handed_over_once_the_drain_began_is_reset_as_it_is_h
 async def test_a_connection_that_comes_to_wait_during_the_drain_is_reset_by_the_sweep() -> None:
     """A handler that had not begun to wait for its request when `begin` looked, then marked closing
     by aiohttp's cleanup (`RequestHandler.close` ran before its waiter existed), waits for a request
-    it will drop: nothing answers it until the drain ends (`test_signals_under_load`, about one run
-    in five of that file alone). Made here from an idle connection marked closing without a wake-up,
+    it will drop: nothing answers it until the drain ends (`test_signals_under_load`, 3 of 13 runs
+    of that file alone). Made here from an idle connection marked closing without a wake-up,
     after `begin`: a request sent on it goes unanswered, and the sweep resets it."""
     from aiohttp import web
 

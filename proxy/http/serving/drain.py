@@ -16,7 +16,7 @@ connection stayed open until the drain ended (seen once in `tests/integration/
 test_signals_under_load.py`: a poll sent right after SIGTERM got no answer in 2 s). The same
 happens to a connection whose handler had not yet begun to wait for its request when `begin`
 looked: marked closing by aiohttp's cleanup, it then waits for a request it will drop (seen again
-there, about one run in five of that file alone). So while the drain goes on, `sweep` resets
+there, 3 of 13 runs of that file alone). So while the drain goes on, `sweep` resets
 every connection that has come to wait with nothing to serve.
 
 Must never: cut a request whose handler runs or that was read whole before the drain; leave
