@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from support import Upstream, sse_reply
 
 from proxy.cli.serving import _serve
@@ -101,37 +102,9 @@ async def test_an_idle_connection_is_reset_at_once_and_a_request_in_flight_is_se
     await asyncio.wait_for(served, 30)  # and the drain ended with it
 
 
-async def test_a_connection_handed_over_once_the_drain_began_is_reset_as_it_is_handed_over() -> None:
-    """What asyncio hands to the server a loop turn after accepting it, when the listeners have
-    closed meanwhile: a listener opened after the drain began stands for it here."""
-    from aiohttp import web
-
-    async def hello(_request: web.Request) -> web.Response:
-        return web.Response(text="served")
-
-    app = web.Application()
-    app.router.add_get("/", hello)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    assert runner.server is not None
-    drain = Drain(runner.server)
-    try:
-        assert await drain.begin(runner) == 0  # no site, no connection yet
-        sock = socket.create_server(("127.0.0.1", 0))
-        await web.SockSite(runner, sock).start()
-        reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
-        assert await asyncio.wait_for(_reset(reader, writer), 10)
-    finally:
-        await runner.cleanup()
-
-
-async def test_a_connection_that_comes_to_wait_during_the_drain_is_reset_by_the_sweep() -> None:
-    """A handler that had not begun to wait for its request when `begin` looked, then marked closing
-    by aiohttp's cleanup (`RequestHandler.close` ran before its waiter existed), waits for a request
-    it will drop: nothing answers it until the drain ends (`test_signals_under_load`, 3 of 13 runs
-    of that file alone). Made here from an idle connection marked closing without a wake-up,
-    after `begin`: a request sent on it goes unanswered, and the sweep resets it."""
-    from aiohttp import web
+@pytest.fixture
+async def bare() -> AsyncIterator[tuple[web.AppRunner, Drain]]:
+    """A runner of a one-route app with a `Drain` on its server, and no site yet; cleaned up after."""
 
     async def hello(_request: web.Request) -> web.Response:
         return web.Response(text="served")
@@ -141,25 +114,53 @@ async def test_a_connection_that_comes_to_wait_during_the_drain_is_reset_by_the_
     runner = web.AppRunner(app)
     await runner.setup()
     assert runner.server is not None
-    drain = Drain(runner.server)
-    sock = socket.create_server(("127.0.0.1", 0))
-    await web.SockSite(runner, sock).start()
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
-        waiting: list[Any] = []
-        for _ in range(500):  # until its handler waits for a request (5 s at most)
-            waiting = [h for h in runner.server.connections if getattr(h, "_waiter", None) is not None]
-            if waiting:
-                break
-            await asyncio.sleep(0.01)
-        (handler,) = waiting
-        drain.begun = True  # `begin` has looked (and closed the listeners) before this one waited
-        handler._close = True  # what `close()` leaves when it ran before the handler's waiter existed
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        await writer.drain()
-        with pytest.raises(asyncio.TimeoutError):  # dropped: neither answered nor reset
-            await asyncio.wait_for(reader.read(1024), 0.3)
-        async with running(drain.sweep(every=0.02)):
-            assert await asyncio.wait_for(_reset(reader, writer), 10)
+        yield runner, Drain(runner.server)
     finally:
         await runner.cleanup()
+
+
+async def _listening(runner: web.AppRunner) -> int:
+    """A site on a port of its own on 127.0.0.1; its port."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    await web.SockSite(runner, sock).start()
+    return int(sock.getsockname()[1])
+
+
+async def test_a_connection_handed_over_once_the_drain_began_is_reset_as_it_is_handed_over(
+    bare: tuple[web.AppRunner, Drain],
+) -> None:
+    """What asyncio hands to the server a loop turn after accepting it, when the listeners have
+    closed meanwhile: a listener opened after the drain began stands for it here."""
+    runner, drain = bare
+    assert await drain.begin(runner) == 0  # no site, no connection yet
+    reader, writer = await asyncio.open_connection("127.0.0.1", await _listening(runner))
+    assert await asyncio.wait_for(_reset(reader, writer), 10)
+
+
+async def test_a_connection_that_comes_to_wait_during_the_drain_is_reset_by_the_sweep(
+    bare: tuple[web.AppRunner, Drain],
+) -> None:
+    """A handler that had not begun to wait for its request when `begin` looked, then marked closing
+    by aiohttp's cleanup (`RequestHandler.close` ran before its waiter existed), waits for a request
+    it will drop: nothing answers it until the drain ends (`test_signals_under_load`, 3 of 13 runs
+    of that file alone). Made here from an idle connection marked closing without a wake-up,
+    after `begin`: a request sent on it goes unanswered, and the sweep resets it."""
+    runner, drain = bare
+    assert runner.server is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", await _listening(runner))
+    waiting: list[Any] = []
+    for _ in range(500):  # until its handler waits for a request (5 s at most)
+        waiting = [h for h in runner.server.connections if getattr(h, "_waiter", None) is not None]
+        if waiting:
+            break
+        await asyncio.sleep(0.01)
+    (handler,) = waiting
+    drain.begun = True  # `begin` has looked (and closed the listeners) before this one waited
+    handler._close = True  # what `close()` leaves when it ran before the handler's waiter existed
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    await writer.drain()
+    with pytest.raises(asyncio.TimeoutError):  # dropped: neither answered nor reset
+        await asyncio.wait_for(reader.read(1024), 0.3)
+    async with running(drain.sweep(every=0.02)):
+        assert await asyncio.wait_for(_reset(reader, writer), 10)
