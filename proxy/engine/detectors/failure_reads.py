@@ -129,6 +129,8 @@ class Step:
     failure names it, its line, why); None once all of it is read."""
     target: str | None
     """The code file a change is asked for in: the last code file of the evidence."""
+    shown: str | None
+    """That file as the agent last saw it, when it has not changed since (`RepairState.shown`)."""
     lines: str | None
     """The function to change as the agent last saw it: the one the failure calls, else the one
     holding the line it points at; None while a read is due or where the lines were not seen."""
@@ -148,17 +150,14 @@ def step_of(state: RepairState) -> Step:
     unread = next((o for o in options if resolved(state, o[0]) not in state.read_since_failure), None)
     code = [path for path, _line, _why in options if path != state.pointers.test_file]
     target = resolved(state, code[-1]) if code else None
-    lines = None if not options or unread is not None else _lines(state, target)
     shown = state.shown(target) if target is not None else None
+    lines = None if not options or unread is not None or shown is None else _lines(state, shown)
     pointed = changeable(lines, file_text(shown)) if lines is not None and shown is not None else ()
-    return Step(state, bool(options), unread, target, lines, pointed)
+    return Step(state, bool(options), unread, target, shown, lines, pointed)
 
 
-def _lines(state: RepairState, where: str | None) -> str | None:
-    """`Step.lines`, once everything is read: the function in `where` as last shown."""
-    shown = state.shown(where) if where is not None else None
-    if shown is None:
-        return None
+def _lines(state: RepairState, shown: str) -> str | None:
+    """`Step.lines`, once everything is read: the function in the file to change, as last shown."""
     p = state.pointers
     line = p.source_line if p.source_file and state.shown(p.source_file) is shown else None
     deeper = callee(state)
@@ -202,7 +201,7 @@ def next_step(step: Step, vocabulary: Vocabulary | None) -> str:
         target = step.target
         where = target or "the code"
         change = f"a different change to {edited} than before" if edited else f"a change to {where}"
-        if target is not None and state.shown(target) is None and vocabulary is not None:
+        if target is not None and step.shown is None and vocabulary is not None:
             look = vocabulary.read(target)  # found by a search, or changed since: look before changing it
             if look is not None:
                 return (
@@ -239,8 +238,7 @@ def next_kind(step: Step) -> CallKind:
     else an edit."""
     if step.reading:
         return CallKind.READ
-    target = step.target
-    return CallKind.READ if target is not None and step.state.shown(target) is None else CallKind.EDIT
+    return CallKind.READ if step.target is not None and step.shown is None else CallKind.EDIT
 
 
 def step_tool(step: Step, vocabulary: Vocabulary | None, failing: str) -> str | None:
@@ -270,7 +268,7 @@ def next_call(step: Step, vocabulary: Vocabulary | None, failing: str) -> Call |
     call: Call | None = None
     if read is not None:
         call = read[1]
-    elif target is not None and step.state.shown(target) is not None:  # a file the proxy saw, as it is
+    elif target is not None and step.shown is not None:  # a file the proxy saw, as it is
         one = vocabulary.change_one(target, step.pointed) if tool is not None else None
         if tool is None:
             call = vocabulary.shell_edit(target, lines)
