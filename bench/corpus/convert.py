@@ -1378,6 +1378,415 @@ def source_openhands1(mirror: Path) -> Iterator[RunBuilder]:
             yield b
 
 
+# --------------------------------------------------------------------------- source: Claude Code 2.0 (test part)
+
+
+CC_REPO = "yunwei37/agentcgroup"
+CC_COMMIT = "5af9e7b8f37a93513206c331c7ec0ff149e89f27"
+"""Repository HEAD (2026-03-07); the run folder was last changed in fa89f69 (2026-02-06)."""
+CC_DIR = "experiments/all_images_local"
+CC_TRACE = "attempt_1/trace.jsonl"
+"""Claude Code's own session log of the run (``~/.claude/projects/...``), one line per entry."""
+CC_SOURCE = "claudecode2-glm47flash-local"
+CC_SCAFFOLD = "claude-code-2.0 (anthropic tool use)"
+CC_VERSION = "2.0.0"
+CC_SYSTEM = (
+    "You are Claude Code, Anthropic's official CLI for Claude. "
+    "[placeholder: Claude Code 2.0.0's system prompt is not logged in the source]"
+)
+"""Stands in for the system prompt Claude Code sent (Anthropic ``system``, not in the log): its first
+sentence as in the 2.0.0 package, then a mark. The proxy reads a system prompt only for a role told
+not to edit the code (``text.roles``), which neither this nor Claude Code's prompt says."""
+CC_COMPLAINTS = (
+    "<tool_use_error>InputValidationError: ",
+    "<tool_use_error>Error: No such tool available: ",
+)
+"""How Claude Code 2.0.0's tool dispatch answers a call it cannot run as asked (arguments that fail the
+tool's input schema; a tool it did not offer): the call's ``tool_result`` (``is_error``). A valid call
+that a tool's own check refuses or that fails is answered ``<tool_use_error>`` too, with other words:
+a tool error, not a complaint."""
+CC_DROPPED_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def cc_tool(name: str, description: str, properties: Json, required: list[str]) -> Json:
+    """An OpenAI tool schema for one Claude Code tool."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+def cc_prop(kind: str, description: str, **extra: Any) -> Json:
+    return {"type": kind, "description": description, **extra}
+
+
+CC_TOOLS: list[Json] = [
+    cc_tool(
+        "Task",
+        "Launch a new agent to handle complex, multi-step tasks autonomously.",
+        {
+            "description": cc_prop("string", "A short (3-5 word) description of the task"),
+            "prompt": cc_prop("string", "The task for the agent to perform"),
+            "subagent_type": cc_prop("string", "The type of specialized agent to use for this task"),
+        },
+        ["description", "prompt", "subagent_type"],
+    ),
+    cc_tool(
+        "Bash",
+        "Executes a given bash command in a persistent shell session with optional timeout.",
+        {
+            "command": cc_prop("string", "The command to execute"),
+            "timeout": cc_prop("number", "Optional timeout in milliseconds (max 600000)"),
+            "description": cc_prop(
+                "string", "Clear, concise description of what this command does in 5-10 words, in active voice."
+            ),
+            "run_in_background": cc_prop(
+                "boolean", "Set to true to run this command in the background. Use BashOutput to read the output later."
+            ),
+        },
+        ["command"],
+    ),
+    cc_tool(
+        "Glob",
+        "Fast file pattern matching tool that works with any codebase size.",
+        {
+            "pattern": cc_prop("string", "The glob pattern to match files against"),
+            "path": cc_prop(
+                "string",
+                "The directory to search in. If not specified, the current working directory will be used.",
+            ),
+        },
+        ["pattern"],
+    ),
+    cc_tool(
+        "Grep",
+        "A powerful search tool built on ripgrep.",
+        {
+            "pattern": cc_prop("string", "The regular expression pattern to search for in file contents"),
+            "path": cc_prop(
+                "string", "File or directory to search in (rg PATH). Defaults to current working directory."
+            ),
+            "glob": cc_prop("string", 'Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob'),
+            "output_mode": cc_prop(
+                "string",
+                'Output mode: "content" shows matching lines, "files_with_matches" shows file paths, "count" '
+                'shows match counts. Defaults to "files_with_matches".',
+                enum=["content", "files_with_matches", "count"],
+            ),
+            "-B": cc_prop("number", "Number of lines to show before each match (rg -B)."),
+            "-A": cc_prop("number", "Number of lines to show after each match (rg -A)."),
+            "-C": cc_prop("number", "Number of lines to show before and after each match (rg -C)."),
+            "-n": cc_prop("boolean", "Show line numbers in output (rg -n)."),
+            "-i": cc_prop("boolean", "Case insensitive search (rg -i)"),
+            "type": cc_prop("string", "File type to search (rg --type)."),
+            "head_limit": cc_prop("number", 'Limit output to first N lines/entries, equivalent to "| head -N".'),
+            "multiline": cc_prop(
+                "boolean", "Enable multiline mode where . matches newlines and patterns can span lines."
+            ),
+        },
+        ["pattern"],
+    ),
+    cc_tool(
+        "ExitPlanMode",
+        "Use this tool when you are in plan mode and have finished presenting your plan.",
+        {"plan": cc_prop("string", "The plan you came up with, that you want to run by the user for approval.")},
+        ["plan"],
+    ),
+    cc_tool(
+        "Read",
+        "Reads a file from the local filesystem.",
+        {
+            "file_path": cc_prop("string", "The absolute path to the file to read"),
+            "offset": cc_prop("number", "The line number to start reading from."),
+            "limit": cc_prop("number", "The number of lines to read."),
+        },
+        ["file_path"],
+    ),
+    cc_tool(
+        "Edit",
+        "Performs exact string replacements in files.",
+        {
+            "file_path": cc_prop("string", "The absolute path to the file to modify"),
+            "old_string": cc_prop("string", "The text to replace"),
+            "new_string": cc_prop("string", "The text to replace it with (must be different from old_string)"),
+            "replace_all": cc_prop("boolean", "Replace all occurences of old_string (default false)"),
+        },
+        ["file_path", "old_string", "new_string"],
+    ),
+    cc_tool(
+        "Write",
+        "Writes a file to the local filesystem.",
+        {
+            "file_path": cc_prop("string", "The absolute path to the file to write (must be absolute, not relative)"),
+            "content": cc_prop("string", "The content to write to the file"),
+        },
+        ["file_path", "content"],
+    ),
+    cc_tool(
+        "NotebookEdit",
+        "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new source.",
+        {
+            "notebook_path": cc_prop("string", "The absolute path to the Jupyter notebook file to edit"),
+            "cell_id": cc_prop("string", "The ID of the cell to edit."),
+            "new_source": cc_prop("string", "The new source for the cell"),
+            "cell_type": cc_prop("string", "The type of the cell (code or markdown).", enum=["code", "markdown"]),
+            "edit_mode": cc_prop(
+                "string",
+                "The type of edit to make (replace, insert, delete). Defaults to replace.",
+                enum=["replace", "insert", "delete"],
+            ),
+        },
+        ["notebook_path", "new_source"],
+    ),
+    cc_tool(
+        "WebFetch",
+        "Fetches content from a specified URL and processes it using an AI model.",
+        {
+            "url": cc_prop("string", "The URL to fetch content from"),
+            "prompt": cc_prop("string", "The prompt to run on the fetched content"),
+        },
+        ["url", "prompt"],
+    ),
+    cc_tool(
+        "TodoWrite",
+        "Use this tool to create and manage a structured task list for your current coding session.",
+        {
+            "todos": cc_prop(
+                "array",
+                "The updated todo list",
+                items={
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "string"},
+                        "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                        "activeForm": {"type": "string"},
+                    },
+                    "required": ["content", "status", "activeForm"],
+                },
+            )
+        },
+        ["todos"],
+    ),
+    cc_tool(
+        "WebSearch",
+        "Allows Claude to search the web and use the results to inform responses.",
+        {
+            "query": cc_prop("string", "The search query to use"),
+            "allowed_domains": cc_prop(
+                "array", "Only include search results from these domains", items={"type": "string"}
+            ),
+            "blocked_domains": cc_prop(
+                "array", "Never include search results from these domains", items={"type": "string"}
+            ),
+        },
+        ["query"],
+    ),
+    cc_tool(
+        "BashOutput",
+        "Retrieves output from a running or completed background bash shell.",
+        {
+            "bash_id": cc_prop("string", "The ID of the background shell to retrieve output from"),
+            "filter": cc_prop("string", "Optional regular expression to filter the output lines."),
+        },
+        ["bash_id"],
+    ),
+    cc_tool(
+        "KillShell",
+        "Kills a running background bash shell by its ID.",
+        {"shell_id": cc_prop("string", "The ID of the background shell to kill")},
+        ["shell_id"],
+    ),
+    cc_tool(
+        "SlashCommand",
+        "Execute a slash command within the main conversation.",
+        {"command": cc_prop("string", 'The slash command to execute with its arguments, e.g., "/review-pr 123"')},
+        ["command"],
+    ),
+]
+"""Claude Code 2.0.0's built-in tools in the order its tool list has them (``cli.js``), with their input
+schemas (``sdk-tools.d.ts``, generated from the tools' JSON schemas) of the npm package
+``@anthropic-ai/claude-code@2.0.0``. Not logged: reconstructed. Descriptions are one line, not the long
+tool prompts Claude Code sends; parameter descriptions are the package's, some shortened."""
+
+
+def cc_tool_messages(blocks: list[Json], tally: Counter[str]) -> list[Json]:
+    """The user blocks answering one response as chat messages: a ``tool`` message per tool_result
+    (string content as is, a block list's text parts joined; ``is_error: true`` kept on the message),
+    then any text blocks as one user message."""
+    out: list[Json] = []
+    texts: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_result":
+            result = block.get("content")
+            if isinstance(result, list):
+                tally["result images dropped"] += sum(1 for part in result if part.get("type") == "image")
+                result = "\n".join(part["text"] for part in result if part.get("type") == "text")
+            msg: Json = {"role": "tool", "tool_call_id": block["tool_use_id"], "content": result or ""}
+            if block.get("is_error") is True:
+                msg["is_error"] = True
+            out.append(msg)
+        else:
+            tally[f"user {kind} blocks dropped"] += 1
+    if texts:
+        out.append({"role": "user", "content": "\n".join(texts)})
+    return out
+
+
+def cc_reply(blocks: list[Json], tally: Counter[str]) -> Json:
+    """One response (the blocks of its log lines, in order) as a chat assistant message, thinking dropped."""
+    kept = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind in CC_DROPPED_BLOCKS:
+            tally["thinking blocks dropped"] += 1
+        elif kind in ("text", "tool_use"):
+            kept.append(block)
+        else:
+            tally[f"assistant {kind} blocks dropped"] += 1
+    if not kept:
+        tally["replies empty without their thinking"] += 1
+    return anthropic_to_chat({"role": "assistant", "content": kept})[0]
+
+
+def cc_skipped(entry: Json) -> str | None:
+    """Why a log line is not part of what Claude Code sent its model, or None when it is."""
+    kind = entry.get("type")
+    if kind == "summary":
+        return "summary lines (session titles)"
+    if kind not in ("user", "assistant"):
+        return f"'{kind}' lines"
+    if entry.get("isSidechain"):
+        return "side-chain lines (a Task sub-agent's own conversation)"
+    if entry.get("isVisibleInTranscriptOnly"):
+        return "transcript-only lines"
+    return None
+
+
+@dataclass
+class CcReplay:
+    """Claude Code's history as it sent it, rebuilt line by line: the response being read (its blocks,
+    its ``message.id``) and the user blocks after it, each merged when the next turn begins."""
+
+    b: RunBuilder
+    tally: Counter[str] = field(default_factory=Counter)
+    history: list[Json] = field(default_factory=lambda: [{"role": "system", "content": CC_SYSTEM}])
+    response: list[Json] = field(default_factory=list)
+    response_id: str | None = None
+    answer: list[Json] = field(default_factory=list)  # before the first response: the task
+
+    def end_response(self) -> None:
+        if self.response_id is not None:
+            reply = cc_reply(self.response, self.tally)
+            self.b.request(list(self.history), reply)
+            self.history.append(reply)
+        self.response, self.response_id = [], None
+
+    def end_answer(self) -> None:
+        for msg in cc_tool_messages(self.answer, self.tally):
+            if msg["role"] == "tool" and str(msg["content"]).startswith(CC_COMPLAINTS):
+                self.b.format_errors += 1
+                self.b.complaint(msg)
+            self.history.append(msg)
+        self.answer = []
+
+    def user(self, content: str | list[Json]) -> None:
+        self.end_response()
+        self.answer += [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+    def assistant(self, message: Json) -> None:
+        if message["id"] != self.response_id:
+            self.end_response()
+            self.end_answer()
+            self.response_id = message["id"]
+        self.response += message["content"]
+
+    def api_error(self) -> None:
+        """Claude Code's synthetic note of a failed call: after the user's turn that request got no
+        reply; after a reply (one cut at max_tokens) nothing was sent."""
+        self.end_response()
+        self.end_answer()
+        if self.history[-1]["role"] == "assistant":
+            self.tally["API-error notes after a reply (nothing sent)"] += 1
+        else:
+            self.b.request(list(self.history), None)
+            self.tally["requests answered by an API error (reply null)"] += 1
+
+
+def claudecode_run(run: str, entries: list[Json]) -> RunBuilder:
+    """One run from Claude Code's session log. The lines of one response (one content block each)
+    share ``message.id``; the user lines after it (``tool_result`` blocks) answer its ``tool_use`` ids.
+    Claude Code sends the history as Anthropic messages with consecutive lines of one role merged:
+    request k is every message before response k (the system prompt, the task, then the turns), its
+    reply response k."""
+    b = RunBuilder(
+        source=CC_SOURCE,
+        run=run,
+        scaffold=CC_SCAFFOLD,
+        model="",
+        protocol="tools",
+        resolved=None,
+        tools=CC_TOOLS,
+    )
+    replay = CcReplay(b)
+    skipped: Counter[str] = Counter()
+    models: Counter[str] = Counter()
+    versions: set[str] = set()
+    previous: str | None = None
+    for entry in entries:
+        if (why := cc_skipped(entry)) is not None:
+            skipped[why] += 1
+            continue
+        versions.add(str(entry.get("version")))
+        if previous is not None and entry.get("parentUuid") != previous:
+            skipped["line(s) whose parentUuid is not the line before (kept in file order)"] += 1
+        previous = entry.get("uuid")
+        if entry["type"] == "user":
+            replay.user(entry["message"]["content"])
+        elif entry.get("isApiErrorMessage"):
+            replay.api_error()
+        else:
+            models[entry["message"].get("model") or ""] += 1
+            replay.assistant(entry["message"])
+    replay.end_response()
+    replay.end_answer()
+    b.model = models.most_common(1)[0][0] if models else ""
+    b.notes.append(
+        "history rebuilt from Claude Code's session log (lines of one response merged by message.id, the "
+        "tool_result lines after it merged into its answer; tool_use -> tool_calls, tool_result -> tool messages, "
+        "is_error kept on them); system prompt not logged (a marked placeholder stands in); tool schemas not "
+        "logged (Claude Code 2.0.0's built-in tools, reconstructed); context Claude Code adds at request time "
+        "(system reminders) not logged"
+    )
+    b.notes += [f"{n} {what}" for what, n in sorted((skipped | replay.tally).items())]
+    if len(models) > 1:
+        b.notes.append("models: " + ", ".join(f"{m} ({n})" for m, n in sorted(models.items())))
+    if versions != {CC_VERSION}:
+        b.notes.append("Claude Code versions: " + ", ".join(sorted(versions)))
+    return b
+
+
+def source_claudecode_local(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(CC_REPO, mirror)
+    rev = snap.require(CC_COMMIT)
+    traces = {p.split("/")[-3]: p for p in snap.ls(rev, CC_DIR) if p.endswith(f"/{CC_TRACE}")}
+    for run in sorted(traces):
+        blob = snap.read(rev, traces[run])
+        if blob is None:
+            continue  # absent from the snapshot (a blob over its size limit)
+        entries = [orjson.loads(line) for line in blob.splitlines() if line.strip()]
+        b = claudecode_run(run, entries)
+        b.notes.append("no test-based labels in the source (resolved null)")
+        if len(b.requests) >= 2:
+            yield b
+
+
 # --------------------------------------------------------------------------- manifest
 
 ORIGINS: dict[str, Json] = {
@@ -1518,6 +1927,29 @@ ORIGINS: dict[str, Json] = {
         "label_source": "none: no evaluation report in the repository (output.jsonl blob absent); resolved null",
         "selection": f"{OH1_RUNS} sessions by a fixed stride over the sorted session ids",
     },
+    "claudecode": {
+        "repository": CC_REPO,
+        "part": "test",
+        "data_commit": CC_COMMIT,
+        "data_commit_note": "repository HEAD (2026-03-07); the run folder was last changed in "
+        "fa89f690aa2ab437ab53ddf175b9928d02754c96 (2026-02-06), the runs are of 2026-02-04/06",
+        "paths": [
+            f"{CC_DIR}/<instance>/{CC_TRACE} (Claude Code's session log)",
+            "scripts/run_all_swebench_images.py, scripts/run_swebench.py (how Claude Code was run: --print "
+            "--dangerously-skip-permissions, ANTHROPIC_BASE_URL at a local llama-server; read, not run)",
+        ],
+        "licence": "GPL-2.0",
+        "licence_file": "LICENSE (repository root, at the data commit; the data has no licence of its own)",
+        "scaffold_version": f"Claude Code CLI {CC_VERSION} (the version every log line names), Anthropic Messages "
+        "API with tool use, driving GLM-4.7-Flash (open weights, ~30B total / 3B active MoE, GGUF Q4_K_M) served "
+        "by llama.cpp's llama-server on the same machine",
+        "benchmark": "SWE-rebench tasks (swerebench/sweb.eval.x86_64.* images): the tasks only; the trajectories "
+        "are agentcgroup's own Claude Code runs, not Nebius' trajectories",
+        "label_source": "none: no test-based evaluation in the repository (results.json holds the CLI's output and "
+        "exit code, summary.json's 'success' is the runner's, not a harness result); resolved null",
+        "selection": "every instance folder whose trace.jsonl blob is in the snapshot (one, over 4 MiB, is "
+        "absent) and whose run made at least 2 requests, sorted by instance id",
+    },
     "coder": {
         "repository": CODER_REPO,
         "part": "tune",
@@ -1573,6 +2005,7 @@ SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "acr": source_acr,
     "moatless": source_moatless,
     "openhands1": source_openhands1,
+    "claudecode": source_claudecode_local,
 }
 
 
