@@ -80,7 +80,10 @@ async def observed(request: web.Request, handler: Handler) -> web.StreamResponse
         status = exc.status
         raise
     except (asyncio.CancelledError, ConnectionResetError):
-        record.end(Outcome.CLIENT_GONE)
+        if record.delivered is None:
+            record.end(Outcome.CLIENT_GONE)
+        else:  # it had its reply whole: what the proxy still did after that is no part of it
+            status = record.delivered
         raise
     except BaseException:
         record.end(Outcome.ERROR)
