@@ -6,7 +6,7 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from proxy.http.observe.logs import configure_logging
 from proxy.http.observe.traces_asked import traces_asked
 from proxy.http.runtime.rundir import Worker
 from proxy.http.runtime.tenancy import Shared, build_runtime
-from proxy.settings.config import Settings, load_settings
+from proxy.settings.config import ENV_OVERRIDES, Settings, load_settings
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
 from proxy.store import StoreUnusable, check_store
@@ -51,8 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # set by the supervisor
     serve.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)
     serve.add_argument("--supervisor", type=int, help=argparse.SUPPRESS)
-    check = sub.add_parser("check-config", help="validate a config file and the policies it names")
-    check.add_argument("file")
+    check = sub.add_parser(
+        "check-config",
+        help="validate the settings serve would run on: a config file (or the embedded defaults), "
+        "the REPAIR_PROXY_* environment over it, and the policies they name",
+    )
+    check.add_argument("file", nargs="?", help="config TOML (default: none, the embedded defaults)")
     check_policy = sub.add_parser("check-policy", help="validate a policy file (and what it extends)")
     check_policy.add_argument("file")
     sub.add_parser("patterns", help="every pattern's defaults (ladder and options), as policy TOML")
@@ -79,18 +83,8 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
             file=sys.stderr,
         )
         return 1
-    overrides: dict[str, dict[str, Any]] = {}
-    if args.host:
-        overrides.setdefault("server", {})["host"] = args.host
-    if args.port is not None:
-        overrides.setdefault("server", {})["port"] = args.port
-    if args.workers is not None:
-        overrides.setdefault("server", {})["workers"] = args.workers
-    if args.upstream:
-        overrides.setdefault("upstream", {})["base_url"] = args.upstream
-    if args.no_repair:
-        overrides.setdefault("repair", {})["enabled"] = False
-    settings = load_settings(args.config, environ=environ, overrides=overrides)
+    overrides = _overrides(args)
+    settings = _settings(args.config, environ, overrides)
     configure_logging(settings.logging.level)
     count = settings.server.worker_count()
     check_store(settings.store.verdicts)  # an unusable store stops here, before anything listens
@@ -104,9 +98,32 @@ def _serve(args: argparse.Namespace, environ: dict[str, str], argv: Sequence[str
     from proxy.http.serving.reload import Reloader  # noqa: PLC0415
 
     runtime = build_runtime(settings, _shared(settings, worker))
-    app = make_app(runtime, Reloader(args.config, environ, overrides), worker)
+    app = make_app(runtime, Reloader(args.config, environ, overrides), worker, probe_at_start=True)
     run_worker(app, settings, worker)
     return 0
+
+
+def _settings(config: str | None, environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> Settings:
+    """The settings `serve` runs on and `check-config` checks, read one way for both: the config
+    file (none: the embedded defaults), the environment's `REPAIR_PROXY_*` variables over it
+    (`ENV_OVERRIDES`), the command line's flags over both."""
+    return load_settings(config, environ=environ, overrides=overrides)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """What `serve`'s flags set."""
+    overrides: dict[str, dict[str, Any]] = {}
+    if args.host:
+        overrides.setdefault("server", {})["host"] = args.host
+    if args.port is not None:
+        overrides.setdefault("server", {})["port"] = args.port
+    if args.workers is not None:
+        overrides.setdefault("server", {})["workers"] = args.workers
+    if args.upstream:
+        overrides.setdefault("upstream", {})["base_url"] = args.upstream
+    if args.no_repair:
+        overrides.setdefault("repair", {})["enabled"] = False
+    return overrides
 
 
 def _shared(settings: Settings, worker: Worker) -> Shared:
@@ -123,10 +140,14 @@ def _shared(settings: Settings, worker: Worker) -> Shared:
     return Shared.of(settings, SharedStates(worker.states, bound, store.state_ttl_seconds), release_free_memory)
 
 
-def _check_config(args: argparse.Namespace) -> int:
-    runtime = build_runtime(load_settings(args.file))
+def _check_config(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """The settings `serve` would run on, checked (`_settings`: the environment included), and
+    what they come to: each team's upstream and policy, and the variables that took part."""
+    runtime = build_runtime(_settings(args.file, environ))
     teams = ", ".join(f"{t.name} -> {t.upstream} ({t.engine.policy.source})" for t in runtime.teams.values())
-    print(f"{args.file}: ok; teams: {teams}")
+    used = [var for var in ENV_OVERRIDES if var in environ]
+    said = f"; from the environment: {', '.join(used)}" if used else ""
+    print(f"{args.file or '<defaults>'}: ok; teams: {teams}{said}")
     return 0
 
 
@@ -178,7 +199,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         if args.command == "serve":
             return _serve(args, env, given[given.index("serve") + 1 :])
         if args.command == "check-config":
-            return _check_config(args)
+            return _check_config(args, env)
         if args.command == "check-policy":
             return _check_policy(args)
         if args.command == "patterns":

@@ -120,3 +120,20 @@ async def test_real_model_serve_refuses_a_busy_port() -> None:
     assert process.returncode != 0
     assert f"port {port} is in use" in err.decode()
     assert b"ready" not in out
+
+
+def test_check_config_reads_the_environment_serve_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`REPAIR_PROXY_POLICY=codex repair-proxy check-config` checks what `serve` would run on (issue
+    63: it reported the default policy, and wanted a file): the variable over the file, named."""
+    assert main(["check-config"], environ={"REPAIR_PROXY_POLICY": "codex"}) == 0
+    out = capsys.readouterr().out
+    assert "<defaults>: ok" in out and "codex.toml" in out and "from the environment: REPAIR_PROXY_POLICY" in out
+    config = tmp_path / "config.toml"
+    config.write_text('[repair]\npolicy = "openhands"\n[upstream]\nbase_url = "http://127.0.0.1:8000/v1"\n')
+    environ = {"REPAIR_PROXY_POLICY": "codex", "REPAIR_PROXY_UPSTREAM": "http://10.0.0.5:11434/v1", "HOME": "/x"}
+    assert main(["check-config", str(config)], environ=environ) == 0
+    out = capsys.readouterr().out
+    assert "default -> http://10.0.0.5:11434/v1" in out and "codex.toml" in out and "openhands" not in out
+    assert "from the environment: REPAIR_PROXY_UPSTREAM, REPAIR_PROXY_POLICY" in out
+    assert main(["check-config", str(config)], environ={"REPAIR_PROXY_POLICY": "nope"}) == 2
+    assert "environment REPAIR_PROXY_POLICY: repair.policy: nope" in capsys.readouterr().err

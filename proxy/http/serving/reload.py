@@ -7,7 +7,7 @@ are fixed at start: changing them needs a restart, and the log says so.
 
 The files are read and the policies compiled in a thread (tens of ms, more with many teams,
 measured 107-118 ms on a busy machine: on the event loop every request of the worker waited as
-long), and so is the tokenizer when a reload turns repair on; only the swap is on the loop.
+long); only the swap is on the loop. (The tokenizer, shared by every runtime, was built at start.)
 Reloads asked while one runs are done one after the other, in the order asked.
 
 A pattern a reload puts in shadow stops speaking from then on, but what it already placed stays
@@ -69,10 +69,7 @@ class Reloader:
 
     def _build(self, old: Runtime) -> Runtime:
         """The next runtime (blocking: run in a thread); `ConfigError` when a file is invalid."""
-        runtime = old.rebuild(load_settings(self.config_path, environ=self.environ, overrides=self.overrides))
-        if runtime.settings.repair.enabled:
-            runtime.shared.tokens.warm()
-        return runtime
+        return old.rebuild(load_settings(self.config_path, environ=self.environ, overrides=self.overrides))
 
     async def reload(self, app: web.Application) -> bool:
         """Read everything again; swap it in when valid. True when swapped."""

@@ -59,7 +59,7 @@ class StreamEnd:
             self._marked = _LAST.search(joined) is not None
         self.reached = self._marked and joined[-4:].replace(b"\r", b"").endswith(self._ending)
         open_line = joined[joined.rfind(b"\n") + 1 :]
-        self._tail = (
-            open_line if len(open_line) <= _CARRIED else b"\0" + open_line[-_CARRIED:]
-        ) or joined[-4:]  # a line just ended: what ended it, for an event's end split between chunks
+        self._tail = (open_line if len(open_line) <= _CARRIED else b"\0" + open_line[-_CARRIED:]) or joined[
+            -4:
+        ]  # a line just ended: what ended it, for an event's end split between chunks
         return self.reached

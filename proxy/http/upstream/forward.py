@@ -189,7 +189,9 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
     session = request.app[SESSION]
-    upstream = await open_upstream(session, request.method, url, headers, body, runtime.timeouts, runtime.tls)
+    upstream = await open_upstream(
+        session, request.method, url, headers, body, runtime.timeouts, runtime.tls, context.team.named
+    )
     request[RECORD].upstream_ms = (time.perf_counter() - started) * 1000
     return upstream
 
