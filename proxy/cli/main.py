@@ -177,9 +177,13 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from proxy.cli.report import fetch, recovery_table  # noqa: PLC0415 - this command's own
+    from proxy.cli.report import ReportUnavailable, fetch, recovery_table  # noqa: PLC0415 - this command's own
 
-    print(recovery_table(fetch(args.url)))
+    try:
+        print(recovery_table(fetch(args.url), args.url))
+    except ReportUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

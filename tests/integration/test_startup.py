@@ -7,6 +7,7 @@ import asyncio
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -137,3 +138,20 @@ def test_check_config_reads_the_environment_serve_reads(tmp_path: Path, capsys: 
     assert "from the environment: REPAIR_PROXY_UPSTREAM, REPAIR_PROXY_POLICY" in out
     assert main(["check-config", str(config)], environ={"REPAIR_PROXY_POLICY": "nope"}) == 2
     assert "environment REPAIR_PROXY_POLICY: repair.policy: nope" in capsys.readouterr().err
+
+
+async def test_report_errors_name_the_url_tried(proxy: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`repair-proxy report URL` that cannot be read says which URL and what to give instead (issue
+    63: `error: <urlopen error [Errno 111] Connection refused>`, no URL): nothing listens, a page
+    that is no metrics, a 404."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/metrics"
+    base = str(proxy.make_url("")).rstrip("/")
+    for url, said in ((closed, "cannot read"), (f"{base}/healthz", "is no Prometheus metrics"), (f"{base}/foo", "404")):
+        assert await asyncio.to_thread(main, ["report", url], {}) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and url in err and said in err, err
+        assert "http://127.0.0.1:8400/metrics" in err
+    assert await asyncio.to_thread(main, ["report", f"{base}/metrics"], {}) == 0
+    assert "no watched trips have settled yet" in capsys.readouterr().out
