@@ -18,7 +18,15 @@ from proxy.http.observe.logs import configure_logging
 from proxy.http.observe.traces_asked import traces_asked
 from proxy.http.runtime.rundir import Worker
 from proxy.http.runtime.tenancy import Shared, build_runtime
-from proxy.settings.config import ENV_OVERRIDES, Settings, load_settings
+from proxy.settings.config import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    DEFAULT_UPSTREAM,
+    ENV_OVERRIDES,
+    MAX_AUTO_WORKERS,
+    Settings,
+    load_settings,
+)
 from proxy.settings.policy import load_policy
 from proxy.settings.problems import ConfigError
 from proxy.store import StoreUnusable, check_store
@@ -26,7 +34,14 @@ from proxy.store import StoreUnusable, check_store
 # What serves (aiohttp, the app, metrics) and the other commands' own modules are imported
 # where they are used: a supervisor of workers, which serves nothing, never loads them.
 
-__all__ = ["main"]
+__all__ = ["DESCRIPTION", "main"]
+
+DESCRIPTION = (
+    "A transparent proxy between an LLM coding agent and its OpenAI-compatible model server: it reads the "
+    "tool calls and results in each request and, when the agent is stuck, adds one short instruction. "
+    "Start with `repair-proxy serve` and point the agent at OPENAI_BASE_URL=http://127.0.0.1:8400/v1, "
+    "or watch `repair-proxy demo`."
+)
 
 
 def _version() -> str:
@@ -38,16 +53,37 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="repair-proxy", description=__doc__)
+    parser = argparse.ArgumentParser(prog="repair-proxy", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"repair-proxy {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the proxy")
-    serve.add_argument("--config", help="config TOML (see config.example.toml)")
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
-    serve.add_argument("--upstream", help="upstream base URL, e.g. http://127.0.0.1:11434/v1")
-    serve.add_argument("--no-repair", action="store_true", help="byte-transparent: analyse and change nothing")
-    serve.add_argument("--workers", type=int, help="processes on the port (0: one per core, at most 4)")
+    serve = sub.add_parser(
+        "serve",
+        help="run the proxy",
+        description="Run the proxy. Each setting: this flag, else its REPAIR_PROXY_* variable, else the config "
+        "file, else the default shown. The repair policy: REPAIR_PROXY_POLICY or repair.policy, a preset's name "
+        "(openhands, codex, ...) or a TOML file (default: the embedded one).",
+    )
+    serve.add_argument("--config", help="config TOML (default: none, the embedded defaults; see config.example.toml)")
+    serve.add_argument("--host", help=f"listen address (default: {DEFAULT_HOST}; REPAIR_PROXY_HOST, server.host)")
+    serve.add_argument(
+        "--port", type=int, help=f"listen port (default: {DEFAULT_PORT}; REPAIR_PROXY_PORT, server.port)"
+    )
+    serve.add_argument(
+        "--upstream",
+        help=f"the model server's OpenAI-compatible base URL (default: {DEFAULT_UPSTREAM}, Ollama on this machine; "
+        "REPAIR_PROXY_UPSTREAM, upstream.base_url)",
+    )
+    serve.add_argument(
+        "--no-repair",
+        action="store_true",
+        help="byte-transparent: analyse and change nothing (default: repair on; REPAIR_PROXY_REPAIR, repair.enabled)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help=f"processes on the port (default: 0, one per core, at most {MAX_AUTO_WORKERS}; REPAIR_PROXY_WORKERS, "
+        "server.workers)",
+    )
     serve.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # set by the supervisor
     serve.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)
     serve.add_argument("--supervisor", type=int, help=argparse.SUPPRESS)
@@ -62,7 +98,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("patterns", help="every pattern's defaults (ladder and options), as policy TOML")
     report = sub.add_parser("report", help="recovery rate of treated vs holdout conversations, from a proxy's /metrics")
     report.add_argument("url", nargs="?", default="http://127.0.0.1:8400/metrics")
-    sub.add_parser("demo", help="watch a stuck agent get unstuck: scripted model and agent, the real proxy, no setup")
+    demo_said = (
+        "a scripted agent stuck on one failing test, through the real proxy (no setup): what it folds, "
+        "the instructions it places, and the hand-back that ends the run"
+    )
+    sub.add_parser("demo", help=demo_said, description=f"Run {demo_said}.")
     rep = sub.add_parser("replay", help="fold chat request bodies offline and show what the proxy would do")
     rep.add_argument("file", help="one request body (JSON) or successive bodies (JSON Lines)")
     rep.add_argument("--policy", help="policy TOML (default: the embedded policy)")
