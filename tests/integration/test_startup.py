@@ -43,7 +43,19 @@ def test_a_teams_upstream_is_checked_too(tmp_path: Path, capsys: pytest.CaptureF
     text = '[[team]]\nname = "a"\nkeys = ["k-a"]\nupstream = "vllm:8000/v1"\n'
     code, out, config = check_config(tmp_path, text, capsys)
     assert code == 2
-    assert f"{config}: team.0.upstream:" in out
+    assert f'{config}: team["a"].upstream:' in out  # by its name (issue 63: was team.0.upstream)
+
+
+def test_a_teams_problems_name_it_by_its_name_or_else_its_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad policy file of team "blue" is `team["blue"].policy`; a team with no valid name is still
+    found by its index."""
+    text = '[[team]]\nname = "blue"\nkeys = ["k-b"]\npolicy = "missing.toml"\n[[team]]\nkeys = ["k-c"]\n'
+    code, out, config = check_config(tmp_path, text, capsys)
+    assert code == 2 and f"{config}: team.1.name:" in out
+    code, out, config = check_config(tmp_path, text.split("[[team]]\nkeys")[0], capsys)
+    assert code == 2 and f'{config}: team["blue"].policy: ' in out and "missing.toml" in out
 
 
 def test_a_bad_flag_or_variable_is_blamed_on_itself(capsys: pytest.CaptureFixture[str]) -> None:

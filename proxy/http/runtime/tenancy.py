@@ -28,7 +28,7 @@ from proxy.http.runtime.footprint import Footprint, Shares
 from proxy.http.runtime.tls import upstream_tls
 from proxy.settings.config import Settings, TeamSettings
 from proxy.settings.policy import is_preset_name, load_policy
-from proxy.settings.problems import ConfigError, ConfigProblem
+from proxy.settings.problems import ConfigError, ConfigProblem, key_of
 
 __all__ = [
     "DEFAULT_TEAM",
@@ -236,9 +236,10 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
     for index, entry in enumerate(settings.team):
-        path = _policy_path(settings, entry.policy, f"team.{index}.policy") if entry.policy else default_policy_path
+        key = key_of(("team", index, "policy"), {"team": [{"name": t.name} for t in settings.team]})
+        path = _policy_path(settings, entry.policy, key) if entry.policy else default_policy_path
         try:
-            team_engine = engine(path, f"team.{index}.policy" if entry.policy else "repair.policy")
+            team_engine = engine(path, key if entry.policy else "repair.policy")
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue
