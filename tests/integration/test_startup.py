@@ -54,7 +54,7 @@ def test_a_teams_problems_name_it_by_its_name_or_else_its_index(
     text = '[[team]]\nname = "blue"\nkeys = ["k-b"]\npolicy = "missing.toml"\n[[team]]\nkeys = ["k-c"]\n'
     code, out, config = check_config(tmp_path, text, capsys)
     assert code == 2 and f"{config}: team.1.name:" in out
-    code, out, config = check_config(tmp_path, text.split("[[team]]\nkeys")[0], capsys)
+    code, out, config = check_config(tmp_path, text.split("[[team]]\nkeys", maxsplit=1)[0], capsys)
     assert code == 2 and f'{config}: team["blue"].policy: ' in out and "missing.toml" in out
 
 
