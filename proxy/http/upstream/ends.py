@@ -32,6 +32,8 @@ _LAST = re.compile(
 )
 """A stream's last event, in each shape above: read in its `data:` line (an SSE `event:` line comes
 before the data it names)."""
+_WORDS = (b"[DONE]", b"response.", b"message_stop", b'"done"')
+"""What each marker has: a chunk with none of them is not searched (a substring test is cheaper)."""
 _CARRIED = 64
 """Bytes of the line still open searched with the next chunk: a marker split between two chunks is
 found. Longer, its last bytes are kept behind a byte that starts no line (`^` must not match there)."""
@@ -55,7 +57,7 @@ class StreamEnd:
         if not chunk or self.reached or not self._stream:
             return self.reached
         joined = self._tail + chunk
-        if not self._marked:
+        if not self._marked and any(word in joined for word in _WORDS):
             self._marked = _LAST.search(joined) is not None
         self.reached = self._marked and joined[-4:].replace(b"\r", b"").endswith(self._ending)
         open_line = joined[joined.rfind(b"\n") + 1 :]
