@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 from aiohttp import web
@@ -57,6 +58,9 @@ async def test_with_teams_the_error_names_the_team_not_the_address(make_proxy) -
     assert (reply.status, error["cause"]) == (502, "refused")
     assert "team blue's upstream is unreachable" in error["message"] and "upstream.base_url" in error["message"]
     assert_names_no_address(reply.body, port=port)
+    async with aiohttp.ClientSession() as client, client.get(proxy.make_url("/readyz")) as response:
+        ready = await response.json()  # the operator's view: the address, as its `upstream` field always had
+    assert f"the upstream http://127.0.0.1:{port}/v1 is unreachable" in ready["error"]
 
 
 async def test_dns_a_name_that_cannot_resolve(make_proxy) -> None:

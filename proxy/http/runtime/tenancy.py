@@ -59,7 +59,7 @@ class UpstreamNamed:
     setting: str = ""
 
 
-def _upstream_named(settings: Settings, team: TeamSettings | None) -> UpstreamNamed:
+def upstream_named(settings: Settings, team: TeamSettings | None = None) -> UpstreamNamed:
     upstream = settings.upstream
     if team is not None:
         where = f"team {team.name}'s upstream in {settings.source}" if team.upstream else "upstream.base_url"
@@ -230,7 +230,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             settings.upstream.base_url,
             settings.upstream.api_key,
             settings.repair.holdout_percent,
-            named=_upstream_named(settings, None),
+            named=upstream_named(settings),
         )
         return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared, upstream_tls(settings), Timeouts.of(settings))
     teams: dict[str, Team] = {}
@@ -250,7 +250,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             entry.upstream_key or settings.upstream.api_key,
             settings.repair.holdout_percent if entry.holdout_percent is None else entry.holdout_percent,
             entry.forward_client_key,
-            _upstream_named(settings, entry),
+            upstream_named(settings, entry),
         )
     if problems:
         raise ConfigError(problems)

@@ -34,7 +34,7 @@ from proxy.http.runtime.appkeys import (
 from proxy.http.runtime.background import running
 from proxy.http.runtime.rundir import Worker, started
 from proxy.http.runtime.stalls import Watch, look
-from proxy.http.runtime.tenancy import Runtime
+from proxy.http.runtime.tenancy import Runtime, upstream_named
 from proxy.http.serving.reload import Reloader
 from proxy.http.serving.routes import add_routes
 from proxy.http.serving.workers import watch_supervisor
@@ -161,7 +161,8 @@ async def _said_at_start(app: web.Application) -> None:
     """Each upstream asked once (`upstream.probe`): one that does not answer is a warning naming it
     and the setting that chose it; the proxy serves anyway (a model server may still be starting)."""
     runtime = app[RUNTIME].current
-    upstreams = {team.upstream: team.named for team in runtime.teams.values()}
+    base, server = runtime.settings.upstream.base_url, upstream_named(runtime.settings)  # the log is the operator's
+    upstreams = {team.upstream: server if team.upstream == base else team.named for team in runtime.teams.values()}
     for base_url, named in upstreams.items():
         seen = await probe(app[SESSION], base_url, named, runtime.tls, runtime.settings.upstream.connect_timeout)
         if seen.answers:

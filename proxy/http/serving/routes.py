@@ -7,7 +7,7 @@ from aiohttp import web
 from proxy.http.observe.metrics import CONTENT_TYPE_LATEST
 from proxy.http.pipeline.pipeline import proxy_v1
 from proxy.http.runtime.appkeys import METRICS, RUNTIME, SESSION, STORES, WORKER
-from proxy.http.runtime.tenancy import UpstreamNamed
+from proxy.http.runtime.tenancy import upstream_named
 from proxy.http.serving.admin import add_admin_routes
 from proxy.http.serving.status import add_status_route
 from proxy.http.upstream.probe import probe
@@ -34,9 +34,11 @@ its Service, and agents get a 502 saying why instead of no answer."""
 async def _upstream_detail(request: web.Request) -> tuple[bool, dict[str, object]]:
     """Whether the server's upstream answers (`upstream.probe`), and what was seen."""
     runtime = request.app[RUNTIME].current
-    base_url = runtime.settings.upstream.base_url
-    named = next((t.named for t in runtime.teams.values() if t.upstream == base_url), UpstreamNamed())
-    seen = await probe(request.app[SESSION], base_url, named, runtime.tls, runtime.settings.upstream.connect_timeout)
+    settings = runtime.settings
+    named = upstream_named(settings)  # the server's upstream (its address is in the detail anyway)
+    seen = await probe(
+        request.app[SESSION], settings.upstream.base_url, named, runtime.tls, settings.upstream.connect_timeout
+    )
     return seen.answers, seen.detail()
 
 
