@@ -28,6 +28,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from proxy.http.runtime.tenancy import build_runtime
 from proxy.http.serving.app import make_app, server_options
+from proxy.http.upstream.probe import PROBE_AGENT
 from proxy.settings.config import Settings, load_settings
 
 Handler = Callable[[web.Request, bytes], Awaitable[web.StreamResponse]]
@@ -213,7 +214,9 @@ class Endless:
 
 @dataclass
 class Upstream:
-    """A real aiohttp server on 127.0.0.1 playing the model server; records every request."""
+    """A real aiohttp server on 127.0.0.1 playing the model server; records every request but the
+    proxy's probes of it (at start, `/readyz`: answered by the next reply, which they leave in
+    place, or with an empty list of models)."""
 
     server: TestServer
     seen: list[Seen] = field(default_factory=list)
@@ -229,6 +232,10 @@ class Upstream:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        if request.headers.get("User-Agent") == PROBE_AGENT:  # the proxy asking whether it answers
+            return await (self.replies[0] if self.replies else json_reply(b'{"object": "list", "data": []}'))(
+                request, body
+            )
         self.seen.append(Seen(request.method, request.path, request.rel_url.raw_query_string, request.headers, body))
         handler = (
             self.replies.pop(0)

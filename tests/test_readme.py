@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from proxy.engine.detectors import BY_NAME, REGISTRY
+from proxy.engine.plan.rules import Rules
+from proxy.settings.kinds import Mode
+from proxy.settings.policy import load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -161,3 +164,91 @@ def test_the_http_layout_has_landed() -> None:
     if absent and not LANDED.exists():
         pytest.skip(f"issue 53's proxy/http/ layout has not landed; not here yet: {', '.join(absent)}")
     assert absent == []
+
+
+FIRST_SCREEN = "## What a default `serve` does"
+GLOSSARY = ("fold", "trip", "shadow", "rung", "gate", "salvage", "hand-back")
+"""Terms the README uses of its own, each defined (in bold) before it is first used (issue 63)."""
+MAX_ROW = 300
+"""Characters in a table's row: a longer one is a paragraph in a cell, for the results documents."""
+
+
+def prose_only() -> str:
+    """The README with its fenced blocks blanked out (same length: positions stay)."""
+    return re.sub(r"```.*?```", lambda m: " " * len(m.group(0)), README, flags=re.DOTALL)
+
+
+def test_the_first_commands_are_install_and_serve_then_the_whole_suite_then_the_light_one() -> None:
+    """The project's rules want install+serve and the whole suite first (.ci/run runs exactly the
+    second); the light command beside them runs what it says and nothing heavy."""
+    block = README.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block[0].startswith("python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/repair-proxy serve ")
+    assert block[1].startswith("bash scripts/test ")
+    assert "bash scripts/test" in (ROOT / ".ci" / "run").read_text()
+    assert block[2].startswith("bash scripts/test-quick ")
+    quick = ROOT / "scripts" / "test-quick"
+    assert quick.stat().st_mode & 0o111, "scripts/test-quick is executable"
+    script = "\n".join(line for line in quick.read_text().splitlines() if not line.startswith("#"))
+    assert "apt-get" not in script and "clients.py" not in script
+    assert "pytest tests/unit " in script
+
+
+def test_the_first_screen_says_what_it_needs() -> None:
+    """Python as pyproject.toml requires it, and a model server: Ollama with a model pulled."""
+    head = README[: README.index(FIRST_SCREEN)]
+    required = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert required is not None and f"Python {required.group(1)}+" in head
+    assert "Ollama" in head and "ollama pull " in head
+
+
+def test_the_docker_run_line_names_the_hosts_model_server() -> None:
+    """In a container the default upstream (127.0.0.1) is the container itself: the example names
+    the host's server; the image's entrypoint is `serve`, so the flag goes to it."""
+    (line,) = [line for line in README.splitlines() if line.startswith("docker build -f deploy/Dockerfile")]
+    assert "docker run" in line and "--upstream http://host.docker.internal:11434/v1" in line
+    assert "host.docker.internal:host-gateway" in line and "-p 127.0.0.1:8400:8400" in line
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["repair-proxy", "serve"]' in dockerfile and "EXPOSE 8400" in dockerfile
+
+
+def test_each_term_is_defined_before_it_is_first_used() -> None:
+    prose = prose_only()
+    for term in GLOSSARY:
+        defined = prose.find(f"**{term}")
+        assert defined != -1, f"{term} is not defined in bold"
+        first = re.search(rf"\b{re.escape(term)}", prose, flags=re.IGNORECASE)
+        assert first is not None and first.start() >= defined, f"{term!r} is used before it is defined"
+        assert defined < prose.index("## Pointing an agent at it"), f"{term} is defined past the first screen"
+
+
+def test_the_first_screen_says_which_patterns_act_by_default() -> None:
+    """Its count of patterns, those that act and those in shadow, are the registry's defaults
+    (`repeated_error`, acting but run only with the failure model off, said apart)."""
+    screen = section(FIRST_SCREEN)
+    acting = [d.name for d in REGISTRY if d.options.mode.value == "act" and d.name != "repeated_error"]
+    shadow = [d.name for d in REGISTRY if d.options.mode.value == "shadow"]
+    assert len(acting) == 1, "the sentence below says one"
+    assert f"of the {len(REGISTRY)} patterns one acts: `{acting[0]}`" in " ".join(screen.split())
+    assert f"{len(shadow)} watch in shadow" in " ".join(screen.split())
+    assert "`repeated_error`, a legacy counter, runs only with" in " ".join(screen.split())
+
+
+def test_the_policy_to_copy_is_whole_and_does_what_its_comments_say(tmp_path: Path) -> None:
+    """The first screen's policy file loads as it is, extends a preset, and switches the pattern
+    it names on with the ladder its comment describes."""
+    text = section(FIRST_SCREEN).split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my-policy.toml"
+    path.write_text(text)
+    rules = Rules.of(load_policy(path))
+    assert 'extends = "openhands"' in text and rules.classifier is not None
+    assert rules.policy.repair.verify_tool == "execute_bash"  # the preset's
+    options = rules.options["stuck_same_diagnostic"]
+    assert options.mode is Mode.ACT
+    rungs = [(options.after, options.action.value)] + [(r.at, r.action.value) for r in options.escalate]
+    assert rungs == [(3, "nudge"), (5, "force"), (6, "force"), (7, "force"), (8, "halt")]
+    assert "nudge at the 3rd same failure, force at the 5th to 7th, hand back at the 8th" in text
+
+
+def test_no_table_row_is_a_paragraph() -> None:
+    long = [line[:60] for line in README.splitlines() if line.startswith("|") and len(line) > MAX_ROW]
+    assert long == []

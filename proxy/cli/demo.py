@@ -116,8 +116,12 @@ def _scripted_model() -> web.Application:
         }
         return web.json_response(body)
 
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/v1/models", models)  # asked once when the proxy starts
     return app
 
 

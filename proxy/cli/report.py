@@ -7,21 +7,34 @@ conversations got the instructions; holdout conversations were only observed.
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from collections import defaultdict
 
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["RECOVERED", "recovery_table"]
+__all__ = ["RECOVERED", "ReportUnavailable", "fetch", "recovery_table"]
 
 RECOVERED = frozenset({"cleared", "changed"})
 _OUTCOMES = ("cleared", "changed", "unchanged", "handed_back")
 
 
-def recovery_table(metrics_text: str) -> str:
-    """The per-team, per-arm outcome counts and recovery rates, as a table."""
+class ReportUnavailable(Exception):
+    """The metrics could not be read, said with the URL tried."""
+
+
+HOW = "give a running proxy's metrics URL, e.g. http://127.0.0.1:8400/metrics"
+
+
+def recovery_table(metrics_text: str, url: str = "") -> str:
+    """The per-team, per-arm outcome counts and recovery rates, as a table (`url`: where the text
+    came from, named when it is no Prometheus text)."""
     counts: dict[tuple[str, str, str], dict[str, float]] = defaultdict(lambda: dict.fromkeys(_OUTCOMES, 0.0))
-    for family in text_string_to_metric_families(metrics_text):
+    try:
+        families = list(text_string_to_metric_families(metrics_text))
+    except ValueError as exc:
+        raise ReportUnavailable(f"{url or 'the text'} is no Prometheus metrics ({exc}); {HOW}") from None
+    for family in families:
         for sample in family.samples:
             if sample.name == "repair_proxy_trip_outcomes_total":
                 labels = sample.labels
@@ -41,5 +54,13 @@ def recovery_table(metrics_text: str) -> str:
 
 
 def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return str(response.read().decode())
+    """The text at `url`; `ReportUnavailable` naming the URL when it cannot be read."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return str(response.read().decode())
+    except urllib.error.HTTPError as exc:
+        raise ReportUnavailable(f"{url} answered {exc.code} {exc.reason}; {HOW}") from None
+    except urllib.error.URLError as exc:
+        raise ReportUnavailable(f"cannot read {url}: {exc.reason} (is the proxy running there?); {HOW}") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:  # no scheme, a timeout, not text
+        raise ReportUnavailable(f"cannot read {url}: {exc}; {HOW}") from None

@@ -287,7 +287,7 @@ def load_settings(
     try:
         settings = Settings.model_validate({**merged, "source": file})
     except ValidationError as exc:
-        problems = problems_of(exc, file)
+        problems = problems_of(exc, file, merged)
         raise ConfigError([_blamed(p, origins) for p in problems]) from None
     settings._origins.update({f"{section}.{key}": origin for (section, key), origin in origins.items()})
     return settings

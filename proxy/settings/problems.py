@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["ConfigError", "ConfigProblem", "problems_of", "read_toml"]
+__all__ = ["ConfigError", "ConfigProblem", "key_of", "problems_of", "read_toml"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +32,24 @@ class ConfigError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-def problems_of(exc: ValidationError, file: str) -> list[ConfigProblem]:
-    """pydantic's errors as problems naming `file` and the dotted key."""
-    return [ConfigProblem(file, ".".join(str(p) for p in err["loc"]) or "<root>", err["msg"]) for err in exc.errors()]
+def problems_of(exc: ValidationError, file: str, raw: Any = None) -> list[ConfigProblem]:
+    """pydantic's errors as problems naming `file` and the key (`key_of`, in `raw`: what was read)."""
+    return [ConfigProblem(file, key_of(err["loc"], raw), err["msg"]) for err in exc.errors()]
+
+
+def key_of(loc: tuple[int | str, ...], raw: Any = None) -> str:
+    """A location in what was read as a key: dotted, with an entry of a list of tables named by its
+    `name` where it has one (`team["blue"].policy`, a `[[team]]` table), else by its index (`team.0`)."""
+    key, node = "", raw
+    for part in loc:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            name = node.get("name") if isinstance(node, dict) else None
+            key += f'["{name}"]' if isinstance(name, str) and name else f".{part}"
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+            key += f".{part}" if key else str(part)
+    return key or "<root>"
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -145,11 +145,14 @@ async def test_an_encoded_slash_in_a_model_id_still_passes(proxy: TestServer, up
     assert upstream.seen[0].path in ("/v1/models/org%2Fmodel", "/v1/models/org/model")
 
 
-async def test_proxy_made_errors_name_no_internal_host(make_proxy, upstream: Upstream) -> None:  # type: ignore[no-untyped-def]
-    """502 (nothing listens) and 504 (no answer in time): the agent learns what, not where."""
+async def test_proxy_made_errors_name_the_upstream_and_its_setting(make_proxy, upstream: Upstream) -> None:  # type: ignore[no-untyped-def]
+    """502 (nothing listens) and 504 (no answer in time): the agent learns what and which upstream,
+    and where it is set (issue 63; with teams the address stays out: test_upstream_failures)."""
     unreachable = await make_proxy(upstream_url="http://127.0.0.1:9/v1")
     status, _, body = await post(unreachable, b"{}")
-    assert status == 502 and b"127.0.0.1" not in body and b":9/" not in body
+    message = orjson.loads(body)["error"]["message"]
+    assert status == 502 and "the upstream http://127.0.0.1:9/v1 is unreachable" in message
+    assert "--upstream, REPAIR_PROXY_UPSTREAM or upstream.base_url" in message
 
     async def silent(_request: web.Request, _body: bytes) -> web.StreamResponse:
         await asyncio.sleep(2)
@@ -159,7 +162,7 @@ async def test_proxy_made_errors_name_no_internal_host(make_proxy, upstream: Ups
     slow = await make_proxy({"upstream": {"first_byte_timeout": 0.2}})
     status, _, body = await post(slow, b"{}")
     assert status == 504 and orjson.loads(body)["error"]["code"] == "upstream_timeout"
-    assert b"127.0.0.1" not in body and str(upstream.server.port).encode() not in body
+    assert f"the upstream {upstream.base_url} sent no response" in orjson.loads(body)["error"]["message"]
 
 
 async def test_a_client_gone_mid_stream_is_counted_499_not_500(proxy: TestServer, upstream: Upstream) -> None:
@@ -323,3 +326,27 @@ async def test_a_held_stream_that_breaks_is_a_502_the_sdk_raises(proxy: TestServ
             async for _chunk in stream:
                 pass
     assert getattr(caught.value, "status_code", None) == 502 and getattr(caught.value, "code", None) == "upstream_broke"
+
+
+async def test_a_path_the_proxy_does_not_serve_is_an_openai_shaped_404(proxy: TestServer) -> None:
+    """`/foo` answered aiohttp's plain `404: Not Found` (issue 63); now the proxy's own error in
+    OpenAI's shape, saying what it serves. The SDK pointed at the root instead of `/v1` (a
+    newcomer's mistake) raises its own `NotFoundError`, with that message."""
+    async with aiohttp.ClientSession() as client, client.get(proxy.make_url("/foo")) as response:
+        assert response.status == 404 and response.content_type == "application/json"
+        error = (await response.json())["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", "not_found", None)
+    assert error["message"].startswith("no route for GET /foo:") and "/v1/" in error["message"]
+    async with openai.AsyncOpenAI(base_url=str(proxy.make_url("")), api_key="k", max_retries=0) as client:
+        with pytest.raises(openai.NotFoundError) as caught:
+            await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert "no route for POST /chat/completions" in caught.value.message
+
+
+async def test_a_method_a_route_does_not_take_is_an_openai_shaped_405(proxy: TestServer) -> None:
+    async with aiohttp.ClientSession() as client, client.post(proxy.make_url("/healthz")) as response:
+        assert response.status == 405 and "GET" in response.headers["Allow"]
+        error = (await response.json())["error"]
+    assert (error["code"], error["type"]) == ("method_not_allowed", "invalid_request_error")
+    assert "POST /healthz is not allowed here" in error["message"]

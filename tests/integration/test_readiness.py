@@ -43,4 +43,18 @@ async def test_an_upstream_that_is_down_unreadies_only_the_default_mode(make_pro
 
 async def test_an_unknown_mode_is_refused(proxy: TestServer) -> None:
     status, body = await get(proxy, "/readyz?upstream=maybe")
-    assert status == 400 and "optional" in body["error"]
+    assert status == 400 and "optional" in body["error"]["message"]
+    assert body["error"]["type"] == "invalid_request_error" and body["error"]["code"] == "invalid_readiness_mode"
+
+
+async def test_readyz_says_which_upstream_and_where_it_is_set_never_aiohttps_text(make_proxy) -> None:
+    """Before (issue 63): `"error": "Cannot connect to host 127.0.0.1:N ssl:<ssl.SSLContext object at
+    0x...> [Connect call failed ...]"`. Now the proxy's own words: the upstream's address, what
+    happened (`cause`), and the setting that chose it."""
+    port = free_port()
+    proxy = await make_proxy(upstream_url=f"http://127.0.0.1:{port}/v1")
+    status, body = await get(proxy, "/readyz")
+    assert (status, body["upstream"], body["cause"]) == (503, f"http://127.0.0.1:{port}/v1", "refused")
+    assert body["error"].startswith(f"the upstream http://127.0.0.1:{port}/v1 is unreachable: connection refused")
+    assert "--upstream, REPAIR_PROXY_UPSTREAM or upstream.base_url" in body["error"]
+    assert "SSLContext" not in body["error"] and "Cannot connect" not in body["error"]

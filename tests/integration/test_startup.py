@@ -7,6 +7,7 @@ import asyncio
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -42,7 +43,19 @@ def test_a_teams_upstream_is_checked_too(tmp_path: Path, capsys: pytest.CaptureF
     text = '[[team]]\nname = "a"\nkeys = ["k-a"]\nupstream = "vllm:8000/v1"\n'
     code, out, config = check_config(tmp_path, text, capsys)
     assert code == 2
-    assert f"{config}: team.0.upstream:" in out
+    assert f'{config}: team["a"].upstream:' in out  # by its name (issue 63: was team.0.upstream)
+
+
+def test_a_teams_problems_name_it_by_its_name_or_else_its_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad policy file of team "blue" is `team["blue"].policy`; a team with no valid name is still
+    found by its index."""
+    text = '[[team]]\nname = "blue"\nkeys = ["k-b"]\npolicy = "missing.toml"\n[[team]]\nkeys = ["k-c"]\n'
+    code, out, config = check_config(tmp_path, text, capsys)
+    assert code == 2 and f"{config}: team.1.name:" in out
+    code, out, config = check_config(tmp_path, text.split("[[team]]\nkeys", maxsplit=1)[0], capsys)
+    assert code == 2 and f'{config}: team["blue"].policy: ' in out and "missing.toml" in out
 
 
 def test_a_bad_flag_or_variable_is_blamed_on_itself(capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,3 +133,37 @@ async def test_real_model_serve_refuses_a_busy_port() -> None:
     assert process.returncode != 0
     assert f"port {port} is in use" in err.decode()
     assert b"ready" not in out
+
+
+def test_check_config_reads_the_environment_serve_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`REPAIR_PROXY_POLICY=codex repair-proxy check-config` checks what `serve` would run on (issue
+    63: it reported the default policy, and wanted a file): the variable over the file, named."""
+    assert main(["check-config"], environ={"REPAIR_PROXY_POLICY": "codex"}) == 0
+    out = capsys.readouterr().out
+    assert "<defaults>: ok" in out and "codex.toml" in out and "from the environment: REPAIR_PROXY_POLICY" in out
+    config = tmp_path / "config.toml"
+    config.write_text('[repair]\npolicy = "openhands"\n[upstream]\nbase_url = "http://127.0.0.1:8000/v1"\n')
+    environ = {"REPAIR_PROXY_POLICY": "codex", "REPAIR_PROXY_UPSTREAM": "http://10.0.0.5:11434/v1", "HOME": "/x"}
+    assert main(["check-config", str(config)], environ=environ) == 0
+    out = capsys.readouterr().out
+    assert "default -> http://10.0.0.5:11434/v1" in out and "codex.toml" in out and "openhands" not in out
+    assert "from the environment: REPAIR_PROXY_UPSTREAM, REPAIR_PROXY_POLICY" in out
+    assert main(["check-config", str(config)], environ={"REPAIR_PROXY_POLICY": "nope"}) == 2
+    assert "environment REPAIR_PROXY_POLICY: repair.policy: nope" in capsys.readouterr().err
+
+
+async def test_report_errors_name_the_url_tried(proxy: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`repair-proxy report URL` that cannot be read says which URL and what to give instead (issue
+    63: `error: <urlopen error [Errno 111] Connection refused>`, no URL): nothing listens, a page
+    that is no metrics, a 404."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/metrics"
+    base = str(proxy.make_url("")).rstrip("/")
+    for url, said in ((closed, "cannot read"), (f"{base}/healthz", "is no Prometheus metrics"), (f"{base}/foo", "404")):
+        assert await asyncio.to_thread(main, ["report", url], {}) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and url in err and said in err, err
+        assert "http://127.0.0.1:8400/metrics" in err
+    assert await asyncio.to_thread(main, ["report", f"{base}/metrics"], {}) == 0
+    assert "no watched trips have settled yet" in capsys.readouterr().out

@@ -141,6 +141,22 @@ def test_the_replicas_compose_file_balances_over_two_proxies_sharing_redis() -> 
     assert services["balancer"]["ports"] == ["127.0.0.1:8400:8400"]
 
 
+def test_the_replicas_image_is_built_once_and_the_balancer_waits_for_healthy_replicas() -> None:
+    """Issue 63: both replicas had the build section (the image built twice), and the balancer
+    started with them, before they answered. One builds the tag the other runs, never pulled; the
+    balancer waits for both to pass the image's healthcheck."""
+    services = compose("replicas")["services"]
+    proxies = sorted(name for name in services if name.startswith("repair-proxy-"))
+    builders = [name for name in proxies if "build" in services[name]]
+    assert builders == ["repair-proxy-1"]
+    assert services["repair-proxy-1"]["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+    assert {services[name]["image"] for name in proxies} == {"repair-proxy:local"}
+    assert all(services[name]["pull_policy"] == "never" for name in proxies)
+    waits = services["balancer"]["depends_on"]
+    assert waits == {name: {"condition": "service_healthy"} for name in proxies}
+    assert "HEALTHCHECK" in (DEPLOY / "Dockerfile").read_text()
+
+
 def compose(name: str) -> dict[str, Any]:
     return yaml.safe_load((DEPLOY / f"compose.{name}.yaml").read_text())  # type: ignore[no-any-return]
 

@@ -187,6 +187,9 @@ class Record:
     outcome: Outcome = Outcome.COMPLETE
     upstream_ms: float | None = None
     overhead_ms: float = 0.0
+    delivered: int | None = None
+    """The reply's status once the agent has it whole (its stream's last event, or its whole body,
+    written: `upstream.ends`). An agent that leaves after that did not leave early (not `client_gone`)."""
     events: list[Event] = field(default_factory=list)
 
     def add(self, event: Event) -> None:

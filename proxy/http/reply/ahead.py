@@ -67,10 +67,12 @@ class Ahead:
 
     async def finish(self, rest: bytes, later: bool) -> web.StreamResponse:
         """End the stream with the rest of the first reply, or with a `later` reply's stream
-        written as its rest. An agent gone by then is left gone."""
+        written as its rest (then the agent has its reply whole: `Record.delivered`). An agent
+        gone by then is left gone."""
         assert self.response is not None
         try:
             await self.response.write(self._dialect.continued(bytes(self._sent), rest) if later else rest)
+            self._request[RECORD].delivered = self.response.status
             await self.response.write_eof()
         except ConnectionResetError:
             pass

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from yarl import URL
+
 from proxy.dialects import SpanMemory
 from proxy.engine.core import Engine
 from proxy.engine.state.cache import Codec, StateCache, Tier
@@ -24,13 +26,52 @@ from proxy.engine.state.conversation import ConversationState, approx_bytes
 from proxy.engine.text.tokens import TokenCounter
 from proxy.http.runtime.footprint import Footprint, Shares
 from proxy.http.runtime.tls import upstream_tls
-from proxy.settings.config import Settings
+from proxy.settings.config import Settings, TeamSettings
 from proxy.settings.policy import is_preset_name, load_policy
-from proxy.settings.problems import ConfigError, ConfigProblem
+from proxy.settings.problems import ConfigError, ConfigProblem, key_of
 
-__all__ = ["DEFAULT_TEAM", "Runtime", "Shared", "Team", "Timeouts", "build_runtime"]
+__all__ = [
+    "DEFAULT_TEAM",
+    "UPSTREAM_SETTINGS",
+    "Runtime",
+    "Shared",
+    "Team",
+    "Timeouts",
+    "UpstreamNamed",
+    "build_runtime",
+]
 
 DEFAULT_TEAM = "default"
+UPSTREAM_SETTINGS = "--upstream, REPAIR_PROXY_UPSTREAM or upstream.base_url"
+"""Where the upstream is set, highest precedence first."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamNamed:
+    """How the proxy's own messages (a 502, `/readyz`, the warning at start) name a team's upstream:
+    `name` says which it is, `setting` where it was set and how to choose another.
+
+    Without teams, the one who runs the proxy runs the agent: the name is its address. With teams,
+    an agent of one team may sit outside the network the upstream is in: the name is the team's,
+    and the address is in the proxy's log (`upstream_error`) and `/readyz`."""
+
+    name: str = "the upstream"
+    setting: str = ""
+
+
+def upstream_named(settings: Settings, team: TeamSettings | None = None) -> UpstreamNamed:
+    upstream = settings.upstream
+    if team is not None:
+        where = f"team {team.name}'s upstream in {settings.source}" if team.upstream else "upstream.base_url"
+        return UpstreamNamed(f"team {team.name}'s upstream", f"It is {where}; its address is in the proxy's log.")
+    address = str(URL(upstream.base_url).with_user(None))
+    if "base_url" not in upstream.model_fields_set:
+        return UpstreamNamed(f"the upstream {address}", f"It is the default; set yours with {UPSTREAM_SETTINGS}.")
+    origin = settings.origin("upstream.base_url")
+    source = {"command line": "--upstream"}.get(origin, origin.removeprefix("environment "))
+    if source == settings.source:
+        source = f"upstream.base_url in {source}"
+    return UpstreamNamed(f"the upstream {address}", f"It was set by {source}; set it with {UPSTREAM_SETTINGS}.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +84,8 @@ class Team:
     holdout_percent: float = 0.0
     forward_client_key: bool = False
     """Without an upstream key: the agent's Authorization goes upstream even when it is a proxy key."""
+    named: UpstreamNamed = UpstreamNamed()
+    """How the proxy's own messages name its upstream."""
 
     def holdout(self, conversation: str) -> bool:
         """Whether this conversation is in the holdout arm (the same answer on every replica)."""
@@ -187,14 +230,16 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             settings.upstream.base_url,
             settings.upstream.api_key,
             settings.repair.holdout_percent,
+            named=upstream_named(settings),
         )
         return Runtime(settings, {DEFAULT_TEAM: team}, {}, shared, upstream_tls(settings), Timeouts.of(settings))
     teams: dict[str, Team] = {}
     problems: list[ConfigProblem] = []
     for index, entry in enumerate(settings.team):
-        path = _policy_path(settings, entry.policy, f"team.{index}.policy") if entry.policy else default_policy_path
+        key = key_of(("team", index, "policy"), {"team": [{"name": t.name} for t in settings.team]})
+        path = _policy_path(settings, entry.policy, key) if entry.policy else default_policy_path
         try:
-            team_engine = engine(path, f"team.{index}.policy" if entry.policy else "repair.policy")
+            team_engine = engine(path, key if entry.policy else "repair.policy")
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue
@@ -205,6 +250,7 @@ def build_runtime(settings: Settings, shared: Shared | None = None) -> Runtime:
             entry.upstream_key or settings.upstream.api_key,
             settings.repair.holdout_percent if entry.holdout_percent is None else entry.holdout_percent,
             entry.forward_client_key,
+            upstream_named(settings, entry),
         )
     if problems:
         raise ConfigError(problems)

@@ -34,10 +34,12 @@ from proxy.http.runtime.appkeys import (
 from proxy.http.runtime.background import running
 from proxy.http.runtime.rundir import Worker, started
 from proxy.http.runtime.stalls import Watch, look
-from proxy.http.runtime.tenancy import Runtime
+from proxy.http.runtime.tenancy import Runtime, upstream_named
 from proxy.http.serving.reload import Reloader
 from proxy.http.serving.routes import add_routes
 from proxy.http.serving.workers import watch_supervisor
+from proxy.http.upstream.probe import probe
+from proxy.http.upstream.replies import openai_error
 from proxy.settings.config import Settings
 from proxy.store import backend_of, open_store
 from proxy.store.health import StoreHealth, WatchedStore
@@ -78,9 +80,14 @@ async def observed(request: web.Request, handler: Handler) -> web.StreamResponse
         return response
     except web.HTTPException as exc:
         status = exc.status
-        raise
+        if status < 400:
+            raise
+        return refused(request, exc)
     except (asyncio.CancelledError, ConnectionResetError):
-        record.end(Outcome.CLIENT_GONE)
+        if record.delivered is None:
+            record.end(Outcome.CLIENT_GONE)
+        else:  # it had its reply whole: what the proxy still did after that is no part of it
+            status = record.delivered
         raise
     except BaseException:
         record.end(Outcome.ERROR)
@@ -89,6 +96,29 @@ async def observed(request: web.Request, handler: Handler) -> web.StreamResponse
         CURRENT.reset(token)
         log_prompts = request.app[RUNTIME].current.settings.logging.log_prompts
         observe(record, status, request.app[METRICS], request.app.get(TRACING), log_prompts)
+
+
+ROUTED = "the OpenAI API under /v1/, Ollama's under /api/, and /healthz, /readyz, /metrics, /status"
+"""What this proxy answers (an unknown path's 404 says so)."""
+
+
+def refused(request: web.Request, exc: web.HTTPException) -> web.Response:
+    """An error aiohttp itself would answer in plain text (no route: 404; a method the route does
+    not take: 405, its `Allow` header kept), in OpenAI's shape like every error of the proxy's own."""
+    said = f"{request.method} {request.path}"
+    if exc.status == 404:
+        message, code = f"no route for {said}: this proxy serves {ROUTED}", "not_found"
+    elif exc.status == 405:
+        message, code = (
+            f"{said} is not allowed here (allowed: {exc.headers.get('Allow', 'none')})",
+            "method_not_allowed",
+        )
+    else:
+        message, code = f"{said}: {exc.reason}", exc.reason.lower().replace(" ", "_")
+    response = openai_error(exc.status, message, code=code, kind="invalid_request_error")
+    if "Allow" in exc.headers:
+        response.headers["Allow"] = exc.headers["Allow"]
+    return response
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
@@ -114,6 +144,36 @@ async def _tracing(app: web.Application) -> AsyncIterator[None]:
 async def _stalls(app: web.Application) -> AsyncIterator[None]:
     """The event loop's lag, looked at while the app runs (`runtime.stalls`)."""
     async with running(look(app[STALLS], app[METRICS])):
+        yield
+
+
+async def _ready(app: web.Application) -> AsyncIterator[None]:
+    """What the first analysis would otherwise build on the event loop, built before the app takes
+    traffic: the tokenizer (0.2-0.5 s; see `TokenCounter`), whether repair is on or not (a reload
+    may turn it on; its memory is charged to `store.state_cache_bytes` either way). In a thread,
+    and before the loop's watch starts: its native part holds the interpreter (a 250 ms stall
+    was logged at start with two workers when the watch already ran)."""
+    await asyncio.to_thread(app[RUNTIME].current.shared.tokens.warm)
+    yield
+
+
+async def _said_at_start(app: web.Application) -> None:
+    """Each upstream asked once (`upstream.probe`): one that does not answer is a warning naming it
+    and the setting that chose it; the proxy serves anyway (a model server may still be starting)."""
+    runtime = app[RUNTIME].current
+    base, server = runtime.settings.upstream.base_url, upstream_named(runtime.settings)  # the log is the operator's
+    upstreams = {team.upstream: server if team.upstream == base else team.named for team in runtime.teams.values()}
+    for base_url, named in upstreams.items():
+        seen = await probe(app[SESSION], base_url, named, runtime.tls, runtime.settings.upstream.connect_timeout)
+        if seen.answers:
+            log.info("upstream_answers", upstream=base_url, status=seen.status)
+        else:
+            log.warning("upstream_not_answering", **seen.detail())
+
+
+async def _first_probe(app: web.Application) -> AsyncIterator[None]:
+    """The upstreams asked while the app starts to serve (by one worker of a set: the first)."""
+    async with running(_said_at_start(app)):
         yield
 
 
@@ -164,11 +224,14 @@ def make_app(
     reloader: Reloader | None = None,
     worker: Worker | None = None,
     environ: Mapping[str, str] | None = None,
+    probe_at_start: bool = False,
 ) -> web.Application:
     """The proxy application on `runtime`; with a `reloader`, SIGHUP reloads config and policies;
     `worker` says which of several workers this one is. Traces are on when the `OTEL_*`
     variables of `environ` (the process's, by default) ask for them (`tracing`); `ConfigError`
-    when they ask for what cannot be."""
+    when they ask for what cannot be. `probe_at_start` (what `serve` asks): the upstreams are
+    asked once as it starts, by the first worker of a set (`upstream.probe`), a warning for one
+    that does not answer."""
     tracer = tracing_from_env(os.environ if environ is None else environ)
     settings = runtime.settings
     app = web.Application(middlewares=[observed], client_max_size=settings.limits.max_body_bytes)
@@ -183,9 +246,12 @@ def make_app(
     if tracer is not None:
         app[TRACING] = tracer
         app.cleanup_ctx.append(_tracing)
+    app.cleanup_ctx.append(_ready)
     app.cleanup_ctx.append(_gc_accounting)
     app.cleanup_ctx.append(_stalls)
     app.cleanup_ctx.append(_client_session)
+    if probe_at_start and worker.index in (None, 0):
+        app.cleanup_ctx.append(_first_probe)
     app.cleanup_ctx.append(_stores)
     if worker.index is not None:
         app.cleanup_ctx.append(watch_supervisor)

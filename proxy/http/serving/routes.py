@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import aiohttp
 from aiohttp import web
 
 from proxy.http.observe.metrics import CONTENT_TYPE_LATEST
 from proxy.http.pipeline.pipeline import proxy_v1
 from proxy.http.runtime.appkeys import METRICS, RUNTIME, SESSION, STORES, WORKER
+from proxy.http.runtime.tenancy import upstream_named
 from proxy.http.serving.admin import add_admin_routes
 from proxy.http.serving.status import add_status_route
-from proxy.http.upstream.forward import target_url
+from proxy.http.upstream.probe import probe
+from proxy.http.upstream.replies import openai_error
 
 __all__ = ["add_routes"]
 
@@ -31,24 +32,14 @@ its Service, and agents get a 502 saying why instead of no answer."""
 
 
 async def _upstream_detail(request: web.Request) -> tuple[bool, dict[str, object]]:
-    """Whether the upstream answers its models endpoint with any status below 500 but 404 (a 401
-    only means it wants a key; a 404 there means the base URL is not an OpenAI-compatible one,
-    often: `/v1` left out), and what was seen."""
+    """Whether the server's upstream answers (`upstream.probe`), and what was seen."""
     runtime = request.app[RUNTIME].current
     settings = runtime.settings
-    url = target_url(settings.upstream.base_url, "models", "")
-    detail: dict[str, object] = {"upstream": settings.upstream.base_url}
-    try:
-        async with request.app[SESSION].get(
-            url, timeout=aiohttp.ClientTimeout(total=min(5.0, settings.upstream.connect_timeout * 2)), ssl=runtime.tls
-        ) as response:
-            status = response.status
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        return False, {**detail, "error": str(exc) or type(exc).__name__}
-    detail["upstream_status"] = status
-    if status == 404:
-        detail["error"] = f"{url} answered 404: is the upstream base URL missing its /v1?"
-    return status < 500 and status != 404, detail
+    named = upstream_named(settings)  # the server's upstream (its address is in the detail anyway)
+    seen = await probe(
+        request.app[SESSION], settings.upstream.base_url, named, runtime.tls, settings.upstream.connect_timeout
+    )
+    return seen.answers, seen.detail()
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -58,7 +49,8 @@ async def readyz(request: web.Request) -> web.Response:
     proxy ready, requests go on without memory (see `proxy.store.health`)."""
     mode = request.query.get("upstream", "required")
     if mode not in READINESS_MODES:
-        return web.json_response({"error": f"upstream={mode!r}: one of {', '.join(READINESS_MODES)}"}, status=400)
+        message = f"upstream={mode!r}: one of {', '.join(READINESS_MODES)}"
+        return openai_error(400, message, code="invalid_readiness_mode", kind="invalid_request_error")
     missing = request.app[WORKER].missing()
     if missing:
         return web.json_response({"status": "unready", "workers_down": missing}, status=503)

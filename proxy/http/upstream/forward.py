@@ -7,6 +7,7 @@ gzip and its `Content-Encoding`/`Content-Length` stay true).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 
@@ -20,6 +21,7 @@ from proxy.http.observe.outcome import Outcome
 from proxy.http.observe.record import Record
 from proxy.http.observe.usage import is_streaming
 from proxy.http.runtime.appkeys import CONTEXT, RECORD, SESSION
+from proxy.http.upstream.ends import StreamEnd
 from proxy.http.upstream.network import UpstreamFailure, next_chunk, open_upstream
 
 __all__ = [
@@ -106,9 +108,21 @@ async def relay(
     upstream response, which stops the generation and frees the connection. `held` chunks,
     already read from `upstream` by the caller, go out first; `opened`: the agent's response,
     already prepared, that the rest goes on.
+
+    Once the stream's last event is out (`ends.StreamEnd`: `[DONE]`...), or the whole body, the
+    agent has its reply (`Record.delivered`): leaving then, while the proxy waits for the
+    upstream's end or ends its own, is no early leave, and the upstream breaking off then cuts
+    nothing the agent needed (its stream is ended properly).
     """
     record, timeouts = request[RECORD], request[CONTEXT].runtime.timeouts
-    response = opened
+    response, end = opened, StreamEnd(upstream.headers.get("Content-Type", ""))
+
+    async def write(out: web.StreamResponse, chunk: bytes) -> None:
+        await out.write(chunk)
+        if end.feed(chunk) and record.delivered is None:
+            record.end(complete)
+            record.delivered = out.status
+
     try:
         if response is None:
             headers = downstream_headers(upstream.headers)
@@ -118,19 +132,25 @@ async def relay(
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
             await response.prepare(request)
         for chunk in held:
-            await response.write(chunk)
+            await write(response, chunk)
         while chunk := await next_chunk(upstream, timeouts):
-            await response.write(chunk)
+            await write(response, chunk)
+        record.end(complete)
+        record.delivered = response.status
         await response.write_eof()
     except ConnectionResetError:
         upstream.close()
-        record.end(Outcome.CLIENT_GONE)
+        if record.delivered is None:
+            record.end(Outcome.CLIENT_GONE)
     except UpstreamFailure as failure:
         upstream.close()
-        cut_agent(request)
-        record.failed(failure.event())
-    else:
-        record.end(complete)
+        if record.delivered is None:
+            cut_agent(request)
+            record.failed(failure.event())
+        elif response is not None:
+            record.add(failure.event())  # logged; the agent's reply was whole
+            with contextlib.suppress(ConnectionResetError):
+                await response.write_eof()
     assert response is not None  # prepare raises only ConnectionResetError, after it is made
     return response
 
@@ -169,7 +189,9 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
     started = time.perf_counter()
     session = request.app[SESSION]
-    upstream = await open_upstream(session, request.method, url, headers, body, runtime.timeouts, runtime.tls)
+    upstream = await open_upstream(
+        session, request.method, url, headers, body, runtime.timeouts, runtime.tls, context.team.named
+    )
     request[RECORD].upstream_ms = (time.perf_counter() - started) * 1000
     return upstream
 

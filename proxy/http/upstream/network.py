@@ -4,9 +4,10 @@ Every network error from the upstream is mapped here and nowhere else (`mapped_e
 rules of `_failure` and the table `_UNREACHABLE`), into an `UpstreamFailure`: the status the
 agent gets back and how the request ends (`Outcome`, its error's `code`). Before the response
 headers arrive the failure becomes a proxy-made error in OpenAI's shape; after, the relay cuts
-the stream (see `forward.relay`). Messages never name the upstream's host: agents may sit
-outside the network the upstream is in. The origin goes to the log instead, through the
-failure's `event`, which whoever handles the failure adds to the request's record.
+the stream (see `forward.relay`). Messages name the upstream as its team's `UpstreamNamed`
+says (without teams its address and the setting that chose it; with teams only the team's, since
+its agents may sit outside the network the upstream is in). The origin always goes to the log,
+through the failure's `event`, which whoever handles the failure adds to the request's record.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from yarl import URL
 
 from proxy.http.observe.outcome import Outcome
 from proxy.http.observe.record import UpstreamFailed
-from proxy.http.runtime.tenancy import Timeouts
+from proxy.http.runtime.tenancy import Timeouts, UpstreamNamed
 
 __all__ = [
     "Cause",
@@ -106,7 +107,7 @@ _UNREACHABLE: tuple[tuple[type[BaseException], Cause, str], ...] = (
     (ConnectionResetError, Cause.RESET, "the connection was reset before it answered"),
 )
 """Client errors before the headers, first match wins: the cause each is and what the agent is
-told. Nothing here names the upstream's host, port or address: the log has the origin."""
+told (after the upstream's name, before the setting that chose it)."""
 
 
 _RESET_OVER_TLS = (
@@ -116,7 +117,9 @@ _RESET_OVER_TLS = (
 aiohttp's): a reset is all the proxy sees, so it says what it may mean."""
 
 
-def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts, secure: bool = False) -> UpstreamFailure:
+def _failure(
+    phase: Phase, exc: BaseException, timeouts: Timeouts, named: UpstreamNamed, secure: bool = False
+) -> UpstreamFailure:
     """The failure an upstream error is, by these rules:
 
     1. No TCP connection within the connect timeout: 504 `upstream_connect_timeout`.
@@ -126,12 +129,15 @@ def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts, secure: bool 
        first row of `_UNREACHABLE` it matches (refused, TLS, DNS, reset), else `other`; a reset
        of an https upstream (`secure`) says it may be a client certificate it requires.
     5. Any other client error while reading the body: 502 `upstream_broke`.
+
+    Before the headers, the message names the upstream and says where it is set (`named`).
     """
+    setting = f" {named.setting}" if named.setting else ""
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        message = f"no connection to the upstream within {timeouts.connect:g}s (upstream.connect_timeout)"
+        message = f"no connection to {named.name} within {timeouts.connect:g}s (upstream.connect_timeout).{setting}"
         return UpstreamFailure(504, Outcome.UPSTREAM_CONNECT_TIMEOUT, message, Cause.TIMEOUT)
     if isinstance(exc, TimeoutError) and phase is Phase.HEADERS:
-        message = f"the upstream sent no response within {timeouts.first_byte:g}s (upstream.first_byte_timeout)"
+        message = f"{named.name} sent no response within {timeouts.first_byte:g}s (upstream.first_byte_timeout)"
         return UpstreamFailure(504, Outcome.UPSTREAM_TIMEOUT, message, Cause.TIMEOUT)
     if isinstance(exc, TimeoutError):
         message = f"the upstream sent nothing for {timeouts.idle:g}s"
@@ -140,19 +146,19 @@ def _failure(phase: Phase, exc: BaseException, timeouts: Timeouts, secure: bool 
         for kind, cause, why in _UNREACHABLE:
             if _caused_by(exc, kind):
                 hint = _RESET_OVER_TLS if cause is Cause.RESET and secure else ""
-                message = f"the upstream is unreachable: {why}{hint}"
+                message = f"{named.name} is unreachable: {why}{hint}.{setting}"
                 return UpstreamFailure(502, Outcome.UPSTREAM_UNREACHABLE, message, cause)
-        return UpstreamFailure(502, Outcome.UPSTREAM_UNREACHABLE, "the upstream is unreachable")
+        return UpstreamFailure(502, Outcome.UPSTREAM_UNREACHABLE, f"{named.name} is unreachable.{setting}")
     return UpstreamFailure(502, Outcome.UPSTREAM_BROKE, "the upstream's reply broke off")
 
 
 @contextlib.contextmanager
-def mapped_errors(phase: Phase, origin: str, timeouts: Timeouts) -> Iterator[None]:
+def mapped_errors(phase: Phase, origin: str, timeouts: Timeouts, named: UpstreamNamed) -> Iterator[None]:
     """Every aiohttp and timeout error inside the block, as an `UpstreamFailure` (with the origin)."""
     try:
         yield
     except (TimeoutError, aiohttp.ClientError) as exc:
-        failure = _failure(phase, exc, timeouts, origin.startswith("https:"))
+        failure = _failure(phase, exc, timeouts, named, origin.startswith("https:"))
         failure.origin, failure.error = origin, str(exc) or type(exc).__name__
         raise failure from None
 
@@ -164,10 +170,11 @@ async def open_upstream(
     headers: CIMultiDict[str],
     body: bytes,
     timeouts: Timeouts,
-    tls: ssl.SSLContext | None = None,
+    tls: ssl.SSLContext | None,
+    named: UpstreamNamed,
 ) -> aiohttp.ClientResponse:
     """Send the request (over `tls` to an https upstream); return once the upstream's status and
-    headers have arrived."""
+    headers have arrived (a failure names the upstream as `named` says)."""
     timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=None)
     request = session.request(
         method,
@@ -179,13 +186,13 @@ async def open_upstream(
         skip_auto_headers=_NO_AUTO_HEADERS,
         ssl=True if tls is None else tls,
     )
-    with mapped_errors(Phase.HEADERS, str(url.origin()), timeouts):
+    with mapped_errors(Phase.HEADERS, str(url.origin()), timeouts, named):
         return await asyncio.wait_for(request, timeouts.first_byte)
 
 
 async def next_chunk(upstream: aiohttp.ClientResponse, timeouts: Timeouts) -> bytes:
     """The next piece of the body as it arrives (b"" at the end); `UpstreamFailure` when it stalls
     longer than the idle timeout or breaks."""
-    with mapped_errors(Phase.BODY, str(upstream.url.origin()), timeouts):
+    with mapped_errors(Phase.BODY, str(upstream.url.origin()), timeouts, UpstreamNamed()):
         async with asyncio.timeout(timeouts.idle):
             return await upstream.content.readany()

@@ -38,13 +38,14 @@ async def send_whole(
     request: web.Request, status: int, headers: Mapping[str, str], body: bytes, streamed: bool
 ) -> web.StreamResponse:
     """A body the proxy wrote, whole: as one response, or as a stream of it (no buffering by a
-    proxy in between)."""
+    proxy in between), the agent's whole reply once written (`Record.delivered`)."""
     if not streamed:
         return web.Response(status=status, body=body, headers=headers)
     response = web.StreamResponse(status=status, headers=headers)
     response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     await response.write(body)
+    request[RECORD].delivered = status
     await response.write_eof()
     return response
 
