@@ -6,7 +6,9 @@ calls and outputs, with no reading of whether the work was right:
 
     redundant   the agent took the step the instruction asks for (the pattern's `asks`) within
                 its next two calls anyway: re-ran a check (`rerun`), changed the code (`change`),
-                made none of the calls the trip names (`stop`), its next reply made a call the
+                stopped making the calls the trip names (`stop`: none of them within the next five
+                turns; a loop whose calls come back between others had not stopped at the next
+                call), its next reply made a call the
                 agent took (`call`), read the file the next step names or, all of it read, made
                 a change (`step`)
     stale       the failure it cites had been followed by a clean run of the same command or
@@ -152,8 +154,8 @@ def _named(turns: dict[int, list[ObservedCall]], trip: Tripped) -> set[str]:
     if trip.pattern == "stuck_same_diagnostic" and trip.failing_key:
         return {trip.failing_key}
     keys = {c.key for c in turns.get(trip.turn, [])}
-    if trip.pattern == "ping_pong":
-        keys |= {c.key for c in turns.get(trip.turn - 1, [])}
+    if trip.pattern == "ping_pong":  # every call of the round, however long (since: where it began)
+        keys |= {c.key for t in range(max(trip.since, trip.turn - 10), trip.turn) for c in turns.get(t, [])}
     return keys
 
 
@@ -178,8 +180,8 @@ def measure(turns: dict[int, list[ObservedCall]], trip: Tripped) -> Measured:
             repeated = not any(_edit(c) for c in following)
         elif trip.asks is Ask.STOP:
             named = _named(turns, trip)
-            redundant = bool(nxt) and not any(c.key in named for c in nxt)
             repeated = any(c.key in named for c in following)
+            redundant = bool(nxt) and not repeated
         elif trip.asks is Ask.STEP and trip.step is not None:
             kind, path = trip.step
             took = _edit if kind is CallKind.EDIT else (lambda c: _reads(c, path))
@@ -195,3 +197,35 @@ def measure(turns: dict[int, list[ObservedCall]], trip: Tripped) -> Measured:
         stale = bool(runs) and clean(runs[-1])
     late = trip.turn - trip.since if trip.since else None
     return Measured(redundant, stale, late, repeated)
+
+
+LOOP_TURNS = 5
+"""Repeated turns that make a stretch a loop (`loops`)."""
+LOOP_GAP = 1
+"""Turns that are not repeats a loop may hold between two that are (a probe made once inside it)."""
+
+
+def loops(turns: dict[int, list[ObservedCall]]) -> list[tuple[int, int]]:
+    """The run's loops by a plain rule, as (first, last) turn: stretches of at least `LOOP_TURNS`
+    turns each of whose calls (call and output, normalised) the run had already made and seen, with
+    at most `LOOP_GAP` other turns between two of them. What the recall of the loop patterns is
+    measured against (a loop is acted on when an acting trip lands in its first half): a plain
+    rule of its own, no pattern's state."""
+    seen: set[tuple[str, str | None]] = set()
+    repeated: list[int] = []
+    for ordinal in sorted(turns):
+        pairs = [(c.key, c.digest) for c in turns[ordinal]]
+        if pairs and all(p in seen for p in pairs):
+            repeated.append(ordinal)
+        seen.update(pairs)
+    found: list[tuple[int, int]] = []
+    stretch: list[int] = []
+    for ordinal in repeated:
+        if stretch and ordinal - stretch[-1] > LOOP_GAP + 1:
+            if len(stretch) >= LOOP_TURNS:
+                found.append((stretch[0], stretch[-1]))
+            stretch = []
+        stretch.append(ordinal)
+    if len(stretch) >= LOOP_TURNS:
+        found.append((stretch[0], stretch[-1]))
+    return found

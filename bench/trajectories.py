@@ -38,7 +38,7 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from measures import Measured, Tripped, measure, observed_turns  # noqa: E402
+from measures import Measured, Tripped, loops, measure, observed_turns  # noqa: E402
 
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
@@ -48,7 +48,7 @@ from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
 from proxy.engine.state.failure import RepairState  # noqa: E402
 from proxy.engine.text.messages import content_text  # noqa: E402
 from proxy.engine.text.nudges import complains  # noqa: E402
-from proxy.settings.kinds import Ask, CallKind  # noqa: E402
+from proxy.settings.kinds import Action, Ask, CallKind  # noqa: E402
 from proxy.settings.policy import Policy, policy_from_mapping  # noqa: E402
 
 CORPUS = HERE / "corpus" / "data"
@@ -64,7 +64,13 @@ def _intrusive(pattern: str, action: str) -> bool:
     return action in INTRUSIVE or pattern == "gate:block"
 
 
-PRESETS = {"mini-swe-agent": "mini_swe_agent", "openhands": "openhands", "swe-agent": "swe_agent", "coder": "swe_agent"}
+PRESETS = {
+    "mini-swe-agent": "mini_swe_agent",
+    "openhands": "openhands",
+    "swe-agent": "swe_agent",
+    "coder": "swe_agent",
+    "claude-code": "claude_code",
+}
 """The bundled preset a run's scaffold would be given (by the start of its scaffold's name)."""
 
 
@@ -148,6 +154,11 @@ class Fired:
 class Replayed:
     run: Run
     fired: list[Fired] = field(default_factory=list)
+    loops: list[tuple[int, int]] = field(default_factory=list)
+    """The run's loops by the plain rule (`measures.loops`), as (first, last) turn."""
+    detected: list[str] = field(default_factory=list)
+    """Detections still waiting for their confirmation (`Ladder.confirm`), as `pattern@turn`:
+    silent, so not among the trips measured."""
     requests: int = 0
     failed: int = 0
     """Requests the engine could not read (forwarded untouched by the proxy)."""
@@ -218,6 +229,9 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
         texts = {i.turn: i.text for i in decision.placed}
         repair = decision.state.repair
         for trip in decision.new_trips:
+            if trip.action is Action.OBSERVE:
+                out.detected.append(f"{trip.pattern}@{trip.turn}")  # waiting to be confirmed: says nothing
+                continue
             text = decision.halt.text if decision.halt is not None else texts.get(trip.turn, "")
             out.fired.append(
                 Fired(run.key, index, trip.turn, trip.pattern, trip.action.value, trip.detail, text, trip.shadow)
@@ -247,6 +261,7 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
                 tripped.append(Tripped(gate, None, turn, 0, repair.failing_key, repair.failing_scripts))
     turns = observed_turns(_bodies(run), engine.rules.classifier)
     out.fired = [replace(f, measured=measure(turns, t)) for f, t in zip(out.fired, tripped, strict=True)]
+    out.loops = loops(turns)
     return out
 
 
@@ -563,6 +578,63 @@ def _format_loops(part: str, replays: list[Replayed]) -> str:
     return "\n".join([line, *(f"  missed: {m}" for m in missed[:10])])
 
 
+OPEN_WEIGHT = ("deepseek", "glm", "qwen", "llama", "mistral", "devstral", "gemma")
+"""Model names whose weights are public (the rest are hosted models: "frontier" here)."""
+LOOP_SAMPLE = 6
+"""Loops missed printed per part (a sample to read)."""
+
+
+def kind_of(model: str) -> str:
+    """A model's kind: `open-weight` (its weights are public: a team can run it on its own server)
+    or `frontier` (a hosted model)."""
+    return "open-weight" if any(name in model.lower() for name in OPEN_WEIGHT) else "frontier"
+
+
+def _acts_on(fired: Fired, first: int, last: int, *, shadow: bool) -> bool:
+    """A trip in the loop's first half that does something (or would, with `shadow`)."""
+    if fired.pattern in ("gate:action", "gate:done", "gate:finish") or not first <= fired.turn <= last:
+        return False
+    return shadow or not fired.shadow
+
+
+def loop_recall(replays: list[Replayed]) -> str:
+    """Per part and kind of model: the loops of unresolved and unlabelled runs (`measures.loops`),
+    and how many an acting trip lands on before half the loop's turns are spent (with the shadow
+    patterns switched on in brackets), and the patterns that do."""
+    lines = ["loops on runs not resolved (plain rule: 5+ repeated turns), acted on in their first half:"]
+    for part in PARTS:
+        for kind in ("frontier", "open-weight"):
+            runs = [
+                r for r in replays if r.run.part == part and r.run.resolved is not True and kind_of(r.run.model) == kind
+            ]
+            found = acted = would = 0
+            by: Counter[str] = Counter()
+            missed: list[str] = []
+            for replayed in runs:
+                for first, last in replayed.loops:
+                    found += 1
+                    half = first + (last - first) // 2
+                    hits = [f for f in replayed.fired if _acts_on(f, first, half, shadow=True)]
+                    acted += any(not f.shadow for f in hits)
+                    would += bool(hits)
+                    by.update({f.pattern for f in hits})
+                    if not hits:
+                        missed.append(f"{replayed.run.key} turns {first}-{last}")
+            if not runs:
+                continue
+            resolved = [r for r in replays if r.run.part == part and r.run.resolved and kind_of(r.run.model) == kind]
+            spoke = [r for r in resolved if any(not f.shadow and not f.pattern.startswith("gate:") for f in r.fired)]
+            patterns = ", ".join(f"{p} {n}" for p, n in by.most_common())
+            lines.append(
+                f"  {part} {kind}: {len(runs)} runs, {found} loops; acted on {_share(acted, found)}, "
+                f"with shadow patterns {_share(would, found)} ({patterns or 'none'}); resolved runs a pattern "
+                f"spoke on {_share(len(spoke), len(resolved))}"
+            )
+            if part == "tune":
+                lines += [f"    missed: {m}" for m in missed[:LOOP_SAMPLE]]
+    return "\n".join(lines)
+
+
 def _fires(replayed: Replayed, pattern: str) -> bool:
     return any(f.pattern == pattern for f in replayed.fired)
 
@@ -668,6 +740,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report(replays))
     print()
     print(format_loops(replays))
+    print()
+    print(loop_recall(replays))
     print()
     print(judged(replays, within=args.within))
     return 0

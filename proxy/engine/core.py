@@ -125,7 +125,7 @@ class Engine:
             self.cache.put((request.team, request.conversation), state)
         effects = Effects(
             record_verdict=any(
-                not t.shadow and (BY_NAME[t.pattern].remembered or t.action is Action.HALT) for t in folded.new_trips
+                t.acting and (BY_NAME[t.pattern].remembered or t.action is Action.HALT) for t in folded.new_trips
             ),
             clear_verdict=passed(folded.before, state),
             outcomes=state.outcomes[
@@ -141,8 +141,13 @@ class Engine:
         return self.plan(self.fold(self.request(translation, headers, team)))
 
     def _remedies(self, trips: tuple[tuple[Trip, RepairState], ...], tools: Learnt) -> tuple[Injection, ...]:
-        """Each injecting trip's remedy, written from the failure model as it stood on its turn."""
-        injecting = [(t, repair) for t, repair in trips if t.acts in _INJECTING]
+        """Each injecting trip's remedy, written from the failure model as it stood on its turn: one
+        instruction a turn, the first pattern's in planning order (a loop that two patterns name, an
+        exact round of edit and failing test that is also the same failure again, is told once)."""
+        injecting: list[tuple[Trip, RepairState]] = []
+        for t, repair in trips:
+            if t.acts in _INJECTING and all(other.anchor != t.anchor for other, _ in injecting):
+                injecting.append((t, repair))
         if not injecting:
             return ()
         vocabulary = tools.vocabulary

@@ -34,6 +34,11 @@ class Ladder(Frozen):
     mode: Mode = Mode.ACT
     """`act`, or `shadow`: the pattern trips, logs and counts, and changes nothing (each pattern's
     default is set by its measured precision on agents its rules were not written against)."""
+    confirm: int = Field(default=0, ge=0)
+    """Counts past `after` that must confirm the loop before the pattern acts: its first detection,
+    at `after`, is silent (an `observe` trip: logged and counted, nothing said), and it speaks only
+    when the agent's next steps repeat the shape again; every rung then stands `confirm` higher.
+    The step it asks for is then never one the agent had already turned to by itself."""
 
     @model_validator(mode="after")
     def _rising(self) -> Ladder:
@@ -44,11 +49,23 @@ class Ladder(Frozen):
 
     @property
     def counts(self) -> tuple[int, ...]:
-        """The counts its rungs stand at, lowest first."""
-        return (self.after, *(r.at for r in self.escalate))
+        """The counts its rungs stand at, lowest first (the silent detection first, when confirmed)."""
+        shift = self.confirm
+        acting = (self.after + shift, *(r.at + shift for r in self.escalate))
+        return (self.after, *acting) if shift else acting
+
+    def above(self, count: int) -> Action | None:
+        """The action of the first rung above `count`: what a rung that cannot act gives way to
+        (a `restrict` with no tool to take away); None above the last."""
+        return next((self.action_at(at) for at in self.counts if at > count), None)
 
     def action_at(self, count: int) -> Action | None:
-        """The action of the rung at exactly `count`; None between rungs."""
+        """The action of the rung at exactly `count`; None between rungs. With `confirm`, the
+        detection at `after` only observes and the rungs stand `confirm` higher."""
+        if self.confirm:
+            if count == self.after:
+                return Action.OBSERVE
+            count -= self.confirm
         if count == self.after:
             return self.action
         return next((rung.action for rung in self.escalate if rung.at == count), None)

@@ -1,8 +1,9 @@
 """The format-error loop in each shape agents send it: the bad replies kept in the history
 (mini-swe-agent 1.x), dropped with only the complaints kept (mini-swe-agent 2.x with tool
 calls), or asked again with only the newest bad reply and complaint (SWE-agent's requery). The
-third complaint in a row trips, and the reply to it is made to act: a tool agent's request
-requires a call; a text agent's reply that again writes no command is held and asked again."""
+third complaint in a row is seen (silent: at three the agent's own next reply was often valid), the
+fourth confirms it and the reply to it is made to act: a tool agent's request requires a call; a
+text agent's reply that again writes no command is held and asked again."""
 
 from __future__ import annotations
 
@@ -100,9 +101,12 @@ def plans(requests: list[list[dict[str, Any]]], tools: bool, *, shipped: bool = 
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_the_third_complaint_in_a_row_trips_in_every_shape(shape: str) -> None:
-    decisions = plans(SHAPES[shape](3), tools=shape != "kept (mini-swe-agent 1.x)")
-    assert [[t.pattern for t in d.new_trips] for d in decisions] == [[], [], ["format_error_loop"]]
+def test_the_third_complaint_in_a_row_is_seen_and_the_fourth_trips_in_every_shape(shape: str) -> None:
+    decisions = plans(SHAPES[shape](4), tools=shape != "kept (mini-swe-agent 1.x)")
+    trips = [[(t.pattern, t.action.value) for t in d.new_trips] for d in decisions]
+    said = "nudge" if shape == "kept (mini-swe-agent 1.x)" else "force"  # a text agent has no tool to pin
+    assert trips == [[], [], [("format_error_loop", "observe")], [("format_error_loop", said)]]
+    assert not decisions[2].placed and decisions[3].placed
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -111,17 +115,17 @@ def test_two_complaints_do_not_trip(shape: str) -> None:
     assert all(not d.new_trips for d in decisions)
 
 
-def test_a_tool_agents_request_after_the_third_complaint_requires_its_call() -> None:
+def test_a_tool_agents_request_after_the_fourth_complaint_requires_its_call() -> None:
     """One tool: it is pinned, with its schema as structured output for servers that ignore
     `tool_choice`; the directive quotes the agent's complaint."""
-    decision = plans(dropped(3), tools=True)[-1]
+    decision = plans(dropped(4), tools=True)[-1]
     assert decision.edit is not None and decision.edit.tool_choice == "bash"
     assert decision.edit.call_schema is not None
     assert "No tool calls found" in decision.placed[-1].text
 
 
 def test_a_text_agents_reply_without_a_command_is_asked_again_and_one_with_a_command_passes() -> None:
-    decision = plans(kept(3), tools=False)[-1]
+    decision = plans(kept(4), tools=False)[-1]
     rules = decision.reply
     assert Gate.ACTION in rules.gates
     assert judge(ReplyView("I apologise, I will do better."), rules).gate is Gate.ACTION
@@ -132,7 +136,7 @@ def test_a_text_agents_reply_without_a_command_is_asked_again_and_one_with_a_com
 def _kept_with(reply: str) -> list[list[dict[str, Any]]]:
     """mini-swe-agent 1.x, each refused reply being `reply`."""
     messages, out = _start(True), []
-    for _ in range(3):
+    for _ in range(4):
         messages = [*messages, {"role": "assistant", "content": reply}]
         messages = [*messages, {"role": "user", "content": MINI_1.format(n=0)}]
         out.append(messages)
@@ -159,7 +163,7 @@ def test_the_nudge_names_the_slip_the_refused_reply_shows(reply: str, named: str
 
 def test_a_refused_reply_with_no_fenced_block_gets_no_slip_named() -> None:
     """Prose with no fence: nothing to name but the format asked for."""
-    text = plans(kept(3), tools=False)[-1].placed[-1].text
+    text = plans(kept(4), tools=False)[-1].placed[-1].text
     assert "Your last reply" not in text and "Reply with" in text
 
 
@@ -229,13 +233,13 @@ def test_rejections_each_after_a_call_the_agent_ran_do_not_trip() -> None:
 
 
 def test_after_calls_turned_down_for_their_arguments_the_instruction_shows_no_example_without_them() -> None:
-    text = plans(rejected_one_per_request(3, replies_kept=False), tools=True)[-1].placed[-1].text
+    text = plans(rejected_one_per_request(4, replies_kept=False), tools=True)[-1].placed[-1].text
     assert "{'timeout'}" in text and "every argument the agent says it needs" in text
     assert "For example" not in text
 
 
 def test_after_replies_with_no_call_the_instruction_shows_an_example_call() -> None:
-    text = plans(dropped(3), tools=True)[-1].placed[-1].text
+    text = plans(dropped(4), tools=True)[-1].placed[-1].text
     assert 'For example: call bash with {"command":"ls"}' in text and "every argument" not in text
 
 

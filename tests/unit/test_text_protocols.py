@@ -55,7 +55,7 @@ def third_failure_differs(bodies: list[bytes]) -> list[bytes]:
 def test_three_same_failures_written_as_text_trip_stuck_same_diagnostic(client: str) -> None:
     seen = replay(requests(client))
     assert [streak for streak, _ in seen] == [0, 1, 2, 3]
-    assert seen[-1][1] == ["stuck_same_diagnostic"]
+    assert seen[-1][1][0] == "stuck_same_diagnostic"  # aider's exact round of edit and test: ping_pong sees it too
     assert all(trips == [] for _, trips in seen[:-1])
 
 

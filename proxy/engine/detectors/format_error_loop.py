@@ -63,7 +63,7 @@ rubric): judged right 9 of 10 and then, once the agent's rejections sent one per
 model's next reply was a valid call anyway); tune part 5 of 10, redundant 13 of 26. A policy's
 `mode = "act"` switches it on. A reply with no call is still held and asked again by the action
 gate, which acts on the reply itself and so is never needless."""
-OPTIONS = Ladder(after=AFTER, action=Action.FORCE, mode=MODE)
+OPTIONS = Ladder(after=AFTER, action=Action.FORCE, mode=MODE, confirm=1)
 
 
 _FENCE = re.compile(r"^[ \t]*```", re.MULTILINE)

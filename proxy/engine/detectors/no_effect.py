@@ -38,7 +38,7 @@ AFTER = 3
 MODE = Mode.SHADOW
 """Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 2 of 3 (too
 few to earn it); tune: 4 trips). A policy's `mode = "act"` switches it on."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE)
+OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
 _RUNS = frozenset({CallKind.VERIFY, CallKind.OTHER})
 
 

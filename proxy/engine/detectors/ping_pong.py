@@ -1,20 +1,25 @@
-"""`ping_pong`: a short cycle of calls going round, A, B, A, B, ... or A, B, C, A, B, C, ..., and
-no result changes.
+"""`ping_pong`: the agent goes round a cycle of calls, and every result comes back as before.
 
-Tracks the stretch of calls that repeats with a period of two to four distinct calls, each call's
-output equal to its previous occurrence; counts the cycles gone round and fires when the count
-reaches a rung of the ladder (first `after`, default `AFTER`: three times round), then again at
-each later rung (`RESTRICT_AT`: the cycle's tool taken away for one request, where it has one and
-it is not the agent's only tool). A cycle of one call is `repeat_call`'s. Never a hand-back by
-default: on the corpus a run that went round a cycle of two reads six times was then resolved
-(coder, django-11039).
+Reads the run's progress (`state.progress`: each call as an action and its result, normalised).
+The newest calls form a cycle of period `p` (two to `MAX_PERIOD` calls) when each of them is the
+very call made `p` calls before, with the same result: A, B, A, B, ... or a longer round such as
+open, edit, test, open, edit, test, ... in which a call may come twice (A, B, A, C, A, B, A, C).
+The shortest such period is the cycle's, and a round of one call is `repeat_call`'s. The count is
+the calls that repeated the round so far; the cycle is sure once `after` of them did (default
+`AFTER`) and a whole round came back, and its count then climbs one a call. Like every loop
+pattern it waits for the agent's next call to go round again before it speaks (`confirm`), then
+climbs its ladder: the tool taken away (`RESTRICT_AT`, where the round has one tool and it is not
+the agent's only tool; otherwise the next rung, here none: the instruction again). Never a
+hand-back by default: on the corpus a run that went round a two-call cycle of rejected edits six
+times was then resolved (tune, coder django-11039).
 
-Remedy: name the calls of the cycle and ask for a different step.
+Remedy: the calls of the round quoted (shortened to the budget first, never the instruction), and
+a different step asked for.
 
-Must never fire on: A, B, C, D, E (no call comes back); a cycle whose results change (the agent
-is watching something move); failing checks (the failure model's), which break the stretch; a
-cycle broken by another call. Other calls that fail the same way each time go round like any
-(SWE-agent's `open` of two paths that do not exist, turn after turn: corpus, gson-1391).
+Must never fire on: A, B, C, D, E (no call comes back); a round whose results change (the agent is
+watching something move, or its edits change what its check prints); calls that come back between
+different ones (A, B, A, C, A, D: no round repeats); a cycle broken by another call; rounds with a
+reply the agent turned down for its form between them (`on_user`).
 """
 
 from __future__ import annotations
@@ -23,89 +28,124 @@ from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action, CallKind, Mode
+from proxy.engine.state.patterns import UserFacts
+from proxy.engine.state.progress import Step, episode
+from proxy.settings.kinds import Action, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 
-__all__ = ["AFTER", "DETECTOR", "NAME", "RESTRICT_AT"]
+__all__ = ["AFTER", "DETECTOR", "MAX_PERIOD", "NAME", "RESTRICT_AT", "cycle"]
 
 NAME = "ping_pong"
-AFTER = 3
-"""Times round a cycle of two to four calls, results unchanged, that trip the pattern (A,B six calls)."""
-RESTRICT_AT = 5
-"""Times round at which the cycle's tool is taken away for one request: told at three, it kept going."""
+AFTER = 4
+"""Calls that repeat the round (each the call one period back, with its result) for the cycle to be
+sure, a whole round at least: A, B, A, B, A, B; or two rounds of a longer cycle."""
+RESTRICT_AT = AFTER + 4
+"""The cycle's tool taken away for one request, four calls round after the cycle was sure."""
+MAX_PERIOD = 10
+"""The longest round looked for (a cycle of ten calls: read, edit, test, ... of open-weight models)."""
 MODE = Mode.SHADOW
-"""Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part: not shown
-right on agents its rule was not written against). A policy's `mode = "act"` switches it on."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=RESTRICT_AT, action=Action.RESTRICT),), mode=MODE)
-PERIODS = (2, 3, 4)
-_KEPT = 8
-
-Entry = tuple[str, str | None, str]
-"""A call as (key, output digest, description)."""
+"""Shadow by default until measured on agents its rule was not written against."""
+OPTIONS = Ladder(
+    after=AFTER,
+    action=Action.NUDGE,
+    escalate=(Rung(at=RESTRICT_AT, action=Action.RESTRICT),),
+    mode=MODE,
+    confirm=1,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class State:
-    last: tuple[Entry, ...] = ()
-    """The latest calls, oldest first (at most `_KEPT`)."""
     period: int = 0
-    """The cycle's length; 0: no cycle going."""
-    run: int = 0
-    """Calls of the stretch that repeats with that period."""
+    """The period of the cycle being counted; 0: none."""
+    count: int = 0
+    """The count it last reached (a trip fires as the count reaches a rung, once)."""
+    start: int = -1
+    """The first turn of the episode (a person's new message starts one: the state goes back to
+    `initial`, and the calls before it are no part of a cycle); -1: not yet seen a turn."""
 
 
-def _cycle(last: tuple[Entry, ...]) -> int:
-    """The shortest period (two to four) with which the newest call closes a cycle of distinct
-    calls, its output as when it was last made; 0: none."""
-    newest = last[-1]
-    for period in PERIODS:
-        if len(last) > period and last[-1 - period][:2] == newest[:2]:
-            keys = {entry[0] for entry in last[-period:]}
-            if len(keys) == period:
-                return period
-    return 0
+def cycle(steps: tuple[Step, ...], max_period: int = MAX_PERIOD) -> tuple[int, int]:
+    """(period, repeated): the shortest period, two to `max_period`, with which the newest steps
+    repeat the steps one period before them (action and result), at least a whole round, and how
+    many trailing steps do; (0, 0) when none does. A round of one action is no cycle here."""
+    size = len(steps)
+    for period in range(2, max_period + 1):
+        if size < 2 * period:
+            break
+        if steps[-1].pair != steps[-1 - period].pair:
+            continue
+        repeated = 0
+        while repeated < size - period and steps[-1 - repeated].pair == steps[-1 - repeated - period].pair:
+            repeated += 1
+        if repeated < period:
+            continue
+        if len({s.action for s in steps[-period:]}) < 2:
+            continue  # one call over and over: repeat_call's
+        return period, repeated
+    return 0, 0
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    if not facts.turn.calls:
+        return state, []
+    start = facts.turn.ordinal if state.start < 0 else state.start
+    state = State(state.period, state.count, start)
+    steps = episode(facts.progress.steps, start)
     trips: list[Trip] = []
-    for call in facts.turn.calls:
-        if call.outcome is Outcome.FAIL and call.kind is CallKind.VERIFY:
-            state = State()
+    # each call of the turn is one more step round: judge the cycle as of each of them
+    ends = range(len(steps) - len(facts.turn.calls) + 1, len(steps) + 1)
+    for end in ends:
+        period, repeated = cycle(steps[:end])
+        if not period:
+            state = State(start=start)
             continue
-        last = (*state.last, (call.key, call.digest, call.describe()))[-_KEPT:]
-        period = state.period
-        if period and len(last) > period and last[-1 - period][:2] == last[-1][:2]:
-            run = state.run + 1
-        else:
-            period = _cycle(last)
-            run = period + 1 if period else 0
-        state = State(last, period, run)
-        if not period or run % period:
+        sure = max(ladder.after, period)
+        if repeated < sure:
+            state = State(period, 0, start)
             continue
-        action = ladder.action_at(run // period)
-        if action is not None:
-            subject = " and ".join(entry[2] for entry in last[-period:])
-            tools = {entry[0].split("\x00", 1)[0] for entry in last[-period:]}
-            detail = f"a cycle of {period} calls went round {run // period} times with unchanged results"
-            tool = next(iter(tools)) if len(tools) == 1 else ""
-            trips.append(
-                facts.trip(NAME, action, detail, run // period, subject=subject, tool=tool, since=_began(facts, run))
+        count = ladder.after + repeated - sure
+        if period == state.period and count <= state.count:
+            continue
+        state = State(period, count, start)
+        action = ladder.action_at(count)
+        if action is None:
+            continue
+        round_ = steps[end - period : end]
+        tools = {s.tool for s in round_}
+        detail = f"a cycle of {period} calls went round {(repeated + period) // period} times with unchanged results"
+        trips.append(
+            facts.trip(
+                NAME,
+                action,
+                detail,
+                count,
+                subject=f"{period} calls",
+                excerpt="\n".join(f"- {s.label}" for s in round_),
+                tool=next(iter(tools)) if len(tools) == 1 else "",
+                since=steps[end - period - repeated].turn,
             )
+        )
     return state, trips
 
 
-def _began(facts: TurnFacts, run: int) -> int:
-    """The turn the stretch began on, counting one call a turn (what most agents make)."""
-    return max(1, facts.turn.ordinal - run + 1)
+def on_user(state: State, facts: UserFacts, _ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+    """A reply the agent turned down for its form (its complaint that the reply made no valid call)
+    between rounds: the model is trying to act, a loop of the format's to name (`format_error_loop`);
+    the rounds before it are no part of a cycle (corpus tune, gpt-5-nano sphinx-8056: the same reads
+    between six edits refused for their format)."""
+    if not facts.complaint:
+        return state, []
+    return State(start=facts.ordinal + 1), []
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
     return context.fit(
-        f"{PREFIX} You are going round in a cycle: {trip.subject}, again and again, and no result changes.",
-        "",
-        "Stop the cycle. None of these calls will tell you anything new; take a different step.",
+        f"{PREFIX} You are going round in a cycle of {trip.subject}, again and again, and every result "
+        "comes back as before:",
+        trip.excerpt,
+        "Stop the cycle: none of these calls will tell you anything new. Take a different step.",
     )
 
 
-DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy)
+DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, on_user=on_user)

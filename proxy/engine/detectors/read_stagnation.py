@@ -78,7 +78,7 @@ class Options(Ladder):
 MODE = Mode.SHADOW
 """Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part: not shown
 right on agents its rule was not written against). A policy's `mode = "act"` switches it on."""
-OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
 _READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 _MAX_KEYS = 256

@@ -9,12 +9,12 @@ command whose output advances) is polling, and starts the count again.
 Remedy: quote the result the agent already has and ask for a different next step;
 `restrict` takes the repeated tool away for one request.
 
-Must never fire on: read, write, read (any distinct call between resets the count); calls
-with varied arguments; the same call whose result changes each time; failing calls, or calls
-that could not run (`javac: command not found`: they belong to the failure model or to
-`repeat_failed_call`, and neither count nor reset), except a write that failed, which resets:
-the same read after it checks whether the write landed (corpus, mini-swe-agent 1.x
-django-12774: the same `nl | sed` after each of five patch attempts); polling tools (exempt, see
+Must never fire on: read, write, read (any distinct call between resets the count, a failing
+one too: the same read after each failed patch checks whether it landed, corpus, mini-swe-agent
+1.x django-12774; and a read made again between failing calls is one call of a longer round,
+`ping_pong`'s to name, not the harmless call of it); calls with varied arguments; the same call
+whose result changes each time; failing calls, or calls that could not run (`javac: command not
+found`: they belong to the failure model or to `repeat_failed_call`); polling tools (exempt, see
 `excessive_polling`).
 """
 
@@ -26,7 +26,7 @@ from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt, is_poll
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
-from proxy.settings.kinds import Action, CallKind, Mode
+from proxy.settings.kinds import Action, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "HALT_AT", "NAME"]
@@ -40,7 +40,9 @@ MODE = Mode.SHADOW
 """Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 9 of 10, but
 redundant 3 of 10 (over the 20% bar: the agent moved on by itself)). A policy's `mode = "act"`
 switches it on."""
-OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),), mode=MODE)
+OPTIONS = Ladder(
+    after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),), mode=MODE, confirm=1
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +60,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
             state = State(call.key, call.digest, 0)
             continue
         if call.outcome in (Outcome.FAIL, Outcome.ENVIRONMENT):
-            if call.mutates or call.kind is CallKind.EDIT:
-                state = State()  # a write tried: the same read after it checks whether it landed
+            state = State()  # a failed call between: the loop, if any, is a longer round (ping_pong's)
             continue  # failed, or could not run: `repeat_failed_call`'s
         same = call.key == state.key and call.digest == state.digest
         state = State(call.key, call.digest, state.count + 1 if same else 1)

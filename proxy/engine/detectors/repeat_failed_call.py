@@ -1,11 +1,16 @@
 """`repeat_failed_call`: the same call fails with the same error, again and again.
 
-Counts consecutive failures of one canonical call (tool plus sorted-key arguments) whose
-error is the same (the signature of its normalised output); fires when the count reaches a
-rung of the ladder (first `after`, default `AFTER`). Covers what the failure model does not
-own: a call the tool rejected (a missing or invalid argument), an edit that does not apply,
-a read of a file that is not there. Runs only with the failure model on (with it off, the
-legacy `repeated_error` counts every repeated failure).
+Counts the failures of one canonical call (tool plus sorted-key arguments) with one result (its
+normalised output: `state.progress`) since the last call that changed the workspace: not only in a
+row, so the same rejected edit sent again between other tries (open-weight models: the same `edit
+95:95` the linter turned down seven times among others) is counted as the loop it is. The count
+starts again when a write lands (the call may then fare otherwise). Fires when the count reaches a
+rung of the ladder: first seen at `after` (default `AFTER`), said once the agent sends it again
+(`confirm`: at three identical failures in a row SWE-agent 0.x's own "DO NOT re-run the same failed
+edit" had already turned it, corpus tune). Covers what the failure model does not own: a call the
+tool rejected (a missing or invalid argument), an edit that does not apply or that the editor's
+syntax check turned down, a read of a file that is not there. Runs only with the failure model on
+(with it off, the legacy `repeated_error` counts every repeated failure).
 
 Remedy: quote the error and name the argument to change: one the error mentions, else a
 required one the call left out. Never worded as a success.
@@ -28,13 +33,13 @@ installed, between two tries.
 
 Must never fire on: a failing check whose failure is the failure model's (a test run failing
 the same way is `stuck_same_diagnostic`); a failing call whose error changes; the same call
-with a successful call between its failures; different calls failing alike.
+failing again after a write landed between (counted from there); different calls failing alike.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import Field
 
@@ -48,6 +53,7 @@ from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.sed import rejected_because
 from proxy.engine.state.failure import RepairState, is_check
+from proxy.engine.state.progress import Step, episode
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
@@ -69,7 +75,7 @@ class Options(Ladder):
     """Failures in a row from which the same call proposed again unchanged is refused (0: never)."""
 
 
-OPTIONS = Options(after=AFTER, action=Action.NUDGE)
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, confirm=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,42 +91,94 @@ class State:
     cannot_run: bool = False
     """It could not run (a program or a server not there): the machine may change under it, so
     it is never refused."""
+    fired: tuple[tuple[str, int], ...] = ()
+    """The (call and result, count) pairs that tripped since the last write that landed: a count
+    trips once."""
+    start: int = -1
+    """The first turn of the episode (a person's new message starts one); -1: none seen yet."""
 
 
 def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
     if not facts.failure_model:
-        return State(), []
+        return state, []
     trips: list[Trip] = []
-    for call in facts.turn.calls:
+    start = facts.turn.ordinal if state.start < 0 else state.start
+    state = replace(state, start=start)
+    steps = episode(facts.progress.steps, start)
+    first = len(steps) - len(facts.turn.calls)
+    for at, call in enumerate(facts.turn.calls):
         cannot_run = call.outcome is Outcome.ENVIRONMENT  # never the failure model's
         owned = (call.probe or is_check(call)) and not cannot_run  # a probe that fails again is the model's
-        if owned and call.outcome is Outcome.FAIL and not call.succeeded_mutation:
+        if call.succeeded_mutation:
+            state = State(start=start)  # a write landed: what failed before may fare otherwise now
+            if owned:
+                continue
+        if owned and call.outcome is Outcome.FAIL:
             continue  # a failing check between two tries changes nothing the failed call met
         if (call.outcome is not Outcome.FAIL and not cannot_run) or owned:
-            state = State()
+            state = replace(state, key="", error="", count=0)
             continue
         error = evidence(call.result).signature
         same = call.key == state.key and error == state.error
         names = tuple(call.call.arguments or ())
         quote = excerpt(call.result)
         tool = call.call.name
-        state = State(call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run)
-        action = ladder.action_at(state.count)
-        if action is not None:
-            detail = f"the same call failed with the same error {state.count} times in a row"
-            trips.append(
-                facts.trip(
-                    NAME,
-                    action,
-                    detail,
-                    state.count,
-                    subject=call.describe(),
-                    excerpt=quote,
-                    tool=tool,
-                    arguments=names,
-                )
+        count = _recurring(steps[: first + at + 1]) if first >= 0 else state.count + 1
+        state = State(
+            call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run, state.fired, start
+        )
+        step = steps[first + at] if first + at < len(steps) else None
+        mark = (f"{step.action}:{step.result}" if step else call.key, count)
+        action = ladder.action_at(count)
+        if action is None or mark in state.fired:
+            continue
+        state = replace(state, fired=(*state.fired, mark))
+        in_a_row = state.count == count
+        detail = (
+            f"the same call failed with the same error {count} times in a row"
+            if in_a_row
+            else f"the same call failed with the same error {count} times since the last change that landed"
+        )
+        trips.append(
+            facts.trip(
+                NAME,
+                action,
+                detail,
+                count,
+                subject=call.describe(),
+                excerpt=quote,
+                tool=tool,
+                arguments=names,
+                since=_began(steps[: first + at + 1]),
             )
+        )
     return state, trips
+
+
+def _recurring(steps: tuple[Step, ...]) -> int:
+    """How many times the newest step's call failed with its result since the last write that
+    landed (the newest included)."""
+    newest = steps[-1] if steps else None
+    if newest is None:
+        return 0
+    count = 0
+    for step in reversed(steps):
+        if step.wrote:
+            break
+        count += step.pair == newest.pair
+    return count
+
+
+def _began(steps: tuple[Step, ...]) -> int:
+    """The turn of the first of those failures."""
+    newest = steps[-1]
+    turn = newest.turn
+    for step in reversed(steps):
+        if step.wrote:
+            break
+        if step.pair == newest.pair:
+            turn = step.turn
+    return turn
 
 
 def _named(argument: str, error: str) -> bool:
@@ -152,8 +210,9 @@ def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: Rem
 
 def remedy(trip: Trip, context: RemedyContext) -> str:
     change = _change(trip.tool, trip.arguments, trip.excerpt, context)
+    times = "in a row" if "in a row" in trip.detail else "since your last change that landed"
     return context.fit(
-        f"{PREFIX} This call has failed {trip.count} times in a row with the same error: {trip.subject}",
+        f"{PREFIX} This call has failed {trip.count} times {times} with the same error: {trip.subject}",
         trip.excerpt,
         f"Sending it again unchanged will fail the same way. {change}",
     )

@@ -49,7 +49,7 @@ MODE = Mode.SHADOW
 """Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 4 of 10;
 redundant 10 of 13 (routine tracker updates, different searches alike)). A policy's `mode = "act"`
 switches it on."""
-OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
+OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
 
 
 @dataclass(frozen=True, slots=True)

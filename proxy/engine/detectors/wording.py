@@ -33,9 +33,13 @@ def fitter(counter: TokenCounter, budget: int) -> Callable[[str, str, str], str]
         if counter.count(text) <= budget:
             return text
         spare = budget - counter.count(f"{head}\n\n{tail}")
-        if spare < 8:
-            return counter.trim(f"{head}\n{tail}", budget)
-        return f"{head}\n{counter.trim(snippet, spare)}\n{tail}"
+        if spare >= 8:
+            return f"{head}\n{counter.trim(snippet, spare)}\n{tail}"
+        # no room for the quote: the head is shortened next, and the instruction (the tail) kept whole
+        room = budget - counter.count(f"\n{tail}")
+        if room < 8:
+            return counter.trim(f"{PREFIX} {tail}", budget)
+        return f"{counter.trim(head, room)}\n{tail}"
 
     return fit
 

@@ -108,6 +108,16 @@ def _restricted(tail_trips: list[Trip], levers: Levers) -> list[str] | None:
     return kept if kept and len(kept) < len(levers.offered) else None
 
 
+def _climbed(trip: Trip, levers: Levers, rules: Rules) -> Trip:
+    """A `restrict` rung that would take nothing away (the agent's only tool, or none the pattern
+    names) gives way to the pattern's next rung: told and still going round, the agent gets what
+    comes after, not the same words again."""
+    if trip.action is not Action.RESTRICT or _restricted([trip], levers) is not None:
+        return trip
+    above = rules.options[trip.pattern].above(trip.count)
+    return trip if above is None or above is Action.RESTRICT else replace(trip, action=above)
+
+
 HANDBACK_END = "REPAIR_PROXY_HANDBACK"
 """The here-document delimiter that carries a hand-back through `repair.handback_command`."""
 
@@ -166,6 +176,10 @@ def decide(
     positions = anchor_positions(messages, {i.anchor for i in state.injections} | {state.last_anchor})
     at_tail = positions.get(state.last_anchor) == len(messages) - 1
     tail_trips = [t for t in state.trips if t.anchor == state.last_anchor and not t.shadow] if at_tail else []
+    offered = frozenset(offered_tools(request.translation.tools))
+    if any(t.action is Action.RESTRICT for t in tail_trips):
+        bare = Levers(offered, rules.classifier, state.repair, rules.policy.repair.verify_tool)
+        tail_trips = [_climbed(t, bare, rules) for t in tail_trips]
     halt = next((t for t in tail_trips if t.action is Action.HALT), None)
     if halt is not None:
         text = handback_text(halt, state.repair, state.turns, state.progress.describe())
@@ -173,7 +187,7 @@ def decide(
         return Decision(request, state, new_trips, handback, None, (), ReplyRules(), effects)
     forcing = any(t.action is Action.FORCE for t in tail_trips)
     levers = Levers(
-        offered=frozenset(offered_tools(request.translation.tools)),
+        offered=offered,
         classifier=rules.classifier,
         repair=state.repair,
         verify_tool=rules.policy.repair.verify_tool,

@@ -175,6 +175,8 @@ def approx_bytes(state: ConversationState) -> int:
     size += 90 * (len(repair.read_since_failure) + len(repair.edited_since_failure))
     size += sum(150 + len(path) + 2 * len(shown) for path, shown in repair.seen)
     size += 90 * (len(state.workspace.created) + len(state.workspace.known))
+    progress = state.progress
+    size += sum(420 + len(step.label) + len(step.target) for step in progress.steps) + 90 * len(progress.pairs)
     return size + sum(_detector_bytes(value) for value in state.detectors.values.values())
 
 

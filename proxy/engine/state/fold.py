@@ -54,7 +54,15 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
     policy = rules.policy
     model_on = policy.repair.failure_model
     after = fold_failure(state.repair, turn, policy.repair.post_edit_reverify) if model_on else state.repair
-    facts = TurnFacts(turn=turn, before=state.repair, after=after, failure_model=model_on, read_only=state.read_only)
+    progress = fold_progress(state.progress, turn)
+    facts = TurnFacts(
+        turn=turn,
+        before=state.repair,
+        after=after,
+        failure_model=model_on,
+        read_only=state.read_only,
+        progress=progress,
+    )
     detectors = state.detectors
     trips: list[Trip] = []
     checkpoint(sum(len(c.output) for c in turn.calls))  # the detectors read the turn's outputs again
@@ -62,7 +70,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
         detectors, found = detector.step(detectors, facts, rules.options[detector.name], policy)
         trips.extend(found)
     protocol = turn.turn.protocol if turn.calls else state.protocol
-    trips = _shadowed(_as_written(trips, protocol), rules)
+    trips = _shadowed(_as_written(trips, protocol, rules), rules)
     changed = after.last_diagnostic_class is not None and (after != state.repair or after.live)
     outcome = after.last_diagnostic_class.value if changed and after.last_diagnostic_class else "neutral"
     row: TimelineRow = (  # a TimelineEntry's fields, in order
@@ -85,9 +93,9 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
             turns=turn.ordinal,
             folded=(*state.folded, *numbered(state.folded, [call_identity(c.call) for c in turn.calls]))[-FOLDED_IDS:],
             trips=(*state.trips, *trips)[-TRIPS_KEPT:],
-            tripped=state.tripped | {t.pattern for t in trips if not t.shadow},
+            tripped=state.tripped | {t.pattern for t in trips if t.acting},
             last_anchor=turn.anchor,
-            progress=fold_progress(state.progress, turn),
+            progress=progress,
             timeline=(*state.timeline, row)[-TIMELINE_TURNS:],
             last_action_turn=turn.ordinal if turn.calls else state.last_action_turn,
             protocol=protocol,
@@ -96,12 +104,21 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
     )
 
 
-def _as_written(trips: list[Trip], protocol: str) -> list[Trip]:
+def _as_written(trips: list[Trip], protocol: str, rules: FoldRules) -> list[Trip]:
     """For an agent that writes its calls as text (`protocol`) there is no tool to pin or take
-    away: its `force` and `restrict` rungs say what they say, as nudges."""
+    away: its `force` rungs say what they say, as nudges; a `restrict` rung, which would change
+    nothing, gives way to the pattern's next rung (a nudge when there is none)."""
     if not protocol or not any(t.action in _PINNING for t in trips):
         return trips
-    return [replace(t, action=Action.NUDGE) if t.action in _PINNING else t for t in trips]
+    return [_written(t, rules) if t.action in _PINNING else t for t in trips]
+
+
+def _written(trip: Trip, rules: FoldRules) -> Trip:
+    if trip.action is Action.RESTRICT:
+        above = rules.options[trip.pattern].above(trip.count)
+        if above is not None and above not in _PINNING:
+            return replace(trip, action=above)
+    return replace(trip, action=Action.NUDGE)
 
 
 def _shadowed(trips: list[Trip], rules: FoldRules) -> list[Trip]:
@@ -138,7 +155,7 @@ def _watch(
         else:
             still.append(w)
     for trip in trips:
-        if rules.pattern(trip.pattern).watched and trip.acts is not Action.HALT:
+        if rules.pattern(trip.pattern).watched and trip.acts is not Action.HALT and trip.action is not Action.OBSERVE:
             still.append(Watch(trip.pattern, trip.turn, after.last_diagnostic_signature or ""))
     return tuple(still), tuple(done)
 
@@ -175,7 +192,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     for pattern in rules.patterns:
         detectors, found = pattern.user_step(detectors, facts, rules.options[pattern.name], rules.policy)
         trips.extend(found)
-    trips = _shadowed(_as_written(trips, state.protocol), rules)
+    trips = _shadowed(_as_written(trips, state.protocol, rules), rules)
     if repeated and not trips and detectors is state.detectors:
         return state, []
     return replace(
@@ -184,7 +201,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
         user_texts=state.user_texts if repeated else (*state.user_texts, digest)[-USER_TEXTS_KEPT:],
         episode_start=state.episode_start if repeated or nudge else state.turns,
         trips=(*state.trips, *trips)[-TRIPS_KEPT:],
-        tripped=state.tripped | {t.pattern for t in trips if not t.shadow},
+        tripped=state.tripped | {t.pattern for t in trips if t.acting},
         last_anchor=trips[-1].anchor if trips else state.last_anchor,
     ), trips
 

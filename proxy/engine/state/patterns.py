@@ -15,6 +15,7 @@ from typing import Generic, Protocol, TypeVar
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.observe import ObservedTurn
 from proxy.engine.state.failure import RepairState
+from proxy.engine.state.progress import Progress
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 
@@ -67,6 +68,12 @@ class Trip:
         """What the trip does: its `action`, or only `observe` for a pattern in shadow."""
         return Action.OBSERVE if self.shadow else self.action
 
+    @property
+    def acting(self) -> bool:
+        """It does something: not in shadow, and not a detection still waiting to be confirmed
+        (`Ladder.confirm`: an `observe` trip)."""
+        return not self.shadow and self.action is not Action.OBSERVE
+
 
 @dataclass(frozen=True, slots=True)
 class TurnFacts:
@@ -79,6 +86,8 @@ class TurnFacts:
     """The current-failure model is on (it owns repeated failures)."""
     read_only: bool = False
     """The agent's own prompt forbids it to edit the code (`text.roles`)."""
+    progress: Progress = field(default_factory=Progress)
+    """Progress after the turn: its calls are the newest `steps` (`state.progress`)."""
 
     def trip(
         self,
