@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.anthropic import ANTHROPIC
 from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
 from proxy.dialects.protocol import Dialect, ReplyWatcher
@@ -27,6 +28,7 @@ from proxy.engine.plan.reply import Gate
 from proxy.engine.text.exchange import Edit, Translation
 
 __all__ = [
+    "ANTHROPIC",
     "CHAT",
     "OLLAMA",
     "RESPONSES",
@@ -40,7 +42,12 @@ __all__ = [
     "plan_offline",
 ]
 
-ROUTES: Mapping[str, Dialect] = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/api/chat": OLLAMA}
+ROUTES: Mapping[str, Dialect] = {
+    "/v1/chat/completions": CHAT,
+    "/v1/responses": RESPONSES,
+    "/api/chat": OLLAMA,
+    "/v1/messages": ANTHROPIC,
+}
 """Analysed routes (POST) and the dialect each speaks; every other path is forwarded untouched."""
 
 
