@@ -114,7 +114,9 @@ def messages_body(chat: Chat, **extra: Any) -> bytes:
             ]
             add("assistant", blocks)
         elif role == "tool":
-            add("user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": message["content"]}])
+            add(
+                "user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": message["content"]}]
+            )
         else:
             add("user", [{"type": "text", "text": message["content"]}])
     body = {"model": chat.model, "max_tokens": 1024, "system": system, "messages": messages}

@@ -97,8 +97,10 @@ class Planned:
 
     @property
     def constrained(self) -> bool:
-        """The edit asks for a call schema (`unconstrained` has a body to send without it)."""
-        return self.decision.edit is not None and self.decision.edit.call_schema is not None
+        """The edit asks for a call schema and the dialect writes it (`unconstrained` has a body to
+        send without it)."""
+        edit = self.decision.edit
+        return edit is not None and edit.call_schema is not None and self.incoming.dialect.structured
 
     def unconstrained(self) -> bytes | None:
         """The request without the call schema its edit asks for (for a server that refuses

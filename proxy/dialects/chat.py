@@ -183,6 +183,7 @@ def _completion_stream(hand: Handback, model: str) -> bytes:
 
 class Chat:
     name = "chat"
+    structured = True
 
     def read(self, data: dict[str, Any]) -> Translation | None:
         return read_messages(data)

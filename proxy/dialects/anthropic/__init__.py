@@ -25,6 +25,7 @@ __all__ = ["ANTHROPIC", "Anthropic"]
 
 class Anthropic:
     name = "anthropic"
+    structured = False
 
     def read(self, data: dict[str, Any]) -> Translation | None:
         return request.read(data)
