@@ -9,9 +9,10 @@ person's request is the task and a reminder is never a new message of theirs. `s
 string or text blocks) is the system message. Every translated message remembers where it came
 from (`SOURCE`: the message, and the block its turn ends at), for `write.py` to put an edit back.
 
-Not analysable (None, forwarded untouched): `messages` not a list, a role other than user or
-assistant, a block of a type Messages does not have, a `tool_result` answering no earlier
-`tool_use`.
+A `system` message among `messages` (Claude Code 2.1 sends its environment so, right after the
+first user message) is a system message. Not analysable (None, forwarded untouched): `messages`
+not a list, any other role, content neither a string nor blocks, a block of a type Messages does
+not have, a `tool_result` answering no earlier `tool_use`.
 """
 
 from __future__ import annotations
@@ -171,9 +172,11 @@ def read(data: dict[str, Any]) -> Translation | None:
         for index, message in enumerate(messages):
             role = message.get("role") if isinstance(message, dict) else None
             content = message.get("content") if isinstance(message, dict) else None
-            if role not in ("user", "assistant"):
+            if role not in ("user", "assistant", "system"):
                 raise _Unreadable(f"a message with role {role!r}")
-            if isinstance(content, str):
+            if role == "system":  # Claude Code's environment, between its first messages
+                reader.out.append({"role": "system", "content": _system_text(content), SOURCE: (index, -1)})
+            elif isinstance(content, str):
                 reader.out.append({"role": role, "content": content, SOURCE: (index, -1)})
             elif not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
                 raise _Unreadable("a message whose content is neither a string nor blocks")

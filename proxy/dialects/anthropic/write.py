@@ -3,7 +3,8 @@ instruction put where Messages allows one: a `text` block right after the turn's
 `tool_result` block in the same user message (before any block that follows it there: Claude
 Code's reminders), or at the start of the next user turn (after its own results), or a user
 message of its own when none follows. Roles keep alternating; no `system` role is ever written
-into `messages`. A retry that leaves messages out joins what that leaves side by side.
+into `messages` (a `system` message there, as Claude Code sends one, is kept and never written
+into). A retry that leaves messages out joins what that leaves side by side.
 
 `force` is `tool_choice: {"type": "tool", "name"}`, a required call `{"type": "any"}` (the
 request's `disable_parallel_tool_use` kept), except with thinking on, which Messages refuses
@@ -92,11 +93,12 @@ def _messages(data: dict[str, Any], edit: Edit, translation: Translation) -> lis
             continue  # a message the retry leaves out
         mine = {k: v for k, v in plan.after.items() if k[0] == index}
         changed = {k: v for k, v in plan.appended.items() if k[0] == index}
-        if message["role"] == "assistant":
-            if carried:
+        if message["role"] != "user":  # an instruction after it goes to the next user turn
+            if carried and message["role"] == "assistant":
                 out.append(Fresh({"role": "user", "content": list(map(_text_block, carried))}))
+                carried = []
             out.append(Kept(index))
-            carried = [t for texts in mine.values() for t in texts]
+            carried += [t for texts in mine.values() for t in texts]
             continue
         if not (mine or changed or carried):
             out.append(Kept(index))
