@@ -12,8 +12,8 @@ with repair-proxy importable where LiteLLM runs (installed in its environment, o
 Before the call (`async_pre_call_hook`): the request read in the dialect of LiteLLM's call type
 (chat completions, Responses, Messages), folded into its conversation (per LiteLLM team), planned
 with a prior attempt's verdict: the instruction placed, a tool forced, a tool taken away; a halt
-(chat completions) is the string LiteLLM answers a rejected request with, as the assistant's
-message. With nothing to say the request is LiteLLM's own, the same object, untouched. After the
+(chat completions) is LiteLLM's rejection of the request, which it answers with as the
+assistant's message. With nothing to say the request is LiteLLM's own, the same object, untouched. After the
 call (`async_post_call_success_hook`): a whole chat reply that wrote its call as text gets it as a
 real call. What needs generations of its own (the gates, the block rung) and a streamed reply's
 salvage are `serve`'s reply stage only.
@@ -79,7 +79,7 @@ class RepairCallback(CustomLogger):  # type: ignore[misc]
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str
-    ) -> dict[str, Any] | str:
+    ) -> dict[str, Any] | Exception:
         dialect = CALL_TYPES.get(str(call_type))
         if dialect is None or not self.settings.repair.enabled:
             return data
@@ -89,7 +89,7 @@ class RepairCallback(CustomLogger):  # type: ignore[misc]
             log.exception("repair-proxy: analysis failed; the request goes as it came")
             return data
 
-    async def _before(self, data: dict[str, Any], dialect: Dialect, team: str) -> dict[str, Any] | str:
+    async def _before(self, data: dict[str, Any], dialect: Dialect, team: str) -> dict[str, Any] | Exception:
         view = {key: data[key] for key in READ if key in data}
         incoming = parse(dialect, orjson.dumps(view))
         if incoming is None:
@@ -99,7 +99,7 @@ class RepairCallback(CustomLogger):  # type: ignore[misc]
         planned = Planned.of(incoming, await self._plan(folded))
         decision = planned.decision
         if decision.halt is not None and dialect is CHAT:
-            return decision.halt.text  # LiteLLM answers with it, as the model's message
+            return _rejected(decision.halt.text, data)  # LiteLLM answers with it, as the model's message
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str) and decision.reply.offered:
             self._planned[call_id] = planned
@@ -163,6 +163,16 @@ def _headers(data: Mapping[str, Any]) -> Mapping[str, str]:
     request = data.get("proxy_server_request")
     headers = request.get("headers") if isinstance(request, dict) else None
     return {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
+
+
+def _rejected(text: str, data: dict[str, Any]) -> Exception:
+    """The hand-back as LiteLLM's rejection of a chat request, which its proxy answers with a chat
+    completion (streamed when the request streams) whose message is `text`: returned, not raised,
+    as its pre-call hooks' contract has it (a plain string is that only for its `completion` call
+    type; its chat route's is `acompletion`, where a string is a 400)."""
+    from litellm.exceptions import RejectedRequestError  # noqa: PLC0415 - LiteLLM's, where the callback runs
+
+    return RejectedRequestError(message=text, model=str(data.get("model") or ""), llm_provider="", request_data=data)  # type: ignore[no-any-return]
 
 
 def _salvaged(planned: Planned, response: Any) -> Any:
