@@ -23,6 +23,7 @@ Fail-open: an exception here leaves the request, or the reply, as LiteLLM had it
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -32,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from litellm.integrations.custom_logger import CustomLogger
 
 from proxy.dialects import ANTHROPIC, CHAT, RESPONSES, Dialect, Planned, parse
 from proxy.engine.core import Engine, Folded
@@ -43,7 +43,12 @@ from proxy.settings.config import Settings, load_settings
 from proxy.settings.policy import is_preset_name, load_policy
 from proxy.store import VerdictStore, open_store
 
-__all__ = ["CALL_TYPES", "RepairCallback", "handler"]
+__all__ = ["CALL_TYPES", "RepairCallback"]  # and `handler` (`__getattr__`)
+
+try:
+    from litellm.integrations.custom_logger import CustomLogger
+except ImportError:  # no LiteLLM here: the module still imports (the package's checks walk every module)
+    CustomLogger = object
 
 log = logging.getLogger("repair_proxy.litellm")
 
@@ -191,5 +196,14 @@ def _salvaged(planned: Planned, response: Any) -> Any:
     return ModelResponse(**orjson.loads(CHAT.salvaged(body, calls, ids)))
 
 
-handler = RepairCallback()
-"""The callback LiteLLM's config names: `callbacks: proxy.integrations.litellm.handler`."""
+@functools.cache
+def _handler() -> RepairCallback:
+    return RepairCallback()
+
+
+def __getattr__(name: str) -> Any:
+    """`handler`, the callback LiteLLM's config names (`callbacks: proxy.integrations.litellm.handler`):
+    made when LiteLLM first asks for it, on the settings of that moment; importing reads nothing."""
+    if name == "handler":
+        return _handler()
+    raise AttributeError(name)
