@@ -6,7 +6,8 @@ an environment of its own, cached outside the checkout so a second run installs 
 
 Python clients get a virtual environment each (`tests/matrix/requirements/<name>.txt`: their
 pins do not agree with one another: openai-agents wants openai 3, litellm openai 2); the Codex
-CLI comes from the npm registry (`<name>.npm`). A client that cannot be installed here is
+CLI and Claude Code come from the npm registry (`<name>.npm`; Claude Code's package brings its
+native binary as an optional dependency for this platform). A client that cannot be installed here is
 reported and left out; its tests are skipped, saying why.
 """
 
@@ -25,6 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "tests" / "matrix" / "requirements"
 
 
+PROGRAMS = {"claude_code": "claude"}
+"""An npm client whose program is not named as its spec is."""
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("REPAIR_PROXY_CACHE", Path.home() / ".cache" / "repair-proxy")) / "clients"
 
@@ -39,7 +44,8 @@ def executable(name: str) -> Path | None:
     """The installed client's interpreter (Python) or program (npm), if it is installed."""
     for spec in sorted(REQUIREMENTS.glob(f"{name}.*")):
         where = home(spec)
-        program = where / "bin" / "python" if spec.suffix == ".txt" else where / "node_modules" / ".bin" / name
+        npm_program = where / "node_modules" / ".bin" / PROGRAMS.get(name, name)
+        program = where / "bin" / "python" if spec.suffix == ".txt" else npm_program
         if (where / ".installed").exists() and program.exists():
             return program
     return None

@@ -9,9 +9,23 @@ import orjson
 from aiohttp import web
 from support import Handler
 
-DIALECTS = ("chat", "responses", "ollama")
-PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "ollama": "/api/chat"}
-STREAM_TYPES = {"chat": "text/event-stream", "responses": "text/event-stream", "ollama": "application/x-ndjson"}
+DIALECTS = ("chat", "responses", "ollama", "anthropic")
+PATHS = {
+    "chat": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "ollama": "/api/chat",
+    "anthropic": "/v1/messages",
+}
+STRUCTURED = ("chat", "responses", "ollama")
+"""The dialects that carry a call schema (Messages has none: its retries ask by `tool_choice` alone)."""
+REQUIRED = {"chat": "required", "responses": "required", "ollama": None, "anthropic": {"type": "any"}}
+"""The `tool_choice` a request that requires a call carries in each dialect (Ollama has none)."""
+STREAM_TYPES = {
+    "chat": "text/event-stream",
+    "responses": "text/event-stream",
+    "ollama": "application/x-ndjson",
+    "anthropic": "text/event-stream",
+}
 
 
 def _sse(payload: dict[str, Any], event: bool = False) -> bytes:
@@ -111,7 +125,39 @@ def _ollama(text: str, calls: list[tuple[str, dict[str, Any]]], stream: bool) ->
     return [orjson.dumps(line) + b"\n" for line in lines]
 
 
-BUILDERS = {"chat": _chat, "responses": _responses, "ollama": _ollama}
+def _anthropic(text: str, calls: list[tuple[str, dict[str, Any]]], stream: bool) -> list[bytes]:
+    """As Anthropic's API streams a message: `message_start`, a `ping`, each block's start,
+    deltas (text in pieces, a call's input as JSON in two) and stop, `message_delta`, `message_stop`."""
+    uses = [{"type": "tool_use", "id": f"call_up{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)]
+    content = ([{"type": "text", "text": text}] if text else []) + uses
+    stop = "tool_use" if calls else "end_turn"
+    message = {"id": "msg_up", "type": "message", "role": "assistant", "model": "m", "content": content,
+               "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 3}}  # fmt: skip
+    if not stream:
+        return [orjson.dumps(message)]
+    opening = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 5, "output_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": opening}, {"type": "ping"}]
+    index = 0
+    if text:
+        events.append({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        events += [
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text[i : i + 7]}}
+            for i in range(0, len(text), 7)
+        ]
+        events.append({"type": "content_block_stop", "index": 0})
+        index = 1
+    for offset, use in enumerate(uses):
+        at, arguments = index + offset, orjson.dumps(use["input"]).decode()
+        events.append({"type": "content_block_start", "index": at, "content_block": {**use, "input": {}}})
+        for part in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+            events.append({"type": "content_block_delta", "index": at, "delta": {"type": "input_json_delta", "partial_json": part}})  # fmt: skip
+        events.append({"type": "content_block_stop", "index": at})
+    events.append({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 3}})  # fmt: skip
+    events.append({"type": "message_stop"})
+    return [_sse(e, event=True) for e in events]
+
+
+BUILDERS = {"chat": _chat, "responses": _responses, "ollama": _ollama, "anthropic": _anthropic}
 
 
 def reply_bytes(
@@ -193,10 +239,30 @@ def _read_responses(payloads: list[Any], stream: bool) -> tuple[str, Calls]:
     return text, calls
 
 
+def _read_anthropic(payloads: list[Any], stream: bool) -> tuple[str, Calls]:
+    if not stream:
+        content = payloads[0]["content"]
+        text = "".join(b["text"] for b in content if b["type"] == "text")
+        return text, [[b["name"], b["input"], b["id"]] for b in content if b["type"] == "tool_use"]
+    text, calls, at = "", [], {}
+    for p in payloads:
+        block, delta = p.get("content_block") or {}, p.get("delta") or {}
+        if p["type"] == "content_block_start" and block.get("type") == "tool_use":
+            at[p["index"]] = len(calls)
+            calls.append([block["name"], "", block["id"]])
+        elif delta.get("type") == "text_delta":
+            text += delta["text"]
+        elif delta.get("type") == "input_json_delta":
+            calls[at[p["index"]]][1] += delta["partial_json"]
+    return text, [[n, a or "{}", i] for n, a, i in calls]
+
+
 def received(dialect: str, body: bytes, stream: bool) -> tuple[str, list[tuple[str, dict[str, Any], str]]]:
     """What an agent reads out of the reply it got: (text, [(tool, arguments, call id)])."""
     payloads = _payloads(dialect, body, stream)
-    if dialect == "chat":
+    if dialect == "anthropic":
+        text, calls = _read_anthropic(payloads, stream)
+    elif dialect == "chat":
         text, calls = _read_chat(payloads)
     elif dialect == "ollama":
         text, calls = _read_ollama(payloads)

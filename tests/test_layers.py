@@ -15,17 +15,20 @@ from proxy.engine.detectors import REGISTRY
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "proxy"
 
-LAYERS = {"settings": 0, "engine": 1, "dialects": 2, "store": 2, "http": 3, "cli": 4}
+LAYERS = {"settings": 0, "engine": 1, "dialects": 2, "store": 2, "http": 3, "integrations": 3, "cli": 4}
 """Each folder's layer: a module may import its own layer and the ones below, never above.
-`dialects` and `store` sit side by side and do not import each other."""
+`dialects` and `store` sit side by side and do not import each other; so do `http` (the proxy's
+server) and `integrations` (the engine as another gateway's callback: LiteLLM's)."""
 FORBIDDEN = {
     "settings": {"aiohttp", "redis", "multidict", "yarl", "prometheus_client", "structlog", "sqlite3"},
     "engine": {"aiohttp", "redis", "multidict", "yarl", "prometheus_client", "structlog", "sqlite3", "asyncio"},
     "dialects": {"aiohttp", "redis", "multidict", "yarl", "prometheus_client", "structlog", "sqlite3", "asyncio"},
     "store": {"aiohttp", "multidict", "yarl", "prometheus_client"},
+    "integrations": {"aiohttp", "multidict", "yarl", "prometheus_client", "structlog"},
 }
 """Third-party and standard modules a layer must not import: the engine is pure and
-synchronous, settings and dialects likewise; stores know nothing of HTTP."""
+synchronous, settings and dialects likewise; stores know nothing of HTTP; an integration runs in
+its gateway's process and logs as it does (standard `logging`)."""
 ENGINE_LAYERS = {"text": 0, "reading": 1, "state": 2, "detectors": 3, "plan": 4}
 """The engine's own folders, grouped by job: a module may import its own folder and the ones
 below it. Modules directly in `proxy/engine/` (the engine itself) sit above them all."""

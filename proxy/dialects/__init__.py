@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from proxy.dialects.anthropic import ANTHROPIC
 from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
 from proxy.dialects.protocol import Dialect, ReplyWatcher
@@ -27,6 +28,7 @@ from proxy.engine.plan.reply import Gate
 from proxy.engine.text.exchange import Edit, Translation
 
 __all__ = [
+    "ANTHROPIC",
     "CHAT",
     "OLLAMA",
     "RESPONSES",
@@ -40,7 +42,12 @@ __all__ = [
     "plan_offline",
 ]
 
-ROUTES: Mapping[str, Dialect] = {"/v1/chat/completions": CHAT, "/v1/responses": RESPONSES, "/api/chat": OLLAMA}
+ROUTES: Mapping[str, Dialect] = {
+    "/v1/chat/completions": CHAT,
+    "/v1/responses": RESPONSES,
+    "/api/chat": OLLAMA,
+    "/v1/messages": ANTHROPIC,
+}
 """Analysed routes (POST) and the dialect each speaks; every other path is forwarded untouched."""
 
 
@@ -90,8 +97,10 @@ class Planned:
 
     @property
     def constrained(self) -> bool:
-        """The edit asks for a call schema (`unconstrained` has a body to send without it)."""
-        return self.decision.edit is not None and self.decision.edit.call_schema is not None
+        """The edit asks for a call schema and the dialect writes it (`unconstrained` has a body to
+        send without it)."""
+        edit = self.decision.edit
+        return edit is not None and edit.call_schema is not None and self.incoming.dialect.structured
 
     def unconstrained(self) -> bytes | None:
         """The request without the call schema its edit asks for (for a server that refuses

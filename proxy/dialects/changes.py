@@ -14,7 +14,18 @@ from itertools import compress, count
 from operator import is_, not_
 from typing import Any
 
-__all__ = ["REMOVED", "Array", "Change", "Fresh", "Kept", "Removed", "Value", "kept_or_fresh", "materialise"]
+__all__ = [
+    "REMOVED",
+    "Array",
+    "Change",
+    "Fresh",
+    "Kept",
+    "Removed",
+    "Value",
+    "applied",
+    "kept_or_fresh",
+    "materialise",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +121,17 @@ def materialise(source: Sequence[Any], items: Sequence[Kept | Fresh]) -> list[An
 
 REMOVED = Removed()
 Change = Array | Value | Removed
+
+
+def applied(data: dict[str, Any], changes: dict[str, Change]) -> dict[str, Any]:
+    """The body with `changes` made, as values (for a body written whole rather than spliced)."""
+    out = dict(data)
+    for name, change in changes.items():
+        if isinstance(change, Removed):
+            out.pop(name, None)
+        elif isinstance(change, Value):
+            out[name] = change.value
+        else:
+            found = data.get(name)
+            out[name] = materialise(found if isinstance(found, list) else [], change.items)
+    return out

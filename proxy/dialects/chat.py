@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from proxy.dialects import continued
-from proxy.dialects.changes import REMOVED, Array, Change, Kept, Removed, Value, kept_or_fresh, materialise
+from proxy.dialects.changes import REMOVED, Array, Change, Kept, Value, applied, kept_or_fresh
 from proxy.dialects.chat_reply import ChatReplyWatcher, arguments_of, calls_of, first_choice
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.protocol import ReplyWatcher
@@ -111,17 +111,7 @@ def write_messages(
     try:
         return splice(body, changes, memory, key)
     except SpliceError:
-        out = dict(data)
-        for name, change in changes.items():
-            if isinstance(change, Removed):
-                out.pop(name, None)
-            elif isinstance(change, Value):
-                out[name] = change.value
-            else:
-                found = data.get(name)
-                source: list[Any] = found if isinstance(found, list) else []
-                out[name] = materialise(source, change.items)
-        return orjson.dumps(out)
+        return orjson.dumps(applied(data, changes))
 
 
 def _tool_calls(calls: Sequence[SalvagedCall], ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -193,6 +183,7 @@ def _completion_stream(hand: Handback, model: str) -> bytes:
 
 class Chat:
     name = "chat"
+    structured = True
 
     def read(self, data: dict[str, Any]) -> Translation | None:
         return read_messages(data)

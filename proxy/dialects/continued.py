@@ -7,6 +7,7 @@ the rest of the first.
     ollama     the later reply's lines as they are
     responses  the later response's items after the ones sent, numbered on from them; the
                first's `response.created` stands for both, and the completion lists every item
+    messages   Anthropic's: `anthropic/stream.py`, on the readers here
 
 In chat and Ollama the later reply's text joins the text already sent, set apart by a blank
 line. What may go ahead (`*_ahead`) is the leading run of whole events that carry the reply's
@@ -23,7 +24,17 @@ import orjson
 
 from proxy.dialects.lines import LineScanner, ndjson_payloads, sse_payloads
 
-__all__ = ["chat", "chat_ahead", "ollama", "ollama_ahead", "responses", "responses_ahead"]
+__all__ = [
+    "chat",
+    "chat_ahead",
+    "ollama",
+    "ollama_ahead",
+    "responses",
+    "responses_ahead",
+    "rewrite_sse",
+    "sse_spans",
+    "text_prefix",
+]
 
 _APART = "\n\n"
 _UNREADABLE = "unreadable"
@@ -51,11 +62,11 @@ def _sse_events(data: bytes) -> Iterator[tuple[int, list[bytes], Any]]:
         start = end
 
 
-def _sse_spans(data: bytes) -> Iterator[tuple[int, Any]]:
+def sse_spans(data: bytes) -> Iterator[tuple[int, Any]]:
     return ((end, payload) for end, _lines, payload in _sse_events(data))
 
 
-def _text_prefix(spans: Iterator[tuple[int, Any]], is_text: Callable[[Any], bool]) -> int:
+def text_prefix(spans: Iterator[tuple[int, Any]], is_text: Callable[[Any], bool]) -> int:
     """Where the leading run of whole events that are the reply's text ends."""
     ahead = 0
     for end, payload in spans:
@@ -81,7 +92,7 @@ def _chat_text(payload: Any) -> bool:
 
 def chat_ahead(data: bytes) -> int:
     """How much of a streamed chat reply is whole chunks of its text: no call, no finish, no usage."""
-    return _text_prefix(_sse_spans(data), _chat_text)
+    return text_prefix(sse_spans(data), _chat_text)
 
 
 _NOT_TEXT = frozenset(
@@ -107,7 +118,7 @@ def _responses_text(payload: Any) -> bool:
 
 def responses_ahead(data: bytes) -> int:
     """How much of a streamed response is whole events of its messages: no other item, no ending."""
-    return _text_prefix(_sse_spans(data), _responses_text)
+    return text_prefix(sse_spans(data), _responses_text)
 
 
 def _ollama_lines(data: bytes) -> Iterator[tuple[int, Any]]:
@@ -130,10 +141,10 @@ def _ollama_text(payload: Any) -> bool:
 
 def ollama_ahead(data: bytes) -> int:
     """How much of a streamed Ollama reply is whole lines of its text: no call, not the last line."""
-    return _text_prefix(_ollama_lines(data), _ollama_text)
+    return text_prefix(_ollama_lines(data), _ollama_text)
 
 
-def _rewrite_sse(stream: bytes, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bytes:
+def rewrite_sse(stream: bytes, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bytes:
     """`stream` with each JSON event's payload changed (None: the event dropped); every other
     event and line as it was."""
     out: list[bytes] = []
@@ -191,7 +202,7 @@ def chat(sent: bytes, later: bytes) -> bytes:
                     delta["content"] = apart(delta["content"])
         return payload
 
-    return _rewrite_sse(later, change)
+    return rewrite_sse(later, change)
 
 
 def ollama(sent: bytes, later: bytes) -> bytes:
@@ -237,4 +248,4 @@ def responses(sent: bytes, later: bytes) -> bytes:
                 event["response"]["id"] = created["id"]
         return event
 
-    return _rewrite_sse(later, change)
+    return rewrite_sse(later, change)

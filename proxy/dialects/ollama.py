@@ -79,6 +79,7 @@ def _tool_calls(calls: Sequence[SalvagedCall]) -> list[dict[str, Any]]:
 
 class Ollama:
     name = "ollama"
+    structured = True
 
     def read(self, data: dict[str, Any]) -> Translation | None:
         """Ollama streams unless told `"stream": false`."""

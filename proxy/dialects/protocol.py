@@ -31,7 +31,13 @@ class ReplyWatcher(Protocol):
 class Dialect(Protocol):
     @property
     def name(self) -> str:
-        """Short name, for logs (`chat`, `responses`, `ollama`)."""
+        """Short name, for logs (`chat`, `responses`, `ollama`, `anthropic`)."""
+        ...
+
+    @property
+    def structured(self) -> bool:
+        """It can ask the server for a reply held to a JSON schema (`structured.py`): a call schema
+        an edit asks for is written into the request; without, a request never carries one."""
         ...
 
     # --- request side ---------------------------------------------------------------

@@ -143,3 +143,48 @@ def _object(raw: Any) -> Any:
         return orjson.loads(raw) if isinstance(raw, str) else raw
     except orjson.JSONDecodeError:
         return raw
+
+
+def as_anthropic(body: dict[str, Any]) -> dict[str, Any]:
+    """The same transcript as Anthropic Messages: system messages as `system`, calls as `tool_use`
+    blocks, results as `tool_result` blocks, runs of one role as one message (odd messages kept
+    as they are: such a body is not analysable)."""
+    system: list[str] = []
+    messages: list[Any] = []
+
+    def add(role: str, blocks: list[Any]) -> None:
+        if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for m in body["messages"]:
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
+            messages.append(m)
+        elif m["role"] == "system":
+            system.append(str(m.get("content")))
+        elif m["role"] == "tool":
+            add(
+                "user",
+                [{"type": "tool_result", "tool_use_id": str(m.get("tool_call_id")), "content": str(m.get("content"))}],
+            )
+        elif m["role"] == "user":
+            add("user", [{"type": "text", "text": str(m.get("content"))}])
+        else:
+            text = (
+                [{"type": "text", "text": m["content"]}] if isinstance(m.get("content"), str) and m["content"] else []
+            )
+            calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+            uses = [
+                {"type": "tool_use", "id": str(c.get("id")), "name": str((c.get("function") or {}).get("name")),
+                 "input": _object((c.get("function") or {}).get("arguments")) if isinstance(_object((c.get("function") or {}).get("arguments")), dict) else {}}
+                for c in calls if isinstance(c, dict)
+            ]  # fmt: skip
+            add("assistant", text + uses)
+    out = {k: v for k, v in body.items() if k not in ("messages", "seed")}
+    out["messages"], out["max_tokens"] = messages, 1024
+    if system:
+        out["system"] = "\n".join(system)
+    if "tools" in body:
+        out["tools"] = [{"name": t["function"]["name"], "input_schema": {"type": "object"}} for t in body["tools"]]
+    return out

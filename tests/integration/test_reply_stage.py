@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from chat import OPENHANDS_TOOLS, Chat, test_run, view
 from dialects import body_for, responses_body
-from replies import DIALECTS, PATHS, STREAM_TYPES, received, reply, reply_bytes
+from replies import DIALECTS, PATHS, REQUIRED, STREAM_TYPES, received, reply, reply_bytes
 from support import Upstream, policy_toml, post
 
 FENCED = '```json\n{\n  "name": "execute_bash",\n  "arguments": {\n    "command": "ls -la"\n  }\n}\n```'
@@ -114,7 +114,7 @@ async def test_an_empty_reply_mid_task_is_asked_again_with_a_call_required(
     assert got.headers["X-Repair-Retries"] == "action:1" and got.headers["X-Repair-Salvaged"] == "1"
     retry = sent(upstream, 1)
     assert "did not call a tool" in last_message(dialect, retry)
-    assert retry.get("tool_choice") == (None if dialect == "ollama" else "required")
+    assert retry.get("tool_choice") == REQUIRED[dialect]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

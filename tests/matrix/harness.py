@@ -43,6 +43,8 @@ class Recorded:
 def _dialect(path: str) -> str:
     if path.endswith("/responses"):
         return "responses"
+    if path.endswith("/messages"):
+        return "anthropic"
     return "ollama" if path.startswith("/api/") else "chat"
 
 
@@ -52,7 +54,7 @@ def _run_tool(tools: list[Any]) -> tuple[str, dict[str, Any]] | None:
         if not isinstance(tool, dict):
             continue
         function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        name, params = function.get("name"), function.get("parameters") or {}
+        name, params = function.get("name"), function.get("parameters") or function.get("input_schema") or {}
         properties = params.get("properties") or {} if isinstance(params, dict) else {}
         for arg in ("command", "cmd", "code"):
             if arg in properties and isinstance(name, str):
@@ -79,7 +81,8 @@ def _text_of(body: dict[str, Any]) -> str:
 @dataclass
 class Model:
     """Answers like a model stuck on one failing test: with tools, it runs the check again and
-    again; to aider (no tools, SEARCH/REPLACE edits) it sends the same edit; else it says hello."""
+    again; to aider (no tools, SEARCH/REPLACE edits) it sends the same edit; else it says hello.
+    It speaks the dialect of the path it is asked on (Messages for Claude Code)."""
 
     seen: list[Recorded] = field(default_factory=list)
     server: TestServer | None = None
@@ -103,8 +106,8 @@ class Model:
             asked = "SEARCH/REPLACE" in _text_of(data) and "pytest" in (_said(data) or [""])[-1]
             text = EDIT if asked else "Hello! How can I help?"
         turn = f"{len(self.seen)}_".encode()  # a real model's call ids differ from turn to turn
-        pieces = [
-            p.replace(b"call_up", b"call_" + turn).replace(b"fc_up", b"fc_" + turn)
+        pieces = [  # Claude Code joins the replies that share a message id into one
+            p.replace(b"call_up", b"call_" + turn).replace(b"fc_up", b"fc_" + turn).replace(b"msg_up", b"msg_" + turn)
             for p in reply_bytes(dialect, text, [call] if call else [], stream)
         ]
         return await send(request, dialect, pieces, stream)

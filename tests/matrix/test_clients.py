@@ -35,6 +35,7 @@ DRIVEN = {
     "mini_swe_agent": ("mini_swe_agent", "mini_swe_agent", "mini_swe_agent"),
     "aider": ("aider", "aider", ""),
     "codex": ("codex", "codex", "codex"),
+    "claude_code": ("claude_code", "claude_code", "claude_code"),
 }
 
 

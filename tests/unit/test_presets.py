@@ -185,3 +185,46 @@ def test_check_policy_reports_file_and_key(tmp_path: Path, capsys: pytest.Captur
     assert f"{bad}: patterns.repeat_call.after:" in err and f"{bad}: patterns.repeat_output.ring:" in err
     for preset in bundled_presets():
         assert main(["check-policy", str(ROOT / "policies" / f"{preset}.toml")], environ={}) == 0
+
+
+CLAUDE_CODE_CALLS = [
+    ("Bash", {"command": "python -m pytest -q tests/test_parse.py", "description": "Run the tests"}, CallKind.VERIFY),
+    ("Bash", {"command": "cat src/parse.py"}, CallKind.READ),
+    ("Bash", {"command": "npm install --save lodash"}, CallKind.OTHER),
+    ("Read", {"file_path": "/w/src/parse.py", "offset": 10, "limit": 20}, CallKind.READ),
+    ("LS", {"path": "/w/src"}, CallKind.READ),
+    ("Edit", {"file_path": "/w/src/parse.py", "old_string": "a", "new_string": "b"}, CallKind.EDIT),
+    ("MultiEdit", {"file_path": "/w/src/parse.py", "edits": [{"old_string": "a", "new_string": "b"}]}, CallKind.EDIT),
+    ("Write", {"file_path": "/w/src/new.py", "content": "x = 1\n"}, CallKind.EDIT),
+    ("NotebookEdit", {"notebook_path": "/w/n.ipynb", "new_source": "x"}, CallKind.EDIT),
+    ("Grep", {"pattern": "def parse", "path": "/w"}, CallKind.SEARCH),
+    ("Glob", {"pattern": "**/*.py"}, CallKind.SEARCH),
+    ("WebSearch", {"query": "pytest fixtures"}, CallKind.SEARCH),
+    ("BashOutput", {"bash_id": "b1"}, CallKind.POLL),
+    ("Monitor", {"task_id": "b1"}, CallKind.POLL),
+    ("TodoWrite", {"todos": [{"content": "fix", "status": "pending"}]}, CallKind.OTHER),
+    ("WebFetch", {"url": "https://docs.python.org", "prompt": "summarise"}, CallKind.OTHER),
+    ("Task", {"description": "search", "prompt": "find parse", "subagent_type": "Explore"}, CallKind.OTHER),
+    ("Agent", {"description": "search", "prompt": "find parse"}, CallKind.OTHER),
+    ("KillShell", {"shell_id": "b1"}, CallKind.OTHER),
+    ("Skill", {"skill": "dataviz"}, CallKind.OTHER),
+    ("ToolSearch", {"query": "select:WebFetch"}, CallKind.OTHER),
+]
+"""Claude Code's tools (1.x, 2.0 and 2.1: `claude -p` 2.1.332 offers Agent, Bash, Edit, Read, Skill,
+ToolSearch, Write and more, with WebFetch and friends deferred behind ToolSearch) and what each
+call is to the `claude_code` preset."""
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "kind"), CLAUDE_CODE_CALLS, ids=[f"{c[0]}-{c[2].value}" for c in CLAUDE_CODE_CALLS]
+)
+def test_the_claude_code_preset_reads_every_claude_code_tool(
+    tool: str, arguments: dict[str, Any], kind: CallKind
+) -> None:
+    classifier = Classifier(load_policy(ROOT / "policies" / "claude_code.toml").classify)
+    found = classifier.classify(tool, arguments)
+    assert found.kind is kind
+    if kind is CallKind.EDIT:
+        assert found.mutates and [w.path for w in found.writes] == [
+            next(v for k, v in arguments.items() if k.endswith("path"))
+        ]

@@ -59,6 +59,25 @@ def test_a_responses_stream_says_it_in_its_completed_event() -> None:
     assert read(body, True, 11) == Usage("m3", 5, 6, ("completed",))
 
 
+@pytest.mark.parametrize("piece", [0, 1, 13])
+def test_a_messages_stream_says_it_in_its_opening_and_its_delta(piece: int) -> None:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m5", "content": []}
+    events = [
+        {"type": "message_start", "message": {**message, "usage": {"input_tokens": 12, "output_tokens": 1}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 8},
+        },
+        {"type": "message_stop"},
+    ]
+    body = b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events)
+    assert read(body, True, piece) == Usage("m5", 12, 8, ("tool_use",))
+    whole = {**message, "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 4}}
+    assert read(orjson.dumps(whole), False) == Usage("m5", 3, 4, ("end_turn",))
+
+
 def test_an_incomplete_response_says_why() -> None:
     body = orjson.dumps(
         {

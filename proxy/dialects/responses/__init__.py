@@ -23,6 +23,7 @@ __all__ = ["RESPONSES", "Responses"]
 
 class Responses:
     name = "responses"
+    structured = True
 
     def read(self, data: dict[str, Any]) -> Translation | None:
         return request.read(data)

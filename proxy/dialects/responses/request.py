@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.dialects.changes import REMOVED, Array, Change, Fresh, Kept, Removed, Value, materialise
+from proxy.dialects.changes import REMOVED, Array, Change, Fresh, Kept, Value, applied, materialise
 from proxy.dialects.structured import text_format
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import content_text
@@ -158,14 +158,4 @@ def _materialise(data: dict[str, Any], plan: list[Kept | Fresh]) -> list[Any]:
 
 def write(data: dict[str, Any], edit: Edit) -> dict[str, Any]:
     """The edited request as a whole (when its body cannot be spliced)."""
-    out = dict(data)
-    for key, change in changes(data, edit).items():
-        if isinstance(change, Removed):
-            out.pop(key, None)
-        elif isinstance(change, Value):
-            out[key] = change.value
-        else:
-            found = data.get(key)
-            source: list[Any] = found if isinstance(found, list) else []
-            out[key] = materialise(source, change.items)
-    return out
+    return applied(data, changes(data, edit))

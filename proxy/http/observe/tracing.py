@@ -36,6 +36,7 @@ OPERATIONS = {
     "/v1/chat/completions": "chat",
     "/v1/responses": "chat",
     "/api/chat": "chat",
+    "/v1/messages": "chat",
     "/v1/completions": "text_completion",
     "/api/generate": "text_completion",
     "/v1/embeddings": "embeddings",

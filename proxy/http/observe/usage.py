@@ -7,6 +7,8 @@ One reader per upstream reply, in every shape the proxy forwards:
                          chunk with `finish_reason` and the usage-only chunk `include_usage` asks for
     Responses            JSON (`usage.input_tokens`, `status`); streamed, `response.completed`
     Ollama               JSON or NDJSON (`prompt_eval_count`, `eval_count`, `done_reason`)
+    Messages             JSON (`usage.input_tokens`, `stop_reason`); streamed, `message_start`'s
+                         input tokens, then `message_delta`'s output tokens and stop reason
     embeddings           JSON (`usage.prompt_tokens`)
 
 A streamed line is parsed only when it can carry any of that (a cheap byte test first), so a
@@ -33,6 +35,7 @@ WHOLE_LIMIT = 8 * 1024 * 1024
 
 _WORTH_PARSING = re.compile(
     rb'"usage"\s*:\s*\{|"finish_reason"\s*:\s*"|"type"\s*:\s*"response\.(?:completed|incomplete|failed)"|"done"\s*:\s*true'
+    rb'|"stop_reason"\s*:\s*"'
 )
 """A streamed line that may say what the reply used (the rest only carry text)."""
 
@@ -50,6 +53,17 @@ class Usage:
 def is_streaming(headers: Mapping[str, str]) -> bool:
     """The body is a stream of lines (SSE or NDJSON), by its content type."""
     return headers.get("Content-Type", "").lower().startswith(STREAM_CONTENT_TYPES)
+
+
+def _carried(payload: dict[str, Any]) -> dict[str, Any]:
+    """What a stream's event carries that says what was used: a Responses event's response, a
+    Messages stream's opening message; any other payload is itself."""
+    kind = payload.get("type")
+    if isinstance(kind, str) and kind.startswith("response.") and isinstance(payload.get("response"), dict):
+        return payload["response"]  # type: ignore[no-any-return]
+    if kind == "message_start" and isinstance(payload.get("message"), dict):
+        return payload["message"]  # type: ignore[no-any-return]
+    return payload
 
 
 def _count(value: Any) -> int | None:
@@ -104,9 +118,10 @@ class UsageReader:
     def _take(self, payload: Any) -> None:
         if not isinstance(payload, dict):
             return
-        kind = payload.get("type")
-        if isinstance(kind, str) and kind.startswith("response.") and isinstance(payload.get("response"), dict):
-            payload = payload["response"]  # a Responses stream's event: the response it carries
+        if payload.get("type") == "message_delta":
+            self._message_delta(payload)
+            return
+        payload = _carried(payload)
         model = payload.get("model")
         if isinstance(model, str) and model:
             self._model = model
@@ -114,6 +129,8 @@ class UsageReader:
         if isinstance(usage, dict):
             self._input = _count(usage.get("prompt_tokens", usage.get("input_tokens")))
             self._output = _count(usage.get("completion_tokens", usage.get("output_tokens")))
+        if payload.get("type") == "message" and isinstance(payload.get("stop_reason"), str):
+            self._reasons[0] = payload["stop_reason"]
         if payload.get("done") is True:  # Ollama's last line (or whole reply)
             self._input = _count(payload.get("prompt_eval_count"))
             self._output = _count(payload.get("eval_count"))
@@ -127,3 +144,11 @@ class UsageReader:
             details = payload.get("incomplete_details")
             reason = details.get("reason") if isinstance(details, dict) else None
             self._reasons[0] = reason if isinstance(reason, str) else str(payload["status"])
+
+    def _message_delta(self, payload: dict[str, Any]) -> None:
+        """A Messages stream's `message_delta`: the output tokens so far and why it stopped."""
+        usage, delta = payload.get("usage"), payload.get("delta")
+        if isinstance(usage, dict) and "output_tokens" in usage:
+            self._output = _count(usage["output_tokens"])
+        if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+            self._reasons[0] = delta["stop_reason"]

@@ -4,8 +4,9 @@
         -> choose: holdout | hand-back | reply stage | forward
 
 Only POSTs to the analysed routes (`dialects.ROUTES`) with repair on are analysed; every
-other request is forwarded as it came. Proxy-made errors use OpenAI's shape; a request the
-proxy refuses ends as its `Outcome` says (`REFUSALS`: the status, code and kind it is answered with).
+other request is forwarded as it came. Proxy-made errors use OpenAI's shape (Anthropic's under
+`/v1/messages`: `replies.error_reply`); a request the proxy refuses ends as its `Outcome` says
+(`REFUSALS`: the status, code and kind it is answered with).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
@@ -26,7 +26,7 @@ from proxy.http.runtime.appkeys import CONTEXT, RECORD, RUNTIME, Context
 from proxy.http.runtime.tenancy import Team
 from proxy.http.upstream.forward import forward, upstream_headers
 from proxy.http.upstream.network import UpstreamFailure
-from proxy.http.upstream.replies import handback_reply, openai_error
+from proxy.http.upstream.replies import error_reply, handback_reply
 
 __all__ = ["REFUSALS", "proxy_v1"]
 
@@ -44,11 +44,11 @@ connection is closed after the answer."""
 class Refused(Exception):
     """The request is answered by the proxy itself, ending as `outcome` says."""
 
-    def __init__(self, outcome: Outcome, message: str) -> None:
+    def __init__(self, request: web.Request, outcome: Outcome, message: str) -> None:
         super().__init__(message)
         status, code, kind = REFUSALS[outcome]
         self.outcome = outcome
-        self.response = openai_error(status, message, code=code, kind=kind)
+        self.response = error_reply(request.path, status, message, code=code, kind=kind)
         if outcome in (Outcome.BODY_TIMEOUT, Outcome.BODY_TOO_LARGE):
             self.response.force_close()
 
@@ -59,7 +59,7 @@ def _check_path(request: web.Request) -> None:
     segments = request.path.split("/")
     if "." in segments or ".." in segments:
         message = "the request path has a '.' or '..' segment; send a normalised path below /v1/ or /api/"
-        raise Refused(Outcome.PATH_REFUSED, message)
+        raise Refused(request, Outcome.PATH_REFUSED, message)
 
 
 def _authenticate(request: web.Request) -> Team:
@@ -71,7 +71,7 @@ def _authenticate(request: web.Request) -> Team:
         given = request.headers.get(header) or request.headers.get("Authorization", "")[7:].strip()
         what = "no team of this proxy has that key" if given else "this proxy needs a team's proxy key and got none"
         how = f"send it as 'Authorization: Bearer <key>' or in the {header} header"
-        raise Refused(Outcome.UNKNOWN_KEY if given else Outcome.NO_KEY, f"{what}: {how}")
+        raise Refused(request, Outcome.UNKNOWN_KEY if given else Outcome.NO_KEY, f"{what}: {how}")
     request[CONTEXT] = Context(runtime, team)
     record = request[RECORD]
     record.team, record.upstream = team.name, team.upstream
@@ -98,10 +98,10 @@ async def _read(request: web.Request) -> bytes:
     except TimeoutError:
         seconds = settings.server.body_timeout
         message = f"the request body stopped arriving for {seconds:g}s (server.body_timeout)"
-        raise Refused(Outcome.BODY_TIMEOUT, message) from None
+        raise Refused(request, Outcome.BODY_TIMEOUT, message) from None
     if too_large:
         message = f"request body is larger than this proxy's limit of {limit} bytes (limits.max_body_bytes)"
-        raise Refused(Outcome.BODY_TOO_LARGE, message)
+        raise Refused(request, Outcome.BODY_TOO_LARGE, message)
     return b"".join(chunks)
 
 
@@ -149,17 +149,11 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:
         record.failed(failure.event(answered=True))
-        return _failed(failure)
+        return _failed(request, failure)
 
 
-def _failed(failure: UpstreamFailure) -> web.Response:
-    """An upstream failure in OpenAI's error shape, with its class in `error.cause` (refused, tls,
-    dns, timeout, reset, other): what to fix is known without the proxy's log."""
-    error = {
-        "message": failure.message,
-        "type": "upstream_error",
-        "code": failure.code,
-        "param": None,
-        "cause": failure.cause.value,
-    }
-    return web.Response(status=failure.status, body=orjson.dumps({"error": error}), content_type="application/json")
+def _failed(request: web.Request, failure: UpstreamFailure) -> web.Response:
+    """An upstream failure in the route's error shape, with its class in `error.cause` (refused,
+    tls, dns, timeout, reset, other): what to fix is known without the proxy's log."""
+    path, cause = request.path, failure.cause.value
+    return error_reply(path, failure.status, failure.message, code=failure.code, kind="upstream_error", cause=cause)

@@ -70,7 +70,9 @@ async def reply_stage(request: web.Request, planned: Planned, headers: CIMultiDi
     rules, record = planned.decision.reply, request[RECORD]
     budget = request[CONTEXT].team.engine.policy.reply.max_extra_generations
     headers["Accept-Encoding"] = "identity"
-    attempt = Attempt(schema=planned.constrained)  # not the body written again to see if there is one
+    # not the body written again to see if there is one; a dialect that has no call schema to
+    # send (Messages) never sends one: as if refused from the start
+    attempt = Attempt(schema=planned.constrained, plain=not planned.incoming.dialect.structured)
     ahead = Ahead(request, planned.incoming.dialect)
     first: Reply | None = None
     while True:
