@@ -35,6 +35,7 @@ LOOP_PATTERNS = frozenset(
         "monologue",
         "excessive_polling",
         "no_effect",
+        "refused_edits",
     }
 )
 """The patterns that say "the agent is going round": a trip of any of them is our "stuck"."""
