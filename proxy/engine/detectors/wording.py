@@ -33,13 +33,19 @@ def fitter(counter: TokenCounter, budget: int) -> Callable[[str, str, str], str]
         if counter.count(text) <= budget:
             return text
         spare = budget - counter.count(f"{head}\n\n{tail}")
-        if spare >= 8:
-            return f"{head}\n{counter.trim(snippet, spare)}\n{tail}"
+        while spare >= 8:  # tokens at the seams can merge: trimmed once more when the whole is one over
+            text = f"{head}\n{counter.trim(snippet, spare)}\n{tail}"
+            if counter.count(text) <= budget:
+                return text
+            spare -= 2
         # no room for the quote: the head is shortened next, and the instruction (the tail) kept whole
         room = budget - counter.count(f"\n{tail}")
-        if room < 8:
-            return counter.trim(f"{PREFIX} {tail}", budget)
-        return f"{counter.trim(head, room)}\n{tail}"
+        while room >= 8:
+            text = f"{counter.trim(head, room)}\n{tail}"
+            if counter.count(text) <= budget:
+                return text
+            room -= 2
+        return counter.trim(f"{PREFIX} {tail}", budget)
 
     return fit
 
