@@ -528,7 +528,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
     return "\n".join(lines)
 
 
-def complaint_runs(run: Run) -> int | None:
+def complaint_runs(run: Run, length: int = FORMAT_LOOP) -> int | None:
     """The request at which the run's agent has complained, for the third time in a row, that
     the model's reply made no valid call (no call of the model's between the complaints: no tool
     result, and for an agent that writes its calls as text no user message that is not a
@@ -552,29 +552,37 @@ def complaint_runs(run: Run) -> int | None:
                 streak += 1
             elif role in ("tool", "user") or (not run.marked and role == "assistant" and message.get("tool_calls")):
                 streak = 0
-        if streak >= FORMAT_LOOP:
+        if streak >= length:
             return index
     return None
 
 
 def format_loops(replays: list[Replayed]) -> str:
-    """Per part: runs with three complaints in a row, and how many a trip caught within 2 requests."""
-    return "\n".join(_format_loops(part, [r for r in replays if r.run.part == part]) for part in PARTS)
+    """Per part: runs with three complaints in a row, and how many a trip caught within 2 requests
+    of the third; then runs with four (the pattern speaks once a fourth confirms the loop: at three
+    the agent's own next reply was often valid), caught within 2 requests of the fourth."""
+    lines: list[str] = []
+    for length in (FORMAT_LOOP, FORMAT_LOOP + 1):
+        lines += [_format_loops(part, [r for r in replays if r.run.part == part], length) for part in PARTS]
+    return "\n".join(lines)
 
 
-def _format_loops(part: str, replays: list[Replayed]) -> str:
+def _format_loops(part: str, replays: list[Replayed], length: int) -> str:
     found = caught = 0
     missed: list[str] = []
     for replayed in replays:
-        at = complaint_runs(replayed.run)
+        at = complaint_runs(replayed.run, length)
         if at is None:
             continue
         found += 1
         if any(f.pattern == "format_error_loop" and at <= f.request <= at + 2 for f in replayed.fired):
             caught += 1
         else:
-            missed.append(f"{replayed.run.key} (third complaint at request {at})")
-    line = f"{part}: format-error loops (3 complaints in a row): {found} runs, caught within 2 requests: {_share(caught, found)}"
+            missed.append(f"{replayed.run.key} (complaint {length} at request {at})")
+    line = (
+        f"{part}: format-error loops ({length} complaints in a row): {found} runs, caught within 2 requests of "
+        f"complaint {length}: {_share(caught, found)}"
+    )
     return "\n".join([line, *(f"  missed: {m}" for m in missed[:10])])
 
 
