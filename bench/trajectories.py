@@ -341,6 +341,7 @@ def report(replays: list[Replayed]) -> str:
             f"force, block or halt on resolved runs, format_error_loop's aside: {acting} (bar: 0); "
             f"format_error_loop's: {own}"
         )
+    lines += ["", *_per_kind(replays, patterns)]
     lines += ["", "per family (trips, redundant, stale, median late, repeated):"]
     for family in sorted({r.run.scaffold for r in replays}):
         runs = [r for r in replays if r.run.scaffold == family]
@@ -351,6 +352,19 @@ def report(replays: list[Replayed]) -> str:
                 cells.append(f"{pattern} {row[4]} red {row[5]} stale {row[6]} late {row[7]} rep {row[8]}")
         lines.append(f"  [{runs[0].run.part}] {family}: " + ("; ".join(cells) or "no trips"))
     return "\n".join(lines)
+
+
+def _per_kind(replays: list[Replayed], patterns: list[str]) -> list[str]:
+    """Per part and kind of model (frontier, open-weight): each pattern's trips, redundant, repeated."""
+    lines = ["per part and kind of model (trips, redundant, repeated):"]
+    for part in PARTS:
+        for kind in ("frontier", "open-weight"):
+            runs = [r for r in replays if r.run.part == part and kind_of(r.run.model) == kind]
+            rows = [(pattern, _pattern_row(runs, pattern)) for pattern in patterns]
+            cells = [f"{p} {row[4]} red {row[5]} rep {row[8]}" for p, row in rows if row[4] != "0"]
+            if runs:
+                lines.append(f"  [{part}] {kind}: " + ("; ".join(cells) or "no trips"))
+    return lines
 
 
 def _brief(message: dict[str, Any], chars: int) -> str:
@@ -499,6 +513,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
     if not path.exists():
         return "no judgments yet (bench/corpus/judgments.jsonl)"
     part_of = {r.run.key: r.run.part for r in replays}
+    kind = {r.run.key: kind_of(r.run.model) for r in replays}
     verdicts: dict[tuple[str, int, str], tuple[str, str]] = {}
     for line in path.read_bytes().splitlines():
         if line.strip():
@@ -510,7 +525,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
     counts: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
     for key, (verdict, rubric) in verdicts.items():
         if key in near and key[0] in part_of:
-            for pattern in (key[2], "all"):
+            for pattern in (key[2], "all", f"{key[2]} [{kind[key[0]]}]"):
                 counts[(rubric, part_of[key[0]], pattern)][verdict] += 1
     where = f" (at the judged request or up to {within} later)" if within else ""
     lines = [f"judged trips that still fire{where} (right / wrong / unclear):"]
@@ -520,7 +535,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
                 continue
             total = sum(c.values())
             lines.append(
-                f"  {rubric:7} {part:5} {pattern:26} {c['right']} / {c['wrong']} / {c['unclear']}"
+                f"  {rubric:7} {part:5} {pattern:40} {c['right']} / {c['wrong']} / {c['unclear']}"
                 f"  precision {100 * c['right'] / total:.0f}%"
             )
     unjudged = len(firing - verdicts.keys())
