@@ -29,6 +29,7 @@ failure while only the agent's reproduction is rewritten); reads, searches and e
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
@@ -82,7 +83,12 @@ def _previous(steps: tuple[Step, ...], action: str) -> tuple[int, tuple[str, ...
 def _its_own(written: tuple[str, ...], run: Step) -> bool:
     """A file written is one the run names (its script rewritten: the failure model then holds its
     streak, so the same failure again is counted here)."""
-    return any(path and path.rsplit("/", 1)[-1] in run.label for path in written)
+    return any(path and _names(run.label, path.rsplit("/", 1)[-1]) for path in written)
+
+
+def _names(command: str, name: str) -> bool:
+    """`name` stands in the command as a file of its own (`parse.py` is not in `test_parse.py`)."""
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", command) is not None
 
 
 def _judge(state: State, steps: tuple[Step, ...]) -> tuple[State, bool]:
