@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from tiny_agent import OPENHANDS_TOOLS, REPOS, WORK, Tools, copy_repo, stuck_start, tests_pass
+from tiny_agent import OPENHANDS_TOOLS, REPOS, WORK, Tools, copy_repo, grade, stuck_start
 
 from proxy.dialects import plan_offline
 from proxy.dialects.chat import CHAT
@@ -105,7 +105,8 @@ def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]], work: Pat
     if not (file.exists() and isinstance(old, str) and old and old in file.read_text()):
         return "other"
     file.write_text(file.read_text().replace(old, new, 1))
-    return "applies, tests pass" if tests_pass(root) else "applies"
+    graded = grade(root)  # right: its tests and its hidden checks pass; gamed: its tests alone
+    return "applies, right" if graded.solved else "applies, gamed" if graded.gamed else "applies"
 
 
 def main() -> None:
