@@ -30,6 +30,7 @@ __all__ = ["action_gate", "nagged", "written_action_gate"]
 
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
 _PASSED = "The check passed."
+_ANY = "Reply with your next tool call only."
 
 
 def nagged(messages: list[Any], levers: Levers, protocol: str = "") -> bool:
@@ -148,8 +149,12 @@ def _next_step(
     if failure.live and failure.quiet_since_failure:
         # Nothing that could change what the check sees ran since it failed: run again, it fails
         # again (recovery bench, stack: asked twice for the run that had just shown a SyntaxError,
-        # the model made it twice). What the failure points at comes next, or a change.
-        return next_step(step_of(failure), vocabulary)
+        # the model made it twice). What the failure points at comes next, or a change: the step a
+        # pattern names, while it acts; in shadow it says nothing here either (issue 61), and the
+        # gate asks for the next call, any, the failure said.
+        if rules.next_step_acts:
+            return next_step(step_of(failure), vocabulary)
+        return f"The check still fails, and nothing has changed since it failed. {_ANY}"
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)
@@ -162,7 +167,7 @@ def _next_step(
     look = vocabulary.run("ls")
     if look is not None:
         return f"Next, look at the working directory: {look.render()}. Reply with that tool call only."
-    return "Reply with your next tool call only."
+    return _ANY
 
 
 def action_gate(
