@@ -69,9 +69,14 @@ def test_a_gate_s_retry_carries_the_stuck_step_only_while_the_pattern_acts(gate:
     assert pinned is None and choice != "str_replace_editor"
 
 
-def test_in_shadow_the_action_gate_still_asks_for_a_call_without_asking_for_the_run_that_just_failed() -> None:
+def test_in_shadow_the_action_gate_says_what_it_owns_and_asks_for_a_call_not_the_run_that_just_failed() -> None:
+    """The gate's own evidence, the failure model's: what the failing test expects and what the
+    code gives, and that nothing has changed since it failed. Told only "the check still fails",
+    the model re-ran it at every turn of both proxy arms (recovery bench smoke, countdown)."""
     text, _choice, _pinned = _said(_rules(_stuck()), Gate.ACTION)
-    assert "Reply with your next tool call only." in text and "re-run the failing check" not in text
+    assert "The failing test expects `parse('1 + 2')` to be `3`; it is `4`." in text
+    assert "run again, it fails the same way" in text and "Reply with your next tool call only." in text
+    assert "re-run the failing check" not in text
     assert _rules(_stuck()).gates[Gate.ACTION].edit.require_call
 
 
