@@ -16,6 +16,7 @@ Arms:    direct    the model server itself
          proxy     repair-proxy with the repair it had before salvage and the gates
                    ([reply] salvage, action_gate, finish_gate off)
          full      repair-proxy with its defaults (salvage and the gates on)
+         acting    the defaults with every pattern acting (most ship in shadow)
 
 Per arm it prints: runs solved (at the end, `python -m pytest` green on the repository's own tests
 and its hidden checks passing, `tiny_agent.grade`: more cases of the same behaviour, never shown
@@ -69,6 +70,8 @@ from urllib.parse import urlsplit
 
 from tiny_agent import REPOS, WASTE_KINDS, WORK, Run, copy_repo, repos_in, run_agent, start_messages, stuck_start
 
+from proxy.engine.detectors import REGISTRY
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 WASTE = ("empty", "prose", "repeat", "malformed")
@@ -76,9 +79,12 @@ POLICIES = {
     "proxy": "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n",
     "noblock": "[reply]\nblock = false\n",
     "full": "",
+    "acting": "".join(f'[patterns.{pattern.name}]\nmode = "act"\n' for pattern in REGISTRY),
 }
 """The policy each proxy arm runs: `proxy` the repair the proxy had before salvage and the
-gates; `noblock` the defaults without the block rung; `full` the defaults."""
+gates; `noblock` the defaults without the block rung (and nothing else: the gates' retries are
+the defaults', `tests/unit/test_shadow_gates.py`); `full` the defaults; `acting` the defaults with
+every pattern acting (most ship in shadow, where they change nothing)."""
 
 
 def free_port() -> int:

@@ -154,3 +154,15 @@ def test_the_bench_s_block_off_arm_differs_from_the_defaults_by_the_rung_alone(a
     for gate in set(off.gates):
         assert _said(off, gate) == _said(on, gate), gate
     assert default_policy().reply.block  # the defaults arm is the defaults
+
+
+def test_the_bench_s_acting_arm_runs_every_pattern_acting() -> None:
+    """`bench/recovery.py --arms acting`: the defaults with every pattern acting (the issue's
+    'every pattern acting' arm), whose gates carry the stuck step the defaults keep out."""
+    from proxy.engine.detectors import REGISTRY
+    from proxy.engine.plan.rules import Rules
+
+    policy = policy_from_mapping(tomllib.loads(POLICIES["acting"]), "acting")
+    assert all(Rules.of(policy).acts(pattern) for pattern in REGISTRY)
+    assert policy.model_copy(update={"patterns": {}, "source": ""}) == default_policy().model_copy(update={"source": ""})
+    assert "Next, read the failing test" in _said(_rules(_stuck(), policy), Gate.ACTION)[0]
