@@ -164,5 +164,7 @@ def test_the_bench_s_acting_arm_runs_every_pattern_acting() -> None:
 
     policy = policy_from_mapping(tomllib.loads(POLICIES["acting"]), "acting")
     assert all(Rules.of(policy).acts(pattern) for pattern in REGISTRY)
-    assert policy.model_copy(update={"patterns": {}, "source": ""}) == default_policy().model_copy(update={"source": ""})
+    assert policy.model_copy(update={"patterns": {}, "source": ""}) == default_policy().model_copy(
+        update={"source": ""}
+    )
     assert "Next, read the failing test" in _said(_rules(_stuck(), policy), Gate.ACTION)[0]
