@@ -42,7 +42,11 @@ from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate
 from proxy.engine.reading.sed_script import SED_SCRIPT
-from proxy.settings.policy import default_policy
+from proxy.settings.policy import policy_from_mapping
+
+POLICY = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}}}
+"""The defaults with the failure model's own pattern acting: the held edit is its step, and the
+gates ask for it only while it acts (issue 61; it ships in shadow)."""
 
 
 def stuck_and_read(root: Path, repo: str, style: str = "openhands") -> list[dict[str, Any]]:
@@ -74,7 +78,7 @@ def held_retry(messages: list[dict[str, Any]], seed: int, gate: Gate = Gate.ACTI
     a finish), as the proxy would send it upstream."""
     tools = OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS
     body = {"model": "qwen", "messages": messages, "tools": tools, "temperature": temperature, "seed": seed}
-    planned = plan_offline(Engine.of(default_policy()), CHAT, json.dumps(body).encode(), {})
+    planned = plan_offline(Engine.of(policy_from_mapping(POLICY, "held_edit")), CHAT, json.dumps(body).encode(), {})
     if planned is None or gate not in planned.decision.reply.gates:
         raise SystemExit(f"the engine arms no {gate.value} gate on this transcript")
     retry: dict[str, Any] = json.loads(planned.retry(gate))

@@ -54,7 +54,10 @@ def _stuck_point(repo: str, work: Path) -> tuple[dict[str, Any], list[list[str]]
             {"role": "tool", "tool_call_id": f"call_v{n}", "content": tools.call("str_replace_editor", args)[0]},
         ]
     body = {"model": "local", "messages": messages, "tools": OPENHANDS_TOOLS, "temperature": 0.7, "max_tokens": 256}
-    planned = plan_offline(Engine.of(load_policy(None)), CHAT, orjson.dumps(body), {})
+    # the re-run refused by the failure model's own pattern, acting (it ships in shadow, where it refuses nothing)
+    policy = load_policy(None)
+    policy = policy.model_copy(update={"patterns": {**policy.patterns, "stuck_same_diagnostic": {"mode": "act"}}})
+    planned = plan_offline(Engine.of(policy), CHAT, orjson.dumps(body), {})
     if planned is None:
         raise SystemExit("the stuck point could not be read")
     rerun = judge(ReplyView("", ("execute_bash",), ('{"command": "python -m pytest"}',)), planned.decision.reply)
