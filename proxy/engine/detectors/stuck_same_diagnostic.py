@@ -35,7 +35,15 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step, quoted_failure, step_of, step_tool
+from proxy.engine.detectors.failure_reads import (
+    expected,
+    next_call,
+    next_kind,
+    next_step,
+    quoted_failure,
+    step_of,
+    step_tool,
+)
 from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
@@ -112,9 +120,11 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     )
     head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}"
     found = step_of(state)
-    step = next_step(found, context.vocabulary)
+    step = next_step(found, context.vocabulary, stated=False)
     quoted = quoted_failure(found)
-    return context.fit(f"{head}.", "", step) if quoted is None else context.fit(f"{head}:", quoted, step)
+    if quoted is None:  # the code to change quoted: what is expected of it said, shortened before the step
+        return context.fit(f"{head}.", expected(found), step)
+    return context.fit(f"{head}:", quoted, step)
 
 
 def blocks(_state: State, repair: RepairState, options: Options) -> bool:
@@ -183,4 +193,5 @@ DETECTOR = Detector(
     futile=futile,
     judges_text=True,
     asks=Ask.STEP,
+    names_next_step=True,
 )
