@@ -29,7 +29,6 @@ failure while only the agent's reproduction is rewritten); reads, searches and e
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
@@ -88,7 +87,19 @@ def _its_own(written: tuple[str, ...], run: Step) -> bool:
 
 def _names(command: str, name: str) -> bool:
     """`name` stands in the command as a file of its own (`parse.py` is not in `test_parse.py`)."""
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", command) is not None
+    at = command.find(name)
+    while at != -1:
+        before = command[at - 1] if at else " "
+        end = at + len(name)
+        after = command[end] if end < len(command) else " "
+        if not _word(before) and not _word(after):
+            return True
+        at = command.find(name, at + 1)
+    return False
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char in "_-"
 
 
 def _judge(state: State, steps: tuple[Step, ...]) -> tuple[State, bool]:
