@@ -141,7 +141,7 @@ class UpstreamSettings(_Frozen):
 class LimitSettings(_Frozen):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1)
     analysis_budget_ms: float = Field(default=DEFAULT_ANALYSIS_BUDGET_MS, gt=0)
-    """CPU milliseconds one request's analysis may use; past it the request goes upstream as it came."""
+    """Milliseconds of wall time a request may wait for its analysis; past it, it goes up as it came."""
 
 
 class RepairSettings(_Frozen):

@@ -56,6 +56,10 @@ class Watch:
             _record, looked = self._flying.pop(id(record))
             self._take(record, looked)
 
+    def busy(self) -> bool:
+        """Whether any request is in flight."""
+        return bool(self._flying)
+
     def _take(self, record: Record, looked: int) -> int:
         """The steps among `record`'s events from `looked` on, the longest kept; how many it has."""
         events = record.events
