@@ -3,8 +3,10 @@
 Each timed request is the next turn of one of many conversations (`--conversations`, 30), at each transcript
 size (`--sizes`, 50 and 600 messages): conversation c's k-th timed request carries its transcript (workload.
 transcript: an assistant message with one tool call and its result per turn) up to size + 2k messages. Before the
-clock starts, every conversation is sent once, untimed, with its starting transcript, to every target alike: a
-conversation first seen long (a restart, another replica, an agent resumed) as a proxy meets it. No conversation
+clock starts, every conversation is sent once with its starting transcript, to every target alike: a conversation
+first seen long (a restart, another replica, an agent resumed) as a proxy meets it, its time reported apart (`1st
+seen`); then, once the proxies are quiet, sent again to the proxies until none is still being read beside the
+traffic (`settle`), so that what is timed is an agent's steady state, a conversation growing by a turn. No conversation
 header is sent (`--header` sends `X-Repair-Conversation`): the proxy tells conversations apart by their transcripts,
 as it does for most agents; the transcripts are fresh per run, load and size (their seeds), so no two share state.
 
@@ -31,8 +33,9 @@ Per load, size and target: p50 and p99 latency; added p50/p99 = the target's p50
 request = utime+stime of the target's processes and their children over the timed requests, divided by their
 number (for direct: the upstream's, per request it served, from all targets). For the proxies, from their own log
 (stderr): `analysis_abandoned` for a conversation already seen (the analysis of a conversation's later request
-given up) and for a first seen one, and `event_loop_stall`s, over the load's requests; the p50 of the log's
-`total_ms` and `overhead_ms` for the timed requests, beside what the client saw. For scale, the median time
+given up) and for a first seen one, and `event_loop_stall`s, over the load's requests; over the timed ones, the
+requests sent up unanalysed while their conversation was read beside the traffic (`catching up`), and the p50 of
+the log's `total_ms` and `overhead_ms`, beside what the client saw. For scale, the median time
 of one orjson.loads of the largest body of each size. Then the issue's bars, for repair_on, workers=2 and each
 repair_on@DIR ("added" as above):
   added p50 / relay's added p50, at the smallest size                           bar <= 1.5x
@@ -233,40 +236,83 @@ def loads_ms(body: bytes) -> float:
     return statistics.median(timeit.repeat(lambda: orjson.loads(body), number=1, repeat=50)) * 1000
 
 
-def from_log(log: Path, start: int) -> Numbers:
+def from_log(log: Path, start: int, timed_from: int) -> Numbers:
     """From a proxy's log, past byte `start`: `abandoned_seen` (analysis_abandoned on a request of a
-    conversation that had a request before), `abandoned_first`, `stalls` (event_loop_stall), and the p50 of
-    what the log says of the requests of conversations seen before (the timed ones): `log total` (total_ms),
-    `log overhead` (overhead_ms)."""
+    conversation that had a request before), `abandoned_first`, `stalls` (event_loop_stall); past byte
+    `timed_from` (the timed requests): `catching_up` (requests sent up unanalysed while their conversation
+    was read beside the traffic) and the p50 of the log's `total_ms` (`log total`) and `overhead_ms`
+    (`log overhead`)."""
     counts: Counter[str] = Counter()
     seen: set[str] = set()
     said: dict[str, list[float]] = {"total_ms": [], "overhead_ms": []}
     with log.open("rb") as lines:
         lines.seek(start)
+        at = start
         for line in lines:
+            timed, at = at >= timed_from, at + len(line)
             if not line.startswith(b"{"):
                 continue
             event = orjson.loads(line)
             if event.get("event") == "event_loop_stall":
                 counts["stalls"] += 1
             elif event.get("event") == "request" and event.get("path", "").endswith("/chat/completions"):
-                conversation = event.get("conversation")
-                if event.get("end") == "analysis_abandoned":
+                conversation, end = event.get("conversation"), event.get("end")
+                if end == "analysis_abandoned":
                     counts["abandoned_seen" if conversation in seen else "abandoned_first"] += 1
-                if conversation in seen:
+                if timed:
+                    counts["catching_up"] += end == "catching_up"
                     for key, values in said.items():
                         values.append(float(event.get(key, math.nan)))
                 seen.add(conversation)
-    result = {what: float(counts[what]) for what in ("abandoned_seen", "abandoned_first", "stalls")}
+    result = {what: float(counts[what]) for what in ("abandoned_seen", "abandoned_first", "catching_up", "stalls")}
     result["log total"] = statistics.median(said["total_ms"]) if said["total_ms"] else math.nan
     result["log overhead"] = statistics.median(said["overhead_ms"]) if said["overhead_ms"] else math.nan
     return result
 
 
+def caught_up_lines(log: Path, start: int) -> int:
+    """Requests sent up unanalysed while their conversation was read beside the traffic, past byte `start`."""
+    with log.open("rb") as lines:
+        lines.seek(start)
+        return sum(1 for line in lines if b'"end":"catching_up"' in line)
+
+
+async def quiet(pids: list[int], most: float = 60.0) -> None:
+    """Until the processes use under 4% of a core over a quarter of a second (what they read beside the
+    traffic is read), at most `most` seconds."""
+    until = time.monotonic() + most
+    while time.monotonic() < until:
+        before = sum(cpu_seconds(pid) for pid in pids)
+        await asyncio.sleep(0.25)
+        if sum(cpu_seconds(pid) for pid in pids) - before < 0.01:
+            return
+
+
+async def settle(
+    client: aiohttp.ClientSession,
+    proxies: list[Target],
+    pids: dict[str, int],
+    primers: list[bytes],
+    conversation: Callable[[Target, int], str | None],
+) -> None:
+    """Every conversation's first request sent again, untimed, to the proxies, once they are quiet, until a
+    pass meets none still being read beside the traffic (a worker reads a few at once: the rest start when
+    their conversation's next request comes), at most 10 passes."""
+    for _ in range(10):
+        await quiet([pids[t.name] for t in proxies])
+        marks = {t.name: t.log.stat().st_size for t in proxies if t.log is not None}
+        for c, primer in enumerate(primers):
+            for target in proxies:
+                await send(client, target, primer, conversation(target, c))
+        if not any(caught_up_lines(t.log, marks[t.name]) for t in proxies if t.log is not None):
+            return
+
+
 async def measure(
     client: aiohttp.ClientSession, targets: list[Target], pids: dict[str, int], setup: Setup, size: int, seed: int
 ) -> Numbers:
-    """One size under the current load: every conversation sent once, then the timed next turns, interleaved."""
+    """One size under the current load: every conversation sent once (timed: first seen), read up by the
+    proxies (`settle`), then the timed next turns, interleaved."""
     turns = -(-setup.requests // setup.conversations)
     histories = [transcript((size - 2) // 2 + turns, seed=seed + c, stuck_runs=4) for c in range(setup.conversations)]
 
@@ -276,11 +322,15 @@ async def measure(
     def conversation(target: Target, c: int) -> str | None:
         return f"turn-cost-{seed}-{target.name}-{c}" if setup.header else None
 
-    logged = {t.name: t.log.stat().st_size for t in targets if t.log is not None}
-    for c in range(setup.conversations):
-        primer = body(c, 0)
+    proxies = [t for t in targets if t.log is not None]
+    logged = {t.name: t.log.stat().st_size for t in proxies if t.log is not None}
+    first: dict[str, list[float]] = {t.name: [] for t in targets}
+    primers = [body(c, 0) for c in range(setup.conversations)]
+    for c, primer in enumerate(primers):
         for target in targets:
-            await send(client, target, primer, conversation(target, c))
+            first[target.name].append(await send(client, target, primer, conversation(target, c)))
+    await settle(client, proxies, pids, primers, conversation)
+    timed_from = {t.name: t.log.stat().st_size for t in proxies if t.log is not None}
     steps = [(k, c) for k in range(1, turns + 1) for c in range(setup.conversations)][: setup.requests]
     rng = random.Random(seed)
     seconds: dict[str, list[float]] = {t.name: [] for t in targets}
@@ -295,9 +345,12 @@ async def measure(
     cpu["direct"] /= len(targets)  # the upstream served every target's requests
     await asyncio.sleep(0.3)  # the last request's log line and any stall's are written
     result = numbers(size, seconds, cpu, len(steps), loads_ms(largest))
+    direct_first = statistics.median(first["direct"]) * 1000
     for target in targets:
+        result[f"{size} {target.name} first p50"] = statistics.median(first[target.name]) * 1000 - direct_first
+        result[f"{size} {target.name} first max"] = max(first[target.name]) * 1000 - direct_first
         if target.log is not None:
-            said = from_log(target.log, logged[target.name])
+            said = from_log(target.log, logged[target.name], timed_from[target.name])
             result |= {f"{size} {target.name} {what}": value for what, value in said.items()}
     return result
 
@@ -324,8 +377,11 @@ COLUMNS = {
     "cpu": "CPU ms/req",
     "log total": "log total",
     "log overhead": "log overh.",
+    "first p50": "1st seen p50",
+    "first max": "1st seen max",
     "abandoned_seen": "aband. seen",
     "abandoned_first": "aband. 1st",
+    "catching_up": "catching up",
     "stalls": "stalls",
 }
 
@@ -400,7 +456,8 @@ def report(runs: list[Numbers], sizes: list[int], names: list[str], heading: str
         for name in names:
             print(f"  {name:<20}" + "".join(f"{cell(f'{size} {name} {metric}'):>{width}}" for metric in COLUMNS))
     print("  (CPU for direct: the upstream's, per request it served; log total/overh.: p50 of the proxy's total_ms")
-    print("  and overhead_ms for the timed requests; aband./stalls: from the proxy's log)\n\nbars")
+    print("  and overhead_ms for the timed requests; 1st seen: added over direct by each conversation's first request;")
+    print("  aband./stalls over all requests, catching up over the timed ones: from the proxy's log)\n\nbars")
     for label in [key for key in runs[0] if ": " in key]:
         print(f"  {label}: {cell(label)}")
 

@@ -163,4 +163,3 @@ async def test_overhead_ms_is_the_wall_time_the_proxy_added(
     line = _lines(events, "request")[0]
     assert line["overhead_ms"] >= 50 > line["analysis_cpu_ms"]
     assert line["overhead_ms"] <= line["total_ms"]
-

@@ -253,7 +253,7 @@ def make_app(
     app[METRICS] = Metrics(worker.metrics_dir, None if run_dir is None else functools.partial(started, run_dir))
     app[GC] = GcAccounting()
     app[STALLS] = Watch()
-    app[CATCH_UPS] = CatchUps(busy=app[STALLS].busy)
+    app[CATCH_UPS] = CatchUps(busy=app[STALLS].busy, paused=app[GC].paused)
     if tracer is not None:
         app[TRACING] = tracer
         app.cleanup_ctx.append(_tracing)
