@@ -10,7 +10,8 @@ Each client of the client matrix (tests/matrix, the clients scripts/clients.py i
 tests/matrix/test_clients.py runs it (a scripted model that has it run the failing check again and again, the real
 proxy in front of it, handing the run back at the third failure), and each request it sent (as the tap in front of
 the proxy recorded it) is compared with the one before it on the same path. Printed per client: the requests, the
-pairs, the pairs whose prefix holds, and for each that does not where the bytes first differ: in a member before
+pairs, the bodies `dialects.prefix.ParseMemory` read from the last parse (each checked equal to the body's whole
+parse), the pairs whose prefix holds, and for each that does not where the bytes first differ: in a member before
 the transcript, or in message k of n (counted from the end: which of the last request's messages it rewrote).
 
 Run: python bench/prefix_bytes.py [--clients a,b]   (about a minute per client; a client not installed is skipped)
@@ -21,10 +22,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import logging
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+
+import structlog
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "matrix"), str(ROOT / "scripts")]
@@ -33,6 +37,8 @@ from harness import Model, Tap, drive, driver, workdir  # noqa: E402
 from support import policy_toml, start_proxy  # noqa: E402
 from test_clients import DRIVEN, STUCK_POLICY, program_of  # noqa: E402
 
+from proxy.dialects import ROUTES, parse  # noqa: E402
+from proxy.dialects.prefix import ParseMemory  # noqa: E402
 from proxy.dialects.splice import SpliceError, _members  # noqa: E402
 
 TRANSCRIPTS = ("messages", "input")
@@ -61,7 +67,7 @@ def where_it_breaks(before: bytes, after: bytes) -> str:
     old, new = before.decode("utf-8"), after.decode("utf-8")
     end = spans[-1][1] if spans else value_start + 1
     if new[:end] == old[:end]:
-        return "holds"
+        return "holds" if new.endswith(old[end:]) else "the members after the transcript changed"
     first = next(i for i, (a, b) in enumerate(zip(old[:end], new[:end], strict=False)) if a != b) if new else 0
     if first < value_start:
         return f"before {key}"
@@ -97,6 +103,15 @@ async def one_client(client: str, tmp: Path) -> tuple[int, Counter[str]] | str:
     for before, after in itertools.pairwise(posts):
         if before.path == after.path:
             pairs[where_it_breaks(before.body, after.body)] += 1
+    memory = ParseMemory(1 << 30, min_bytes=0)  # every body, however small
+    for post in posts:
+        dialect = ROUTES.get(post.path.rstrip("/"))
+        if dialect is None:
+            continue
+        read, whole = parse(dialect, post.body, memory), parse(dialect, post.body)
+        if read is not None and whole is not None and read.data != whole.data:
+            raise AssertionError(f"{client}: a body read from the last parse is not its own JSON")
+    pairs["read from the last parse"] = memory.hits
     return len(posts), pairs
 
 
@@ -109,12 +124,16 @@ async def main(clients: list[str]) -> None:
                 print(f"{client:<26} {result}", flush=True)
                 continue
             posts, pairs = result
-            held = pairs["holds"]
-            broken = ", ".join(f"{where} x{count}" for where, count in pairs.items() if where != "holds")
-            print(f"{client:<26} requests {posts:>3}  pairs {sum(pairs.values()):>3}  prefix holds {held:>3}  {broken}")
+            held, read = pairs.pop("holds", 0), pairs.pop("read from the last parse", 0)
+            broken = ", ".join(f"{where} x{count}" for where, count in pairs.items())
+            print(
+                f"{client:<26} requests {posts:>3}  pairs {sum(pairs.values()) + held:>3}  prefix holds {held:>3}"
+                f"  read from the last parse {read:>3}  {broken}"
+            )
 
 
 def run() -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))  # the table only
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", help=f"comma-separated, among: {', '.join(sorted(DRIVEN))}")
     args = parser.parse_args()

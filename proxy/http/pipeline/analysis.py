@@ -152,6 +152,9 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     store = request.app[STORES].verdicts
     whose: list[Request] = []  # whose request it is, once read
 
+    def read_body() -> Incoming | None:
+        return parse(dialect, body, shared.spans.parses)  # what it adds to its conversation's last body, only
+
     def fold_then_plan(read: Callable[[], Incoming | None]) -> tuple[Incoming, Folded, Planned | None] | None:
         incoming = read()
         if incoming is None:
@@ -166,9 +169,13 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     try:
         with shared.footprint.analysing(size):
             if in_thread(size, None):  # parsed there too
-                parsed = await _step(request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body)))
+                parsed = await _step(
+                    request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body, shared.spans.parses))
+                )
             else:
-                read = await _step(request, False, "analysis (parse)", lambda: parse(dialect, body))
+                read = await _step(
+                    request, False, "analysis (parse)", lambda: parse(dialect, body, shared.spans.parses)
+                )
                 fresh = fresh_chars(read.translation.messages) if read is not None else None
                 parsed = await _step(request, in_thread(size, fresh), "analysis", lambda: fold_then_plan(lambda: read))
             if parsed is None:
