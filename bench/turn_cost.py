@@ -57,6 +57,7 @@ import asyncio
 import math
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -107,6 +108,8 @@ class Setup:
     baselines: list[Path]
     only: set[str] | None
     litellm: bool
+    logs: Path | None = None
+    """Where the proxies' logs are copied (a folder per run), if anywhere."""
 
 
 def litellm_cli() -> Path:
@@ -435,6 +438,11 @@ async def one_run(setup: Setup, run_index: int) -> tuple[list[str], dict[str, Nu
                             run |= await measure(client, targets, pids, setup, size, seed)
                         print(f"  {name}: load average {uptime()} at the end", flush=True)
                     by_load[name] = run
+        if setup.logs is not None:
+            kept = setup.logs / f"run-{run_index + 1}"
+            kept.mkdir(parents=True, exist_ok=True)
+            for log in logs.values():
+                shutil.copy(log, kept / log.name)
     names = [t.name for t in targets]
     return names, {name: run | ratios(run, setup.sizes, names) for name, run in by_load.items()}
 
@@ -474,6 +482,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated targets to measure besides direct, relay and baselines")
     parser.add_argument("--baseline", type=Path, action="append", default=[], help="another checkout (repeatable)")
     parser.add_argument("--litellm", action="store_true", help="also LiteLLM's proxy (scripts/clients.py installs it)")
+    parser.add_argument("--logs", type=Path, help="a folder to copy the proxies' logs to, each run's in its own")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     loads = args.loads.split(",")
@@ -483,7 +492,16 @@ def main() -> None:
         parser.error(f"loads are among {', '.join(LOADS)}")
     only = set(args.only.split(",")) if args.only else None
     setup = Setup(
-        sizes, loads, args.conversations, args.requests, args.stream, args.header, args.baseline, only, args.litellm
+        sizes,
+        loads,
+        args.conversations,
+        args.requests,
+        args.stream,
+        args.header,
+        args.baseline,
+        only,
+        args.litellm,
+        args.logs,
     )
     mode = f"{args.requests} timed requests per target, {'' if args.stream else 'non-'}streaming"
     runs: dict[str, list[Numbers]] = {name: [] for name in loads}

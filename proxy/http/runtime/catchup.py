@@ -16,8 +16,8 @@ folded on the loop for the whole 100 ms budget (400-600 ms of wall time with two
 processes on the machine's two cores), every request in flight waiting as long (`event_loop_stall`),
 and the next request read on for about 70 ms more.
 
-Must never: hold the loop more than one slice at a time, or more than a quarter of it while requests
-are in flight (measured: eight catch-ups side by side, each taking a 2 ms slice on every turn of the
+Must never: hold the loop more than one slice at a time, or more than a quarter of it while a
+request is in flight (measured: eight catch-ups side by side, each taking a 2 ms slice on every turn of the
 loop, made each request of another conversation wait 20-30 ms instead of 5); queue one conversation
 twice; hold more than `MOST` transcripts at once (past it, a request queues none: its conversation's
 next request asks again); outlive the app (cancelled as it stops); raise (a catch-up that fails is
@@ -53,7 +53,7 @@ of a long stuck run costs about 0.7 ms to fold), so that a request whose steps m
 turn of the loop waits little for it."""
 PAUSE = 0.002
 """Seconds the loop is given back between two slices, at least, while any request is in flight (three
-times the slice, if it was longer): a request's steps run in the pauses. A body sent or read takes a
+times the slice, if it was longer): their steps run in the pauses. A body sent or read takes a
 turn of the loop per socket buffer (a dozen for 760 KB), so a slice on every turn would add up."""
 MOST = 8
 """Catch-ups queued at once (each holds its request's parsed transcript); one runs at a time."""
@@ -82,7 +82,7 @@ class CatchUps:
     ) -> None:
         self.most = most
         self._busy = busy
-        """Whether any request is in flight in the worker."""
+        """Whether a request of the worker needs the loop now (`Watch.busy`)."""
         self._paused = paused
         """The garbage collector paused meanwhile (`GcAccounting.paused`): a fold of hundreds of turns
         makes objects enough to set off collections of the whole heap, the transcripts queued in it."""
