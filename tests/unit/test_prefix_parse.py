@@ -12,7 +12,7 @@ import pytest
 from chat import Chat, edit, test_run, view
 
 from proxy.dialects import ANTHROPIC, CHAT, RESPONSES, parse
-from proxy.dialects.prefix import CHARGE, MIN_BYTES, ParseMemory
+from proxy.dialects.prefix import MIN_BYTES, ParseMemory
 
 BIG = 64 * 1024 * 1024
 
@@ -45,6 +45,7 @@ def test_a_growing_conversation_is_read_from_its_last_parse_as_its_own_json() ->
         assert data == orjson.loads(body)
         found.append(extended)
     assert found == [False, True, True, True, True, True]  # the first is kept whole; the next find its end
+    assert memory.hits == 4  # the second is parsed whole (where the first ended is found), the rest only in part
 
 
 @pytest.mark.parametrize(
@@ -197,10 +198,10 @@ def test_small_bodies_are_parsed_whole_and_not_kept() -> None:
 def test_the_byte_bound_holds_least_recently_used_first() -> None:
     chats = [_grown(30, prefix=f"c{n}") for n in range(6)]
     size = len(chats[0].bytes())
-    memory = ParseMemory(int(3.2 * (CHARGE + 1) * size))  # three pending bodies, about
+    memory = ParseMemory(int(3.2 * size))  # three first bodies (kept as bytes), about
     for chat in chats:
         _read(memory, chat.bytes())
-    assert memory.charged <= 3.2 * (CHARGE + 1) * size
+    assert memory.charged <= 3.2 * size
     assert _read(memory, chats[0].turn(test_run()).bytes())[1] is False  # the oldest went
     assert _read(memory, chats[-1].turn(test_run()).bytes())[1] is True
 
