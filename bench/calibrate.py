@@ -3,7 +3,8 @@
 The model is shown the repository's code (its one source file), the failing test file and the
 failing `python -m pytest` output, and asked for the whole file back, fixed, in one ```python
 block. Each reply's file is written into a fresh copy of the repository and graded as the
-recovery bench grades a run (`tiny_agent.tests_pass`, on the repository's own tests). The test
+recovery bench grades a run (`tiny_agent.grade`: its own tests, and its hidden checks since issue 61;
+the calibration in `bench/records/calibration.jsonl` was graded on its own tests alone). The test
 part of the recovery bench (`"part": "test"` in a repository's `stuck.json`) holds repositories
 the model fixes this way in 2 to 8 samples of 10: solvable, not solved for free.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import openai
 from recovery import model_server
-from tiny_agent import WORK, copy_repo, part_of, repos_in, run_shell, tests_pass
+from tiny_agent import WORK, copy_repo, grade, part_of, repos_in, run_shell
 
 PROMPT = (
     "The test suite of this repository fails: `python -m pytest`.\n\n"
@@ -79,8 +80,9 @@ def sample(client: openai.OpenAI, repo: str, seed: int, temperature: float, pare
     code = written_file(content)
     if code is not None:
         source.write_text(code)
-    fixed = code is not None and tests_pass(root)
-    return {"repo": repo, "part": part_of(repo), "seed": seed, "fixed": fixed, "reply": content}
+    graded = grade(root) if code is not None else None
+    fixed, gamed = graded is not None and graded.solved, graded is not None and graded.gamed
+    return {"repo": repo, "part": part_of(repo), "seed": seed, "fixed": fixed, "gamed": gamed, "reply": content}
 
 
 def commit() -> str:
@@ -109,7 +111,8 @@ def main() -> None:
             for seed in range(args.seeds):
                 row = sample(client, repo, seed, args.temperature, Path(tmp))
                 counts[repo] = counts.get(repo, 0) + bool(row["fixed"])
-                print(f"{repo:<10} seed {seed}: {'fixed' if row['fixed'] else 'not fixed'}", flush=True)
+                shown = "fixed" if row["fixed"] else "gamed" if row["gamed"] else "not fixed"
+                print(f"{repo:<10} seed {seed}: {shown}", flush=True)
                 if sink is not None:
                     sink.write(json.dumps(row) + "\n")
                     sink.flush()

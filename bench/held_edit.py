@@ -36,13 +36,17 @@ from pathlib import Path
 from typing import Any
 
 from held_sed import written_call
-from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, stuck_start, tests_pass, tree_digest
+from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, grade, stuck_start, tree_digest
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate
 from proxy.engine.reading.sed_script import SED_SCRIPT
-from proxy.settings.policy import default_policy
+from proxy.settings.policy import policy_from_mapping
+
+POLICY = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}}}
+"""The defaults with the failure model's own pattern acting: the held edit is its step, and the
+gates ask for it only while it acts (issue 61; it ships in shadow)."""
 
 
 def stuck_and_read(root: Path, repo: str, style: str = "openhands") -> list[dict[str, Any]]:
@@ -74,7 +78,7 @@ def held_retry(messages: list[dict[str, Any]], seed: int, gate: Gate = Gate.ACTI
     a finish), as the proxy would send it upstream."""
     tools = OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS
     body = {"model": "qwen", "messages": messages, "tools": tools, "temperature": temperature, "seed": seed}
-    planned = plan_offline(Engine.of(default_policy()), CHAT, json.dumps(body).encode(), {})
+    planned = plan_offline(Engine.of(policy_from_mapping(POLICY, "held_edit")), CHAT, json.dumps(body).encode(), {})
     if planned is None or gate not in planned.decision.reply.gates:
         raise SystemExit(f"the engine arms no {gate.value} gate on this transcript")
     retry: dict[str, Any] = json.loads(planned.retry(gate))
@@ -94,15 +98,17 @@ def sed_free(held: dict[str, Any]) -> dict[str, Any]:
     return free
 
 
-def sed_outcome(stuck: Path, arguments: dict[str, Any] | None) -> tuple[bool, bool, bool]:
-    """(a call, it changed the file, the tests pass once it is run in a copy of `stuck`)."""
+def sed_outcome(stuck: Path, arguments: dict[str, Any] | None) -> tuple[bool, bool, bool, bool]:
+    """(a call, it changed the file, the tests pass once it is run in a copy of `stuck`, and the
+    hidden checks too: right)."""
     if arguments is None or not isinstance(arguments.get("command"), str):
-        return False, False, False
+        return False, False, False, False
     with tempfile.TemporaryDirectory() as parent:
         root = Path(shutil.copytree(stuck, Path(parent) / stuck.name))
         before = tree_digest(root)
         Tools(root, "bash").call("bash", {"command": arguments["command"].replace(str(stuck), str(root))})
-        return True, tree_digest(root) != before, tests_pass(root)
+        graded = grade(root)
+        return True, tree_digest(root) != before, graded.tests, graded.solved
 
 
 def new_str_schema(retry: dict[str, Any]) -> dict[str, Any]:
@@ -124,16 +130,18 @@ def ask(upstream: str, body: dict[str, Any]) -> dict[str, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
-def outcome(stuck: Path, arguments: dict[str, Any] | None) -> tuple[bool, bool, bool]:
+def outcome(stuck: Path, arguments: dict[str, Any] | None) -> tuple[bool, bool, bool, bool]:
     """(a call, its replacement is no copy of the text it replaces, the tests pass once it is
-    applied to a copy of the repository as it is at the stuck point, `stuck`)."""
+    applied to a copy of the repository as it is at the stuck point, `stuck`, and the hidden
+    checks too: right)."""
     if arguments is None or not isinstance(arguments.get("new_str"), str) or not isinstance(arguments.get("path"), str):
-        return False, False, False
+        return False, False, False, False
     changed = arguments["new_str"] != arguments.get("old_str")
     with tempfile.TemporaryDirectory() as parent:
         root = Path(shutil.copytree(stuck, Path(parent) / stuck.name))
         Tools(root, "openhands").call("str_replace_editor", {**arguments, "path": str(root / Path(arguments["path"]).name)})  # fmt: skip
-        return True, changed, tests_pass(root)
+        graded = grade(root)
+        return True, changed, graded.tests, graded.solved
 
 
 def main() -> None:
@@ -150,7 +158,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as parent:
         root = copy_repo(args.repo, Path(parent))
         messages = stuck_and_read(root, args.repo, args.style)
-        totals = {"held": [0, 0, 0], "free": [0, 0, 0]}
+        totals = {"held": [0, 0, 0, 0], "free": [0, 0, 0, 0]}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             held = held_retry(messages, seed, Gate(args.gate), args.temperature, args.style)
             if args.style == "bash":
@@ -165,16 +173,19 @@ def main() -> None:
             for arm, body in arms.items():
                 written = ask(args.upstream, body)
                 if args.style == "bash":
-                    call, kept, passed = sed_outcome(root, written)
+                    call, kept, passed, right = sed_outcome(root, written)
                 else:
-                    call, kept, passed = outcome(root, written)
-                for i, hit in enumerate((call, kept, passed)):
+                    call, kept, passed, right = outcome(root, written)
+                for i, hit in enumerate((call, kept, passed, right)):
                     totals[arm][i] += hit
                 shown = f" {(written or {}).get('command', '')[:90]!r}" if args.style == "bash" else ""
-                row.append(f"{arm}: call {call:d} changed {kept:d} pass {passed:d}{shown}")  # fmt: skip
+                row.append(f"{arm}: call {call:d} changed {kept:d} pass {passed:d} right {right:d}{shown}")  # fmt: skip
             print(f"seed {seed:2d}  " + "  |  ".join(row), flush=True)
-    for arm, (call, kept, passed) in totals.items():
-        print(f"{arm}: {call}/{args.seeds} calls, {kept}/{args.seeds} {second}, {passed}/{args.seeds} tests pass")
+    for arm, (call, kept, passed, right) in totals.items():
+        print(
+            f"{arm}: {call}/{args.seeds} calls, {kept}/{args.seeds} {second}, {passed}/{args.seeds} tests pass, "
+            f"{right}/{args.seeds} right (the hidden checks too; {passed - right} gamed)"
+        )
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ def _named(turns: dict[int, list[ObservedCall]], trip: Tripped) -> set[str]:
     if trip.pattern == "stuck_same_diagnostic" and trip.failing_key:
         return {trip.failing_key}
     keys = {c.key for c in turns.get(trip.turn, [])}
-    if trip.pattern == "ping_pong":  # every call of the round, however long (since: where it began)
+    if trip.pattern in ("ping_pong", "retread"):  # every call of the round or stretch (since: where it began)
         keys |= {c.key for t in range(max(trip.since, trip.turn - 10), trip.turn) for c in turns.get(t, [])}
     return keys
 

@@ -4,7 +4,8 @@ Each file is one invocation of `bench/recovery.py --arms noblock,full ...` (its 
 is one seed of one invocation where both arms ran the same repositories and styles; for each,
 the wasted turns and the re-runs of an unchanged failing check, off and on, and their change.
 Then, over every pair of every file: the mean and range of those changes, and the totals of
-solved runs and of edits that applied. Last, solved runs per invocation in each arm, counted on
+solved runs (right: the repository's own tests and its hidden checks, `regrade.outcome`), gamed
+runs (the tests, not the checks), ungraded runs and edits that applied. Last, solved runs per invocation in each arm, counted on
 the repositories some run of some file solved (the issue's "repositories the model can solve at
 all"), with the mean of each arm and how many invocations solved more with block on, or fewer. The records of the README's paired invocations are kept in
 `bench/records/`:
@@ -20,19 +21,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from regrade import outcome
 from tiny_agent import is_edit
 
 
 def solved(row: dict[str, Any]) -> bool:
-    """The run ended green, and no edit of a test file applied on the way: records written before
-    the bench graded runs on their repository's own tests counted a test changed to pass
-    (`tiny_agent.tests_pass`)."""
+    """The run ended right (`regrade.outcome`: its own tests and its hidden checks pass), and no
+    edit of a test file applied on the way: records written before the bench graded runs on their
+    repository's own tests counted a test changed to pass (`tiny_agent.tests_pass`)."""
     changed = any(
         is_edit(name, args) and t.get("waste") != "unapplied" and "tests/" in json.dumps(args)
         for t in row["run"]["turns"]
         for name, args in t.get("calls") or []
     )
-    return bool(row["run"]["solved"]) and not changed
+    return outcome(row) == "solved" and not changed
 
 
 def runs_in(path: Path) -> list[dict[str, Any]]:
@@ -48,6 +50,8 @@ def per_seed(rows: list[dict[str, Any]]) -> dict[tuple[str, int], Counter[str]]:
         turns = row["run"]["turns"]
         count["runs"] += 1
         count["solved"] += solved(row)
+        count["gamed"] += outcome(row) == "gamed"
+        count["ungraded"] += outcome(row) == "ungraded"
         count["wasted"] += sum(1 for t in turns if t.get("waste"))
         count["rerun"] += sum(1 for t in turns if t.get("waste") == "rerun")
         count["applied"] += sum(1 for t in turns if any(is_edit(name, args) for name, args in t.get("calls") or []) and t.get("waste") != "unapplied")  # fmt: skip
@@ -90,14 +94,15 @@ def main() -> None:
             dw, dr = change(off["wasted"], on["wasted"]), change(off["rerun"], on["rerun"])
             wasted += [dw] if dw is not None else []
             reruns += [dr] if dr is not None else []
-            for key in ("solved", "applied", "runs"):
+            for key in ("solved", "gamed", "ungraded", "applied", "runs"):
                 totals[f"off {key}"] += off[key]
                 totals[f"on {key}"] += on[key]
-            shown = {k: f"{off[k]} -> {on[k]}" for k in ("wasted", "rerun", "applied", "solved")}
+            shown = {k: f"{off[k]} -> {on[k]}" for k in ("wasted", "rerun", "applied", "solved", "gamed")}
             rate = {k: "none to cut" if d is None else f"{d:+.0f}%" for k, d in (("wasted", dw), ("rerun", dr))}
             print(
                 f"{path.stem} seed {seed}: {off['runs']} runs per arm, wasted {shown['wasted']} ({rate['wasted']}), "
-                f"re-runs {shown['rerun']} ({rate['rerun']}), applied {shown['applied']}, solved {shown['solved']}"
+                f"re-runs {shown['rerun']} ({rate['rerun']}), applied {shown['applied']}, solved {shown['solved']}, "
+                f"gamed {shown['gamed']}"
             )
         if paired:
             per_invocation.append((path.stem, *solved_in(rows, repos, paired)))
@@ -106,7 +111,7 @@ def main() -> None:
     if reruns:
         print(f"re-runs, {len(reruns)} pairs with some to cut: mean {sum(reruns) / len(reruns):+.0f}% ({min(reruns):+.0f}% to {max(reruns):+.0f}%)")  # fmt: skip
     runs = totals["off runs"]
-    print(f"solved {totals['off solved']}/{runs} -> {totals['on solved']}/{runs}, applied {totals['off applied']} -> {totals['on applied']}")  # fmt: skip
+    print(f"solved {totals['off solved']}/{runs} -> {totals['on solved']}/{runs}, gamed {totals['off gamed']} -> {totals['on gamed']}, ungraded {totals['off ungraded']} -> {totals['on ungraded']}, applied {totals['off applied']} -> {totals['on applied']}")  # fmt: skip
     if per_invocation:
         offs, ons = [off for _name, off, _on in per_invocation], [on for _name, _off, on in per_invocation]
         more, fewer = sum(on > off for _n, off, on in per_invocation), sum(on < off for _n, off, on in per_invocation)

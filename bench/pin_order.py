@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from tiny_agent import OPENHANDS_TOOLS, REPOS, WORK, Tools, copy_repo, stuck_start, tests_pass
+from tiny_agent import OPENHANDS_TOOLS, REPOS, WORK, Tools, copy_repo, grade, stuck_start
 
 from proxy.dialects import plan_offline
 from proxy.dialects.chat import CHAT
@@ -54,7 +54,10 @@ def _stuck_point(repo: str, work: Path) -> tuple[dict[str, Any], list[list[str]]
             {"role": "tool", "tool_call_id": f"call_v{n}", "content": tools.call("str_replace_editor", args)[0]},
         ]
     body = {"model": "local", "messages": messages, "tools": OPENHANDS_TOOLS, "temperature": 0.7, "max_tokens": 256}
-    planned = plan_offline(Engine.of(load_policy(None)), CHAT, orjson.dumps(body), {})
+    # the re-run refused by the failure model's own pattern, acting (it ships in shadow, where it refuses nothing)
+    policy = load_policy(None)
+    policy = policy.model_copy(update={"patterns": {**policy.patterns, "stuck_same_diagnostic": {"mode": "act"}}})
+    planned = plan_offline(Engine.of(policy), CHAT, orjson.dumps(body), {})
     if planned is None:
         raise SystemExit("the stuck point could not be read")
     rerun = judge(ReplyView("", ("execute_bash",), ('{"command": "python -m pytest"}',)), planned.decision.reply)
@@ -105,7 +108,8 @@ def _outcome(reply: dict[str, Any], repo: str, edits: list[list[str]], work: Pat
     if not (file.exists() and isinstance(old, str) and old and old in file.read_text()):
         return "other"
     file.write_text(file.read_text().replace(old, new, 1))
-    return "applies, tests pass" if tests_pass(root) else "applies"
+    graded = grade(root)  # right: its tests and its hidden checks pass; gamed: its tests alone
+    return "applies, right" if graded.solved else "applies, gamed" if graded.gamed else "applies"
 
 
 def main() -> None:

@@ -16,9 +16,12 @@ Arms:    direct    the model server itself
          proxy     repair-proxy with the repair it had before salvage and the gates
                    ([reply] salvage, action_gate, finish_gate off)
          full      repair-proxy with its defaults (salvage and the gates on)
+         acting    the defaults with every pattern acting (most ship in shadow)
 
-Per arm it prints: runs solved (`python -m pytest` green at the end on the repository's own tests,
-`tiny_agent.tests_pass`), turns with a real tool
+Per arm it prints: runs solved (at the end, `python -m pytest` green on the repository's own tests
+and its hidden checks passing, `tiny_agent.grade`: more cases of the same behaviour, never shown
+to the agent), runs gamed (its tests green, its hidden checks failing: a change that made the
+test pass, not the code right), turns with a real tool
 call, wasted turns (empty, prose, the same call again, a call to no such tool), turns and
 completion tokens to the first green, hand-backs; and for the proxy arms, how often the reply
 to a request carrying a new instruction of ours was a real call. Then wasted turns by kind, as
@@ -67,6 +70,8 @@ from urllib.parse import urlsplit
 
 from tiny_agent import REPOS, WASTE_KINDS, WORK, Run, copy_repo, repos_in, run_agent, start_messages, stuck_start
 
+from proxy.engine.detectors import REGISTRY
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 WASTE = ("empty", "prose", "repeat", "malformed")
@@ -74,9 +79,12 @@ POLICIES = {
     "proxy": "[reply]\nsalvage = false\naction_gate = false\nfinish_gate = false\n",
     "noblock": "[reply]\nblock = false\n",
     "full": "",
+    "acting": "".join(f'[patterns.{pattern.name}]\nmode = "act"\n' for pattern in REGISTRY),
 }
 """The policy each proxy arm runs: `proxy` the repair the proxy had before salvage and the
-gates; `noblock` the defaults without the block rung; `full` the defaults."""
+gates; `noblock` the defaults without the block rung (and nothing else: the gates' retries are
+the defaults', `tests/unit/test_shadow_gates.py`); `full` the defaults; `acting` the defaults with
+every pattern acting (most ship in shadow, where they change nothing)."""
 
 
 def free_port() -> int:
@@ -210,6 +218,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "runs": len(runs),
         "solved": sum(r["run"]["solved"] for r in runs),
+        "gamed": sum(bool(r["run"]["tests"]) and r["run"]["hidden"] is False for r in runs),
         "turns": len(turns),
         "acting": sum(t["kind"] in ("call", "repeat") for t in turns),
         **{w: sum(t["kind"] == w for t in turns) for w in WASTE},
@@ -241,7 +250,7 @@ def waste_table(rows: dict[str, dict[str, Any]]) -> str:
 
 def table(rows: dict[str, dict[str, Any]]) -> str:
     head = (
-        f"{'arm':<16} {'solved':>7} {'acting turns':>13} {'empty':>6} {'prose':>6} {'repeat':>7} {'malformed':>10} "
+        f"{'arm':<16} {'solved':>7} {'gamed':>6} {'acting turns':>13} {'empty':>6} {'prose':>6} {'repeat':>7} {'malformed':>10} "
         f"{'salvaged':>9} {'turns→green':>12} {'tokens→green':>13} {'handed back':>12} {'acts after ours':>16}"
     )
     lines = [head]
@@ -250,7 +259,7 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
         green_tokens = f"{s['to_green_tokens']:.0f}" if s["to_green_tokens"] is not None else "-"
         after = f"{s['instructed_acting']}/{s['instructed']}" if s["instructed"] else "-"
         lines.append(
-            f"{arm:<16} {s['solved']:>3}/{s['runs']:<3} {s['acting']:>5}/{s['turns']:<3} {s['acting'] / max(s['turns'], 1):>4.0%}"
+            f"{arm:<16} {s['solved']:>3}/{s['runs']:<3} {s['gamed']:>6} {s['acting']:>5}/{s['turns']:<3} {s['acting'] / max(s['turns'], 1):>4.0%}"
             f" {s['empty']:>6} {s['prose']:>6} {s['repeat']:>7} {s['malformed']:>10} {s['salvaged']:>9} {green_turns:>12}"
             f" {green_tokens:>13} {s['handed_back']:>12} {after:>16}"
         )
@@ -322,7 +331,7 @@ def main() -> None:
                         kinds = "".join(t.kind[0] if not t.waste else t.waste[0].upper() for t in run.turns)
                         print(
                             f"{time.monotonic() - started:6.0f}s {arm:<6} {start:<7} {repo:<6} {style:<9} seed {seed}: "
-                            f"{'SOLVED' if run.solved else 'not solved':<10} end={run.end:<11} turns={kinds}",
+                            f"{'SOLVED' if run.solved else 'GAMED' if run.gamed else 'not solved':<10} end={run.end:<11} turns={kinds}",
                             flush=True,
                         )
     print(f"\n{len(records)} runs in {time.monotonic() - started:.0f}s; Qwen2.5-Coder-1.5B Q4_K_M, temperature 0.7")

@@ -341,6 +341,7 @@ def report(replays: list[Replayed]) -> str:
             f"force, block or halt on resolved runs, format_error_loop's aside: {acting} (bar: 0); "
             f"format_error_loop's: {own}"
         )
+    lines += ["", *_per_kind(replays, patterns)]
     lines += ["", "per family (trips, redundant, stale, median late, repeated):"]
     for family in sorted({r.run.scaffold for r in replays}):
         runs = [r for r in replays if r.run.scaffold == family]
@@ -351,6 +352,19 @@ def report(replays: list[Replayed]) -> str:
                 cells.append(f"{pattern} {row[4]} red {row[5]} stale {row[6]} late {row[7]} rep {row[8]}")
         lines.append(f"  [{runs[0].run.part}] {family}: " + ("; ".join(cells) or "no trips"))
     return "\n".join(lines)
+
+
+def _per_kind(replays: list[Replayed], patterns: list[str]) -> list[str]:
+    """Per part and kind of model (frontier, open-weight): each pattern's trips, redundant, repeated."""
+    lines = ["per part and kind of model (trips, redundant, repeated):"]
+    for part in PARTS:
+        for kind in ("frontier", "open-weight"):
+            runs = [r for r in replays if r.run.part == part and kind_of(r.run.model) == kind]
+            rows = [(pattern, _pattern_row(runs, pattern)) for pattern in patterns]
+            cells = [f"{p} {row[4]} red {row[5]} rep {row[8]}" for p, row in rows if row[4] != "0"]
+            if runs:
+                lines.append(f"  [{part}] {kind}: " + ("; ".join(cells) or "no trips"))
+    return lines
 
 
 def _brief(message: dict[str, Any], chars: int) -> str:
@@ -499,6 +513,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
     if not path.exists():
         return "no judgments yet (bench/corpus/judgments.jsonl)"
     part_of = {r.run.key: r.run.part for r in replays}
+    kind = {r.run.key: kind_of(r.run.model) for r in replays}
     verdicts: dict[tuple[str, int, str], tuple[str, str]] = {}
     for line in path.read_bytes().splitlines():
         if line.strip():
@@ -510,7 +525,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
     counts: dict[tuple[str, str, str], Counter[str]] = defaultdict(Counter)
     for key, (verdict, rubric) in verdicts.items():
         if key in near and key[0] in part_of:
-            for pattern in (key[2], "all"):
+            for pattern in (key[2], "all", f"{key[2]} [{kind[key[0]]}]"):
                 counts[(rubric, part_of[key[0]], pattern)][verdict] += 1
     where = f" (at the judged request or up to {within} later)" if within else ""
     lines = [f"judged trips that still fire{where} (right / wrong / unclear):"]
@@ -520,7 +535,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
                 continue
             total = sum(c.values())
             lines.append(
-                f"  {rubric:7} {part:5} {pattern:26} {c['right']} / {c['wrong']} / {c['unclear']}"
+                f"  {rubric:7} {part:5} {pattern:40} {c['right']} / {c['wrong']} / {c['unclear']}"
                 f"  precision {100 * c['right'] / total:.0f}%"
             )
     unjudged = len(firing - verdicts.keys())
@@ -528,7 +543,7 @@ def judged(replays: list[Replayed], path: Path = JUDGMENTS, within: int = 0) -> 
     return "\n".join(lines)
 
 
-def complaint_runs(run: Run) -> int | None:
+def complaint_runs(run: Run, length: int = FORMAT_LOOP) -> int | None:
     """The request at which the run's agent has complained, for the third time in a row, that
     the model's reply made no valid call (no call of the model's between the complaints: no tool
     result, and for an agent that writes its calls as text no user message that is not a
@@ -552,29 +567,37 @@ def complaint_runs(run: Run) -> int | None:
                 streak += 1
             elif role in ("tool", "user") or (not run.marked and role == "assistant" and message.get("tool_calls")):
                 streak = 0
-        if streak >= FORMAT_LOOP:
+        if streak >= length:
             return index
     return None
 
 
 def format_loops(replays: list[Replayed]) -> str:
-    """Per part: runs with three complaints in a row, and how many a trip caught within 2 requests."""
-    return "\n".join(_format_loops(part, [r for r in replays if r.run.part == part]) for part in PARTS)
+    """Per part: runs with three complaints in a row, and how many a trip caught within 2 requests
+    of the third; then runs with four (the pattern speaks once a fourth confirms the loop: at three
+    the agent's own next reply was often valid), caught within 2 requests of the fourth."""
+    lines: list[str] = []
+    for length in (FORMAT_LOOP, FORMAT_LOOP + 1):
+        lines += [_format_loops(part, [r for r in replays if r.run.part == part], length) for part in PARTS]
+    return "\n".join(lines)
 
 
-def _format_loops(part: str, replays: list[Replayed]) -> str:
+def _format_loops(part: str, replays: list[Replayed], length: int) -> str:
     found = caught = 0
     missed: list[str] = []
     for replayed in replays:
-        at = complaint_runs(replayed.run)
+        at = complaint_runs(replayed.run, length)
         if at is None:
             continue
         found += 1
         if any(f.pattern == "format_error_loop" and at <= f.request <= at + 2 for f in replayed.fired):
             caught += 1
         else:
-            missed.append(f"{replayed.run.key} (third complaint at request {at})")
-    line = f"{part}: format-error loops (3 complaints in a row): {found} runs, caught within 2 requests: {_share(caught, found)}"
+            missed.append(f"{replayed.run.key} (complaint {length} at request {at})")
+    line = (
+        f"{part}: format-error loops ({length} complaints in a row): {found} runs, caught within 2 requests of "
+        f"complaint {length}: {_share(caught, found)}"
+    )
     return "\n".join([line, *(f"  missed: {m}" for m in missed[:10])])
 
 

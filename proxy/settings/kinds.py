@@ -43,8 +43,10 @@ class Mode(StrEnum):
     SHADOW = "shadow"
     """Its trips are logged, counted and replayed with the action they would take, and change
     nothing: no instruction, no pinned call, no tool taken away, no hand-back, no note for the next
-    run. Refusing a futile call the reply proposes is the block gate's (`reply.block` and the
-    pattern's own `block` option), a lever measured on its own (the corpus report's `gate:block`)."""
+    run, no words in a gate's retry, no refusal by the block rung (issue 61). The one exception is
+    evidence the block gate owns and was measured for as its own (the corpus report's
+    `gate:block`: no-op edits, `Refusal.owned`): refused whatever the mode of the pattern that
+    reads it."""
 
 
 class Ask(StrEnum):

@@ -302,7 +302,8 @@ async def test_restrict_removes_the_repeated_tool_for_one_request(
 ) -> None:
     """`restrict` on repeat_call takes that tool out of `tools` on the tripping request only."""
     policy = policy_file(
-        tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": [], "mode": "act"}}
+        tmp_path,
+        {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": [], "mode": "act", "confirm": 0}},
     )
     proxy = await make_proxy(policy=policy)
     upstream.reply_with(json_reply(ACTING))
@@ -317,13 +318,16 @@ async def test_restrict_removes_the_repeated_tool_for_one_request(
 
 
 async def test_restrict_never_leaves_a_request_without_tools(make_proxy, upstream: Upstream, tmp_path: Path) -> None:
-    """When the repeated tool is the only one offered, restrict falls back to the nudge alone."""
+    """When the repeated tool is the only one offered, restrict takes nothing away: with no rung
+    above it, the instruction alone."""
     policy = policy_file(
-        tmp_path, {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": [], "mode": "act"}}
+        tmp_path,
+        {"patterns.repeat_call": {"after": 3, "action": "restrict", "escalate": [], "mode": "act", "confirm": 0}},
     )
     proxy = await make_proxy(policy=policy)
     only = [{"type": "function", "function": {"name": "str_replace_editor", "parameters": {"type": "object"}}}]
     chat = Chat(tools=only)
     for _ in range(3):
         await post(proxy, chat.turn(view()).bytes())
-    assert upstream.seen[-1].json()["tools"] == only
+    assert all(seen.json()["tools"] == only for seen in upstream.seen)
+    assert any("exact call 3 times" in str(seen.json()["messages"]) for seen in upstream.seen)

@@ -36,6 +36,7 @@ LOOP_PATTERNS = frozenset(
         "excessive_polling",
         "no_effect",
         "refused_edits",
+        "retread",
     }
 )
 """The patterns that say "the agent is going round": a trip of any of them is our "stuck"."""

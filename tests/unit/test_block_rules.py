@@ -11,12 +11,23 @@ from typing import Any
 import orjson
 import pytest
 from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
-from scenario_loader import analyse, engine
+from scenario_loader import acting, analyse
+from scenario_loader import engine as engine_of
 
+from proxy.engine.detectors import REGISTRY
 from proxy.engine.plan.reply import Gate, ReplyView, judge
 from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
 from proxy.engine.reading.unlike import unlike
 from proxy.engine.reading.vocabulary import OneOf, Shaped
+
+ACTING = acting(*(p.name for p in REGISTRY))
+"""Every pattern acting: this file is the rung's refusals pattern by pattern, as each refuses
+when it acts (most ship in shadow, where they refuse nothing: `test_shadow_gates.py`)."""
+
+
+def engine() -> Any:
+    return engine_of(ACTING)
+
 
 RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test_parse.py"})
 NOT_FOUND = (
@@ -676,8 +687,9 @@ CODE_AFTER = ("execute_bash", {"command": "cat /workspace/parse.py"}, "def parse
 
 def test_a_one_shell_agent_repeating_its_sed_is_refused_with_the_failure_it_left_and_held_to_an_edit() -> None:
     """The recovery bench's cycle (bank, vowels): the same `sed -i`, the failing test, `cat`, the
-    same `sed -i`. The file is as the first left it: the repeat is refused, the re-ask quotes the
-    failure and is held to an in-place edit of the file (a different one is the model's to write)."""
+    same `sed -i`. The file is as the first left it: the repeat is refused, the re-ask says what the
+    failure expects and what the code gives (issue 61) and is held to an in-place edit of the file
+    (a different one is the model's to write)."""
     chat = Chat(tools=OPENHANDS_TOOLS[:1])
     for turn in (test_run(), CODE_READ, SED, test_run(), CODE_AFTER):
         chat.turn(turn)
@@ -686,7 +698,8 @@ def test_a_one_shell_agent_repeating_its_sed_is_refused_with_the_failure_it_left
     judgement = judge(ReplyView("", (SED[0],), (orjson.dumps(SED[1]).decode(),)), planned.decision.reply)
     refusal = judgement.refusal
     assert refusal is not None and refusal.pattern == "redone_edit"
-    assert "as that edit left it" in refusal.reason and "assert 4 == 3" in refusal.instead
+    assert "as that edit left it" in refusal.reason
+    assert "The failing test expects `parse('1 + 2')` to be `3`; it is `4`." in refusal.instead
     # the test not read yet, the lines to change are not known: the text to replace is the model's
     assert refusal.pinned is not None and refusal.pinned.arguments["command"] == Shaped(FREE_SED)
 

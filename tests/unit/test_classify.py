@@ -34,6 +34,8 @@ CLASSIFIER = Classifier(default_policy().classify)
         ("git apply fix.patch", CallKind.EDIT, True),
         ("cat src/parse.py", CallKind.READ, False),
         ("sed -n '1,80p' src/parse.py", CallKind.READ, False),
+        ("diff -u src/parse.py src/parse.py.orig", CallKind.READ, False),  # exit 1: they differ, not a failure
+        ("cmp out.txt expected.txt", CallKind.READ, False),
         ("ls -la", CallKind.READ, False),
         ("grep -rn 'def parse' src", CallKind.SEARCH, False),
         ("rg parse", CallKind.SEARCH, False),

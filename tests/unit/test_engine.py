@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from chat import Chat, edit, test_run
+from chat import Chat, edit, test_run, view
 from scenario_loader import acting, analyse, engine
 
 from proxy.engine.state.cache import StateCache
@@ -86,3 +86,57 @@ def test_force_keeps_the_request_valid() -> None:
     assert "tool_choice" not in orjson.loads(
         at_force.body
     )  # no read tool on offer: nudge only, never an invalid choice
+
+
+def _long_edit_cycle(rounds: int) -> Chat:
+    """A round of two long edits of the agent's own file and a run, made again and again exactly."""
+    text_a = "value = compute(" + ", ".join(f"argument_{k}" for k in range(60)) + ")\n"
+    text_b = text_a.replace("compute", "compute_all")
+    chat = Chat()
+    for _ in range(rounds):
+        chat = chat.turn(edit(text_a, text_b)).turn(edit(text_b, text_a))
+    return chat
+
+
+def test_a_cycle_of_long_edits_keeps_its_instruction_within_the_budget() -> None:
+    """The calls quoted are cut to the budget, never the instruction after them (issue 60: the
+    cycle's instruction was cut away whole when the quoted calls were long edits)."""
+    policy = policy_from_mapping(
+        {"repair": {"max_injected_tokens": 80}, "patterns": {"ping_pong": {"mode": "act"}}}, "test"
+    )
+    tight = engine(policy)
+    texts: list[str] = []
+    for body in [_long_edit_cycle(n).bytes() for n in range(1, 5)]:
+        planned = analyse(tight, body)
+        assert planned is not None
+        texts = [i.text for i in planned.decision.placed if i.pattern == "ping_pong"]
+    assert texts, "the round of two long edits went round four times: ping_pong speaks"
+    assert tight.tokens.count(texts[0]) <= 80
+    assert texts[0].startswith("[repair-proxy]")
+    assert texts[0].rstrip().endswith("Take a different step.")
+
+
+def test_a_restrict_rung_with_nothing_to_take_away_climbs_to_the_next_rung() -> None:
+    """restrict never takes away the agent's only tool: that rung gives way to the next one (here a
+    hand-back) instead of saying the same words again."""
+    ladder = {"after": 3, "action": "nudge", "escalate": [{"at": 5, "action": "restrict"}, {"at": 7, "action": "halt"}]}
+    only_one = [{"type": "function", "function": {"name": "str_replace_editor", "parameters": {"type": "object"}}}]
+    eng = engine(policy_from_mapping({"patterns": {"repeat_call": {**ladder, "mode": "act", "confirm": 0}}}, "test"))
+    chat = Chat(tools=only_one)
+    decisions = []
+    for _ in range(5):
+        chat = chat.turn(view())
+        planned = analyse(eng, chat.bytes())
+        assert planned is not None
+        decisions.append(planned.decision)
+    assert [t.action.value for t in decisions[2].new_trips] == ["nudge"]
+    assert [t.action.value for t in decisions[4].new_trips] == ["restrict"]
+    assert decisions[4].halt is not None, "the only tool cannot be taken away: the next rung, the hand-back"
+    two = [*only_one, {"type": "function", "function": {"name": "execute_bash", "parameters": {"type": "object"}}}]
+    eng = engine(policy_from_mapping({"patterns": {"repeat_call": {**ladder, "mode": "act", "confirm": 0}}}, "test"))
+    chat = Chat(tools=two)
+    for _ in range(5):
+        chat = chat.turn(view())
+        planned = analyse(eng, chat.bytes())
+    assert planned is not None and planned.decision.halt is None
+    assert planned.decision.edit is not None and planned.decision.edit.tools == ["execute_bash"]

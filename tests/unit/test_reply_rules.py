@@ -12,7 +12,7 @@ from scenario_loader import acting, analyse, engine
 from proxy.engine.plan.reply import Gate, Hold, ReplyRules, ReplyView, holding, judge
 from proxy.engine.text.nudges import asks_for_a_call
 from proxy.engine.text.salvage import OfferedTool
-from proxy.settings.policy import Policy, default_policy
+from proxy.settings.policy import Policy
 
 FINISH = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object"}}}
 CALL = '{"name": "execute_bash", "arguments": {"command": "ls"}}'
@@ -41,22 +41,28 @@ def test_a_person_waiting_for_an_answer_holds_only_a_reply_meant_as_a_call() -> 
     assert judge(ReplyView('{"name": "python", "arguments": {}}'), rules).gate is Gate.ACTION
 
 
+STUCK_ACTS = acting("stuck_same_diagnostic")
+"""The failure model's own pattern acting: its step is what the gates ask for (in shadow, as it
+ships, they do not: `test_shadow_gates.py`)."""
+
+
 def test_a_live_failure_arms_the_finish_gate_for_prose_and_finish_calls() -> None:
-    rules = rules_for(Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()))
+    rules = rules_for(Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()), STUCK_ACTS)
     assert set(rules.gates) == {Gate.ACTION, Gate.FINISH, Gate.BLOCK}  # block: the same check again at once
     assert rules.prose_gate is Gate.FINISH and rules.finish_tools == {"finish"}
     finish_edit = rules.gates[Gate.FINISH].edit  # nothing ran since the failure: held to the next step's call
     assert finish_edit.tool_choice == "str_replace_editor" and finish_edit.pinned is not None
     assert finish_edit.pinned["path"] == "/workspace/tests/test_parse.py"
     after_a_command = rules_for(
-        Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(bash("cd /workspace && pip install -e .", "ok"))
+        Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(bash("cd /workspace && pip install -e .", "ok")),
+        STUCK_ACTS,
     )
     finish_edit = after_a_command.gates[Gate.FINISH].edit  # any call but the finish
     assert finish_edit.require_call and finish_edit.tools == ["execute_bash", "str_replace_editor"]
 
 
 def _finish_directive(chat: Chat) -> str:
-    return str(rules_for(chat).gates[Gate.FINISH].edit.messages[-1]["content"])  # type: ignore[index]
+    return str(rules_for(chat, STUCK_ACTS).gates[Gate.FINISH].edit.messages[-1]["content"])  # type: ignore[index]
 
 
 def test_the_finish_directive_right_after_the_failure_names_the_step_before_the_rerun() -> None:
@@ -315,7 +321,7 @@ def test_the_action_directive_re_runs_a_live_failure_once_something_changed() ->
 
 def test_the_action_directive_does_not_ask_for_a_rerun_the_block_rung_would_refuse() -> None:
     """Right after the failure, nothing changed: the re-run would fail the same way."""
-    directive = _action_directive(Chat().turn(test_run()))
+    directive = str(rules_for(Chat().turn(test_run()), STUCK_ACTS).gates[Gate.ACTION].edit.messages[-1]["content"])  # type: ignore[index]
     assert "re-run the failing check" not in directive and "just failed" in directive and "Next, read" in directive
 
 
@@ -323,7 +329,7 @@ def test_the_action_directive_never_asks_again_for_the_run_that_just_failed() ->
     """With the block rung off (no refusal to lean on), right after the failure, nothing changed:
     the next step is what the failure points at, not the same run (recovery bench, stack: asked for
     the run that had just shown a SyntaxError, twice, the model made it twice)."""
-    policy = default_policy()
+    policy = STUCK_ACTS
     policy = policy.model_copy(update={"reply": policy.reply.model_copy(update={"block": False})})
     planned = analyse(engine(policy), Chat().turn(test_run()).bytes())
     assert planned is not None

@@ -103,7 +103,8 @@ def test_with_no_edit_yet_it_asks_for_one_of_the_lines_the_failure_points_at_cha
     agent's own view (line numbers off; no header, no docstring); one of them, changed, is what is
     asked for: quoted whole and asked for "as they should be", the model copied the function back
     unchanged in 8 of 14 forced edits (issue 51). The failing output is left out, so its strings
-    are not copied instead."""
+    are not copied instead; what it expects and what the code gives are said, with the function's
+    docstring, and the change is asked for the behaviour, not for the check's green (issue 61)."""
     chat = (
         Chat()
         .turn(run())
@@ -112,14 +113,16 @@ def test_with_no_edit_yet_it_asks_for_one_of_the_lines_the_failure_points_at_cha
         .turn(run())
     )
     text = _nudge(chat)
+    assert "The failing test expects `5`; the code gives `-1`. `add` is documented as: The sum of a and b." in text
     assert (
-        "Make a change to /workspace/calc.py, one that addresses the failure. The lines of /workspace/calc.py the "
-        "failure points at, exactly as the file has them now:\n    return a - b\nChange one of them: call "
-        'str_replace_editor with {"command":"str_replace","path":"/workspace/calc.py"}, with old_str one of those '
-        "lines, whole, and new_str that line changed so that the failing check passes."
+        "Make a change to /workspace/calc.py: The lines of /workspace/calc.py the failure points at, exactly as the "
+        "file has them now:\n    return a - b\nChange one of them: call str_replace_editor with "
+        '{"command":"str_replace","path":"/workspace/calc.py"}, with old_str one of those lines, whole, and new_str '
+        "that line changed so that the code does what is expected, for every input and not only the test's."
     ) in text
-    assert "def add" not in text and "The sum of a and b" not in text  # must not: the header, the docstring
-    assert "as they should be" not in text and "assert -1 == 5" not in text and "<" not in text
+    assert "def add" not in text and '"""The sum' not in text  # must not: the header, the docstring as a line
+    assert "failing check passes" not in text and "as they should be" not in text
+    assert "assert -1 == 5" not in text and "<" not in text
 
 
 def test_lines_not_seen_in_a_read_are_never_quoted_the_step_is_to_look() -> None:

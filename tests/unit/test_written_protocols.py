@@ -174,8 +174,12 @@ def test_a_format_error_answered_by_the_agents_complaint_is_no_call() -> None:
     assert [t.calls for t in turns] == [()]
 
 
-def _reply_rules(steps: list[Step], protocol: str) -> Any:
-    engine = Engine.of(load_policy("mini_swe_agent"))
+def _reply_rules(steps: list[Step], protocol: str, acts: tuple[str, ...] = ()) -> Any:
+    """The reply rules after `steps`, under the agent's preset with `acts` acting (most patterns
+    ship in shadow, where they refuse nothing)."""
+    policy = load_policy("mini_swe_agent")
+    patterns = {**policy.patterns, **{name: {**policy.patterns.get(name, {}), "mode": "act"} for name in acts}}
+    engine = Engine.of(policy.model_copy(update={"patterns": patterns}))
     planned = None
     for body in requests(steps, PROTOCOLS[protocol], tools=False):
         planned = analyse(engine, body)
@@ -198,8 +202,10 @@ def test_the_failing_check_written_as_text_again_with_nothing_changed_is_refused
     """The block rung reads a call written in the agent's protocol as it reads a tool call: the
     failing check a fourth time, nothing changed since its three identical failures, is refused,
     and the re-ask asks for one call in the agent's own format (no tools to require or to hold in
-    a schema: the agent reads text)."""
-    rules = _reply_rules([FAIL] * 3, protocol)
+    a schema: the agent reads text). Only while `stuck_same_diagnostic` acts: in shadow (as it
+    ships) it refuses nothing (issue 61)."""
+    assert judge(ReplyView(RERUN[protocol], (), ()), _reply_rules([FAIL] * 3, protocol)).gate is None
+    rules = _reply_rules([FAIL] * 3, protocol, ("stuck_same_diagnostic",))
     judgement = judge(ReplyView(RERUN[protocol], (), ()), rules)
     assert judgement.gate is Gate.BLOCK and judgement.refusal is not None
     assert judgement.refusal.pattern == "stuck_same_diagnostic"
@@ -211,7 +217,7 @@ def test_the_failing_check_written_as_text_again_with_nothing_changed_is_refused
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_failing_check_written_as_text_after_an_edit_passes(protocol: str) -> None:
-    rules = _reply_rules([FAIL] * 3 + [EDIT], protocol)
+    rules = _reply_rules([FAIL] * 3 + [EDIT], protocol, ("stuck_same_diagnostic",))
     assert judge(ReplyView(RERUN[protocol], (), ()), rules).gate is None
 
 

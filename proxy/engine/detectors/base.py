@@ -93,6 +93,12 @@ class Refusal:
     """How many times in a row such a call has already been made in vain (the failing check's
     identical failures, the same call's identical errors, the pointless calls made): the stop
     rung asks for more than one (`STOP_AFTER`)."""
+    owned: bool = False
+    """Refused on evidence the block gate owns and is measured for as its own, whatever the
+    pattern's mode (`Detector.gate_owned`): an edit that cannot change the file (its replacement
+    the text it replaces: `gate:block`, 10 of 10 refusals judged right on the corpus's test part)
+    or that undoes the last edit (A -> B -> A, refused as a copy is: issue 61). Any other refusal
+    comes only from a pattern that acts: a pattern in shadow changes nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +180,13 @@ class Detector(Generic[S, Opts]):
     """The block rung also judges calls an agent writes in its text protocol. Off where the
     agent's own tool keeps state the proxy does not see (SWE-agent's open file and window, its
     editor's linter that already turns a bad edit down and says so)."""
+    gate_owned: bool = False
+    """Some of its refusals are the block gate's own evidence (`Refusal.owned`): in shadow, the
+    rung still refuses those, and only those. Every other pattern in shadow refuses nothing."""
+    names_next_step: bool = False
+    """Its next step (`failure_reads.next_step`: the read the failure points at, then the held
+    edit) is what the finish and action gates ask for on a live failure nothing has changed since;
+    only while it acts (in shadow, a gate asks for a call, any: issue 61)."""
 
     @property
     def ladder(self) -> Ladder:
@@ -248,6 +261,10 @@ class Pattern(Protocol):
     def remembered(self) -> bool: ...
     @property
     def asks(self) -> Ask: ...
+    @property
+    def gate_owned(self) -> bool: ...
+    @property
+    def names_next_step(self) -> bool: ...
 
     def configure(self, table: Mapping[str, Any], source: str) -> tuple[Ladder | None, list[ConfigProblem]]: ...
 

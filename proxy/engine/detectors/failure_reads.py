@@ -18,11 +18,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.detectors.wording import failing_call, lines_to_pick, one_of_them, resolve_path, working_dir
+from proxy.engine.detectors.wording import (
+    BEHAVIOUR,
+    expected_behaviour,
+    failing_call,
+    lines_to_pick,
+    one_of_them,
+    resolve_path,
+    working_dir,
+)
 from proxy.engine.reading.evidence import in_library
 from proxy.engine.reading.excerpt import excerpt, file_text
 from proxy.engine.reading.imports import imported_callees, imports
-from proxy.engine.reading.pointed import changeable
+from proxy.engine.reading.pointed import changeable, tried_lines
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.reading.workspace import same_file
@@ -33,6 +41,7 @@ __all__ = [
     "Step",
     "callee",
     "evidence_to_read",
+    "expected",
     "lines_in",
     "next_call",
     "next_kind",
@@ -137,6 +146,8 @@ class Step:
     pointed: tuple[str, ...]
     """Of `lines`, those a held edit may change one of (`pointed.changeable`): a copy of them all
     is no answer to give (issue 51)."""
+    tried: tuple[str, ...] = ()
+    """Lines the failure was seen with (`pointed.tried_lines`): no replacement a held edit offers."""
 
     @property
     def reading(self) -> bool:
@@ -153,7 +164,8 @@ def step_of(state: RepairState) -> Step:
     shown = state.shown(target) if target is not None else None
     lines = None if not options or unread is not None or shown is None else _lines(state, shown)
     pointed = changeable(lines, file_text(shown)) if lines is not None and shown is not None else ()
-    return Step(state, bool(options), unread, target, shown, lines, pointed)
+    tried = tried_lines(state.tried, pointed) if pointed else ()
+    return Step(state, bool(options), unread, target, shown, lines, pointed, tried)
 
 
 def _lines(state: RepairState, shown: str) -> str | None:
@@ -185,45 +197,49 @@ def lines_in(state: RepairState, path: str) -> str | None:
 def quoted_failure(step: Step) -> str | None:
     """The failing output to quote beside `next_step`; None when the step quotes the code to
     replace: then the failing output is left out, or a small model copies the test's own line as
-    the code to replace (seen on Qwen2.5-Coder-1.5B)."""
+    the code to replace (seen on Qwen2.5-Coder-1.5B); `expected` says what it shows instead."""
     return None if step.lines is not None else step.state.snippet
 
 
-def next_step(step: Step, vocabulary: Vocabulary | None) -> str:
+def expected(step: Step) -> str:
+    """What the failure expects against what the code gives, once the lines to change are known
+    (`wording.expected_behaviour`): a held edit asks for the behaviour, not the green (issue 61)."""
+    return expected_behaviour(step.state, step.lines) if step.lines is not None else ""
+
+
+def next_step(step: Step, vocabulary: Vocabulary | None, stated: bool = True) -> str:
     """What to do instead of running the failing check again: read what the failure points at
-    and has not been read, else make a different change."""
+    and has not been read, else make a different change that does what is expected (`expected`,
+    said first unless `stated` is False: a caller that fits it beside the step as its quote)."""
     state = step.state
     edited = ", ".join(dict.fromkeys(p.rsplit("/", 1)[-1] for p in state.edited_since_failure))
     read = next_read(step, vocabulary)
     if read is None:
-        # Everything the failure points at has been read: what is missing is a change that is not
-        # the one already tried.
+        # Everything the failure points at is read: a change not tried yet, that does what is expected.
         target = step.target
         where = target or "the code"
         change = f"a different change to {edited} than before" if edited else f"a change to {where}"
+        said = f"{expected(step)} " if stated and expected(step) else ""
         if target is not None and step.shown is None and vocabulary is not None:
             look = vocabulary.read(target)  # found by a search, or changed since: look before changing it
             if look is not None:
                 return (
-                    f"Make {change}, one that addresses the failure. First look at {target} as it is now: "
-                    f"{look.render()}. Reply with that tool call only."
+                    f"Make {change}, one that makes the code do what is expected. First look at {target} "
+                    f"as it is now: {look.render()}. Reply with that tool call only."
                 )
         lines, pointed = step.lines, step.pointed
-        one = vocabulary.change_one(where, pointed) if vocabulary is not None else None
+        one = vocabulary.change_one(where, pointed, step.tried) if vocabulary is not None else None
         edit = vocabulary.edit(where, lines) if vocabulary is not None and lines is not None else None
         if one is not None and vocabulary is not None:
-            how = f". {lines_to_pick(where, pointed)} {one.render()}, {one_of_them(vocabulary)}"
+            how = f": {lines_to_pick(where, pointed)} {one.render()}, {one_of_them(vocabulary)}"
         elif edit is not None and vocabulary is not None:
-            how = f": {edit.render()}, with {vocabulary.new_arg} those lines as they should be"
+            how = f": {edit.render()}, with {vocabulary.new_arg} those lines changed {BEHAVIOUR}"
         elif lines is not None:
-            how = f". The code as you last saw it:\n{lines}\n"
+            how = f", one that makes the code do what is expected. The code as you last saw it:\n{lines}\n"
         else:
-            how = ""
+            how = ", one that makes the code do what is expected"
         read_all = "the failing test and the code it exercises" if target is not None else "the failing test"
-        return (
-            f"You have read {read_all}. Make {change}, one that "
-            f"addresses the failure{how}. Then re-run {failing_call(state)}."
-        )
+        return f"You have read {read_all}. {said}Make {change}{how}. Then re-run {failing_call(state)}."
     what, call = read
     hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
@@ -269,7 +285,7 @@ def next_call(step: Step, vocabulary: Vocabulary | None, failing: str) -> Call |
     if read is not None:
         call = read[1]
     elif target is not None and step.shown is not None:  # a file the proxy saw, as it is
-        one = vocabulary.change_one(target, step.pointed) if tool is not None else None
+        one = vocabulary.change_one(target, step.pointed, step.tried) if tool is not None else None
         if tool is None:
             call = vocabulary.shell_edit(target, lines)
         elif one is not None:

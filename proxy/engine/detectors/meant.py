@@ -19,15 +19,16 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
 from __future__ import annotations
 
 from proxy.engine.detectors.base import RemedyContext
-from proxy.engine.detectors.failure_reads import lines_in, tested_code
-from proxy.engine.detectors.wording import lines_to_pick, one_of_them
+from proxy.engine.detectors.failure_reads import lines_in, step_of, tested_code
+from proxy.engine.detectors.wording import BEHAVIOUR, expected_behaviour, lines_to_pick, one_of_them
 from proxy.engine.reading.excerpt import closest_span, excerpt, file_text
-from proxy.engine.reading.pointed import changeable
+from proxy.engine.reading.pointed import changeable, tried_lines
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
 from proxy.engine.reading.vocabulary import Call
+from proxy.engine.reading.workspace import same_file
 
-__all__ = ["held_edit", "held_in_place", "kept", "meant"]
+__all__ = ["held_change", "held_edit", "held_in_place", "kept", "meant"]
 
 
 def meant(proposal: Proposal, context: RemedyContext) -> tuple[str, Call | None] | None:
@@ -75,20 +76,22 @@ def kept(proposal: Proposal, context: RemedyContext) -> tuple[str, Call] | None:
         return None
     called = excerpt(shown, context.repair.called)
     lines = called if called is not None and called in replaced[1] else replaced[1]
-    goal = "so that the failing check passes" if context.repair.live else "as it should be"
-    goal_all = "changed so that the failing check passes" if context.repair.live else "as they should be"
+    live = context.repair.live
+    goal, goal_all = (BEHAVIOUR, f"changed {BEHAVIOUR}") if live else ("as it should be", "as they should be")
+    expected = expected_behaviour(context.repair, lines)
+    stated = f"{expected} " if expected else ""
     picks = changeable(lines, file_text(shown))
-    one = vocabulary.change_one(path, picks)
+    one = vocabulary.change_one(path, picks, tried_lines(context.repair.tried, picks))
     if one is not None and one.name == proposal.name:
         # One of its lines, held to change: the re-ask held to the same text, "what replaces it
         # must differ", got the same copy back, and the stop rung handed the run back (issue 51).
-        text = f"{lines_to_pick(path, picks, 'it replaced')} {one.render()}, {one_of_them(vocabulary, goal)}."
+        text = f"{stated}{lines_to_pick(path, picks, 'it replaced')} {one.render()}, {one_of_them(vocabulary, goal)}."
         return text, one
     call = vocabulary.edit(path, lines)
     if call is None or call.name != proposal.name:
         return None
     return (
-        f"Its text to replace is in {path}; what replaces it must differ: {call.render()}, "
+        f"{stated}Its text to replace is in {path}; what replaces it must differ: {call.render()}, "
         f"with {vocabulary.new_arg} those lines {goal_all}.",
         call,
     )
@@ -102,6 +105,27 @@ def held_edit(path: str, refused: str, context: RemedyContext) -> Call | None:
     vocabulary = context.vocabulary
     call = vocabulary.shell_edit(path, lines_in(context.repair, path)) if vocabulary is not None else None
     return call if call is not None and call.name == refused else None
+
+
+def held_change(path: str, tool: str, context: RemedyContext) -> tuple[str, Call] | None:
+    """With an editor, the re-ask of a refused edit of `path` held to the file as it is now: one
+    of the lines the live failure points at, as the agent last saw them, to change (where `path`
+    is their file: `failure_reads.Step`), else a look at the file where it changed since it was
+    seen (its lines are what the next edit needs); None otherwise. Asked in words after a refused
+    redone edit, the model's right change came back "old_str not found" twice: it wrote the text
+    to replace from memory, not from the file as it now is (issue 61)."""
+    vocabulary = context.vocabulary
+    if vocabulary is None:
+        return None
+    step = step_of(context.repair)
+    if step.target is not None and same_file(step.target, path) and step.pointed and step.shown is not None:
+        one = vocabulary.change_one(step.target, step.pointed, step.tried)
+        if one is not None and one.name == tool:
+            return f"{lines_to_pick(step.target, step.pointed)} {one.render()}, {one_of_them(vocabulary)}.", one
+    if context.repair.shown(path) is None:
+        look = _look(path, context)
+        return (look[0], look[1]) if look is not None and look[1] is not None else None
+    return None
 
 
 def held_in_place(proposal: Proposal, context: RemedyContext) -> Call | None:
@@ -137,18 +161,21 @@ def _meant(
         return None
     vocabulary = context.vocabulary
     picks = changeable(span, file_text(shown))
-    one = vocabulary.change_one(path, picks) if vocabulary is not None else None
+    tried = tried_lines(context.repair.tried, picks)
+    one = vocabulary.change_one(path, picks, tried) if vocabulary is not None else None
+    live = context.repair.live
+    goal, goal_all = (BEHAVIOUR, f"changed {BEHAVIOUR}") if live else ("as it should be", "as they should be")
+    stated = f"{expected} " if (expected := expected_behaviour(context.repair, span)) else ""
     if one is not None and vocabulary is not None and one.name == tool:
         # One of those lines, held to change: held to them whole, this model wrote them back as
         # the new text (6 and 7 of 8 re-asks at the stack and temps stuck points, `pin_order.py`).
-        how = one_of_them(vocabulary, "as it should be")
-        text = f"{lines_to_pick(path, picks, 'it was meant to match')} {one.render()}, {how}."
-        return text, one
+        picked = lines_to_pick(path, picks, "it was meant to match")
+        return f"{stated}{picked} {one.render()}, {one_of_them(vocabulary, goal)}.", one
     call = vocabulary.edit(path, span) if vocabulary is not None else None
     if call is not None and vocabulary is not None and call.name == tool:
         text = (
-            f"The lines it was meant to match, exactly as the file has them: {call.render()}, "
-            f"with {vocabulary.new_arg} those lines as they should be."
+            f"{stated}The lines it was meant to match, exactly as the file has them: {call.render()}, "
+            f"with {vocabulary.new_arg} those lines {goal_all}."
         )
         return text, call
     return (

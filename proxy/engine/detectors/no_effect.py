@@ -82,7 +82,24 @@ def _previous(steps: tuple[Step, ...], action: str) -> tuple[int, tuple[str, ...
 def _its_own(written: tuple[str, ...], run: Step) -> bool:
     """A file written is one the run names (its script rewritten: the failure model then holds its
     streak, so the same failure again is counted here)."""
-    return any(path and path.rsplit("/", 1)[-1] in run.label for path in written)
+    return any(path and _names(run.label, path.rsplit("/", 1)[-1]) for path in written)
+
+
+def _names(command: str, name: str) -> bool:
+    """`name` stands in the command as a file of its own (`parse.py` is not in `test_parse.py`)."""
+    at = command.find(name)
+    while at != -1:
+        before = command[at - 1] if at else " "
+        end = at + len(name)
+        after = command[end] if end < len(command) else " "
+        if not _word(before) and not _word(after):
+            return True
+        at = command.find(name, at + 1)
+    return False
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char in "_-"
 
 
 def _judge(state: State, steps: tuple[Step, ...]) -> tuple[State, bool]:

@@ -31,7 +31,7 @@ from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, 
 from proxy.engine.detectors.failure_reads import step_of
 from proxy.engine.detectors.meant import held_in_place, kept, meant
 from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.noop import Nothing, unchanging
+from proxy.engine.reading.noop import Nothing, unchanging, undoing
 from proxy.engine.reading.proposal import OLD_ARGS, Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, CallKind, Mode
@@ -64,10 +64,12 @@ judged right 10 of 10 act on their own). A policy's `mode = "act"` switches it o
 OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE)
 
 
-def pointless(kind: CallKind, arguments: Mapping[str, Any] | None) -> Nothing | None:
-    """Why a call cannot do anything (an edit that changes nothing; a placeholder left in an
-    argument), or None."""
-    if (why := unchanging(kind, arguments)) is not None:
+def pointless(
+    kind: CallKind, arguments: Mapping[str, Any] | None, tried: tuple[tuple[str, str], ...] = ()
+) -> Nothing | None:
+    """Why a call cannot do anything (an edit that changes nothing, or that undoes the last edit
+    made on the live failure, `tried`'s last: A -> B -> A; a placeholder left in an argument), or None."""
+    if (why := unchanging(kind, arguments) or undoing(kind, arguments, tried[-1] if tried else None)) is not None:
         return why
     given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
     for name, value in given.items():
@@ -102,7 +104,7 @@ def _asked(arguments: Mapping[str, Any] | None, before: RepairState) -> bool:
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        why = pointless(call.kind, call.call.arguments)
+        why = pointless(call.kind, call.call.arguments, facts.before.tried if facts.before.live else ())
         if why is None:
             continue
         state = State(state.count + 1, state.own + (not _asked(call.call.arguments, facts.before)))
@@ -130,7 +132,8 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
     """A no-op edit or a placeholder; where its text to replace is not in the file either, the
     re-ask carries the lines it meant (or a look at the file), held by the schema (`meant`);
     where it is, that text kept and held, the replacement asked for (`kept`)."""
-    why = pointless(proposal.kind, proposal.arguments)
+    repair = context.repair
+    why = pointless(proposal.kind, proposal.arguments, repair.tried if repair.live else ())
     if why is None:
         return None
     reason = f"{proposal.describe()} cannot do anything: {why.reason}."
@@ -145,8 +148,9 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
             "Write the real text: the lines to replace exactly as the file has them now, and the new lines in full.",
             pinned=held_in_place(proposal, context),
             times=state.own,
+            owned=why.copy or why.undo,
         )
-    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.own)
+    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.own, owned=why.copy or why.undo)
 
 
 DETECTOR = Detector(
@@ -159,4 +163,5 @@ DETECTOR = Detector(
     futile=futile,
     episodic=False,
     judges_text=True,
+    gate_owned=True,  # its no-op edits: the block gate's own evidence (`Refusal.owned`)
 )

@@ -34,8 +34,9 @@ import xxhash
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.meant import held_edit
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors.failure_reads import step_of
+from proxy.engine.detectors.meant import held_change, held_edit
+from proxy.engine.detectors.wording import PREFIX, expected_behaviour
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
@@ -231,12 +232,17 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, options: Op
     )
     repair = context.repair
     pinned = held_edit(path, proposal.name, context) if repair.shown(path) is not None else None  # a file seen
+    # With an editor, held to the file as it is now (asked in words, the model's right change came
+    # back "old_str not found" twice: issue 61); with one shell, to an in-place edit of it (`held_edit`).
+    change = held_change(path, proposal.name, context) if pinned is None else None
+    held = f" {change[0]}" if change is not None else ""
     if repair.live and repair.snippet:
-        step = f"Make a different change to {path}, one that addresses that failure."
-        instead = context.fit("The failure it left:", repair.snippet, step)
+        said = expected_behaviour(repair, step_of(repair).lines)  # what the failure expects, not only its output
+        step = f"Make a different change to {path}, one that makes the code do what is expected.{held}"
+        instead = context.fit("The failure it left:", said or repair.snippet, step)
     else:
-        instead = f"Make a different change to {path}, or another step."
-    return Refusal(NAME, reason, instead, pinned=pinned)
+        instead = f"Make a different change to {path}, or another step.{held}"
+    return Refusal(NAME, reason, instead, pinned=change[1] if change is not None else pinned)
 
 
 DETECTOR = Detector(

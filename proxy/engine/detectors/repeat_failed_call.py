@@ -190,6 +190,26 @@ def _naming(argument: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(argument.lower())}(?![\w-])")
 
 
+_REQUIRED = re.compile(
+    r"(?:parameter|argument|field)s?\s+[`'\"]?(\w+)[`'\"]?\s+(?:is|are)\s+(?:required|missing)|"
+    r"missing required (?:parameters?|arguments?)[^{\n]*\{([^}\n]*)\}",
+    re.IGNORECASE,
+)
+"""An error naming the argument the call left out: "Parameter `old_str` is required for command:
+str_replace" (OpenHands), "Missing required parameters for function 'bash': {'timeout'}"."""
+
+
+def _said_required(error: str) -> list[str]:
+    """The arguments an error says are required and missing, as it names them."""
+    names: list[str] = []
+    for match in _REQUIRED.finditer(error[:400]):
+        if match.group(1):
+            names.append(match.group(1))
+        else:
+            names += [n.strip(" '\"") for n in match.group(2).split(",") if n.strip(" '\"")]
+    return names
+
+
 def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: RemedyContext) -> str:
     """What to change: the cause sed gave for a script it could not parse, else a required
     argument the call left out (one the error names first), else an argument the error names,
@@ -199,6 +219,7 @@ def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: Rem
     error = quote.lower()
     tool = context.offered.get(tool_name)
     missing = sorted(tool.required - set(arguments)) if tool is not None else []
+    missing += [name for name in _said_required(quote) if name not in arguments and name not in missing]
     missing.sort(key=lambda a: not _named(a, error))
     if missing:
         return f"Add the required argument `{missing[0]}`."

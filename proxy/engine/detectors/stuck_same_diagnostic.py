@@ -35,8 +35,17 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import next_call, next_kind, next_step, quoted_failure, step_of, step_tool
+from proxy.engine.detectors.failure_reads import (
+    expected,
+    next_call,
+    next_kind,
+    next_step,
+    quoted_failure,
+    step_of,
+    step_tool,
+)
 from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
@@ -63,6 +72,11 @@ BLOCK_QUIET = 1
 class Options(Ladder):
     """`[patterns.stuck_same_diagnostic]`: the ladder, and the block rung."""
 
+    exact: bool = False
+    """Count only failures that print exactly what the one before printed (its whole output,
+    normalised, not only the failure's signature): an agent whose debug prints change the output
+    each time is probing, not stuck."""
+
     block: int = Field(default=BLOCK, ge=0)
     """Streak from which the failing check proposed again, nothing edited since, is refused (0: never)."""
     block_quiet: int = Field(default=BLOCK_QUIET, ge=0)
@@ -86,14 +100,30 @@ OPTIONS = Options(
 
 @dataclass(frozen=True, slots=True)
 class State:
-    """Stateless: the failure model's streak before and after the turn is all it needs."""
+    digest: str = ""
+    """What the failing check printed last (its normalised output's digest)."""
+    exact: int = 0
+    """Failures of the streak in a row that printed exactly what the one before printed."""
 
 
-def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:
+def _printed(facts: TurnFacts) -> str:
+    """The digest of what the failing check printed this turn."""
+    key = facts.after.failing_key
+    for call in facts.turn.calls:
+        if call.key == key and call.outcome is Outcome.FAIL:
+            return call.digest or ""
+    return ""
+
+
+def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     before, after = facts.before.same_diagnostic_streak, facts.after.same_diagnostic_streak
     if not facts.failure_model or after <= before:
-        return state, []
-    action = ladder.action_at(after)
+        return (State() if after == 0 else state), []
+    printed = _printed(facts)
+    exact = state.exact + 1 if after > 1 and printed and printed == state.digest else 1
+    state = State(printed, exact)
+    count = exact if ladder.exact else after
+    action = ladder.action_at(count)
     if action is None or (facts.after.predates and action is not Action.HALT):
         return state, []  # a failure there without the agent's work: no change of its is asked for
     detail = (
@@ -112,9 +142,11 @@ def remedy(_trip: Trip, context: RemedyContext) -> str:
     )
     head = f"{PREFIX} The same failure came back {state.same_diagnostic_streak} times in a row; {changed}"
     found = step_of(state)
-    step = next_step(found, context.vocabulary)
+    step = next_step(found, context.vocabulary, stated=False)
     quoted = quoted_failure(found)
-    return context.fit(f"{head}.", "", step) if quoted is None else context.fit(f"{head}:", quoted, step)
+    if quoted is None:  # the code to change quoted: what is expected of it said, shortened before the step
+        return context.fit(f"{head}.", expected(found), step)
+    return context.fit(f"{head}:", quoted, step)
 
 
 def blocks(_state: State, repair: RepairState, options: Options) -> bool:
@@ -183,4 +215,5 @@ DETECTOR = Detector(
     futile=futile,
     judges_text=True,
     asks=Ask.STEP,
+    names_next_step=True,
 )

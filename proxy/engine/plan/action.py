@@ -15,7 +15,7 @@ from typing import Any
 
 from proxy.engine.detectors import Forced, Levers, Refusal
 from proxy.engine.detectors.failure_reads import next_step, step_of
-from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.detectors.wording import PREFIX, expected_behaviour, failing_call
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, held_retry, retry
@@ -30,6 +30,11 @@ __all__ = ["action_gate", "nagged", "written_action_gate"]
 
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
 _PASSED = "The check passed."
+_ANY = "Reply with your next tool call only."
+_UNCHANGED = (
+    "Nothing has changed since the check failed: run again, it fails the same way. Change the code so that it "
+    "does what is expected, then re-run the check."
+)
 
 
 def nagged(messages: list[Any], levers: Levers, protocol: str = "") -> bool:
@@ -148,8 +153,15 @@ def _next_step(
     if failure.live and failure.quiet_since_failure:
         # Nothing that could change what the check sees ran since it failed: run again, it fails
         # again (recovery bench, stack: asked twice for the run that had just shown a SyntaxError,
-        # the model made it twice). What the failure points at comes next, or a change.
-        return next_step(step_of(failure), vocabulary)
+        # the model made it twice). What the failure points at comes next, or a change: the step a
+        # pattern names, while it acts. In shadow its words stay out (issue 61): the gate says what
+        # it owns, the failure model's evidence (what the failing test expects, and that nothing
+        # changed since it failed), and asks for the next call, any. Told only "the check still
+        # fails", the model re-ran it at every turn (recovery bench, countdown, both arms).
+        if rules.next_step_acts:
+            return next_step(step_of(failure), vocabulary)
+        said = expected_behaviour(failure)
+        return f"{said + ' ' if said else ''}{_UNCHANGED} {_ANY}"
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)
@@ -162,7 +174,7 @@ def _next_step(
     look = vocabulary.run("ls")
     if look is not None:
         return f"Next, look at the working directory: {look.render()}. Reply with that tool call only."
-    return "Reply with your next tool call only."
+    return _ANY
 
 
 def action_gate(

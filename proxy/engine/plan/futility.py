@@ -18,7 +18,7 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
-from proxy.engine.reading.proposal import propose
+from proxy.engine.reading.proposal import Proposal, propose
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.salvage import offered_tools
@@ -28,11 +28,13 @@ __all__ = ["block_gate", "refuser"]
 
 def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[str, str, str], str]) -> Refuser | None:
     """The judge of a reply's proposed calls, (tool, arguments JSON) each; None when no pattern
-    may refuse anything in this state (nothing to hold the reply for)."""
+    may refuse anything in this state (nothing to hold the reply for). A pattern in shadow
+    refuses nothing, but what the gate owns as its own evidence (`Refusal.owned`: a no-op edit)."""
     state, text = turn.state, turn.calls_as_text
     judges = [
-        judge
+        judge if rules.acts(pattern) else _owned(judge)
         for pattern in rules.patterns
+        if rules.acts(pattern) or pattern.gate_owned
         if (judge := pattern.refuser(state.detectors, state.repair, rules.options[pattern.name], text=text)) is not None
     ]
     if not judges:
@@ -50,6 +52,18 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
         return None
 
     return refuse
+
+
+def _owned(
+    judge: Callable[[Proposal, RemedyContext], Refusal | None],
+) -> Callable[[Proposal, RemedyContext], Refusal | None]:
+    """A shadow pattern's judge, kept to the refusals the gate owns."""
+
+    def owned(proposal: Proposal, context: RemedyContext) -> Refusal | None:
+        refusal = judge(proposal, context)
+        return refusal if refusal is not None and refusal.owned else None
+
+    return owned
 
 
 def block_gate(rules: Rules, turn: Turn, role: str) -> GatePlan | None:

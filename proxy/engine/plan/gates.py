@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from proxy.engine.detectors.failure_reads import next_call, next_step, quoted_failure, step_of
+from proxy.engine.detectors.failure_reads import expected, next_call, next_step, quoted_failure, step_of
 from proxy.engine.detectors.wording import PREFIX, failing_call
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
@@ -96,14 +96,15 @@ def _finish(
         tail = f"Fix the cause, then re-run it: {failing_call(failure)}. Reply with a tool call."
         snippet = failure.snippet
         kept = sorted(turn.levers.offered - finish_tools) or None
-        if failure.quiet_since_failure:
+        if failure.quiet_since_failure and rules.next_step_acts:
             # Nothing that could change it ran since it failed: the call to name is what comes
             # before the re-run (recovery bench, bank: the model's prose said it would look at the
-            # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once).
+            # code; told "fix the cause, then re-run it: python -m pytest", it re-ran at once): the
+            # step a pattern names, while it acts (in shadow, its words stay out: issue 61).
             vocabulary = turn.tools.vocabulary
             found = step_of(failure)
-            tail = next_step(found, vocabulary)
-            snippet = quoted_failure(found) or ""
+            tail = next_step(found, vocabulary, stated=False)
+            snippet = quoted_failure(found) or expected(found)
             # Held to that step's call, as the block rung's re-ask is: asked in words for the
             # change, the model sent a line-break `sed` of the test file, then one with its quote
             # left open (recovery bench, stack in `bash` style, seed 1).
@@ -169,9 +170,13 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
     finish_tools = frozenset(name for name in offered if rules.classifier.classify(name, None).kind is CallKind.FINISH)
     role = "user" if rules.policy.repair.placement is Placement.USER else "system"
     calls = bool(offered) or turn.calls_as_text
-    refuse = refuser(rules, turn, translation, fit) if calls and rules.policy.reply.block else None
+    # What the acting patterns (and the gate's own evidence) would refuse: the action gate does not
+    # ask for it, whether or not the rung is on (`[reply] block = false` turns off the rung alone,
+    # not the call the action gate's retry is held to: issue 61).
+    judge = refuser(rules, turn, translation, fit) if calls else None
+    refuse = judge if rules.policy.reply.block else None
     action = (
-        action_gate(rules, translation, turn, role, refuse, finish_tools)
+        action_gate(rules, translation, turn, role, judge, finish_tools)
         if offered
         else written_action_gate(rules, turn, role)
     )

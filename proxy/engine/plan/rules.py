@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from proxy.engine.detectors import BY_NAME, REGISTRY, Pattern
 from proxy.engine.reading.classify import Classifier
+from proxy.settings.kinds import Mode
 from proxy.settings.policy import Ladder, Policy
 from proxy.settings.problems import ConfigError, ConfigProblem
 
@@ -53,3 +54,13 @@ class Rules:
 
     def pattern(self, name: str) -> Pattern:
         return BY_NAME[name]
+
+    def acts(self, pattern: Pattern) -> bool:
+        """`pattern` acts under this policy (not in shadow)."""
+        return self.options[pattern.name].mode is Mode.ACT
+
+    @property
+    def next_step_acts(self) -> bool:
+        """A pattern that names the failure's next step acts (`Detector.names_next_step`): the gates
+        may ask for that step; in shadow, its words stay out of them."""
+        return any(p.names_next_step and self.acts(p) for p in self.patterns)

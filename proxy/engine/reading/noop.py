@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
+from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS, change_of
 from proxy.engine.reading.sed import never_matches, substitution
 from proxy.settings.kinds import CallKind
 
-__all__ = ["Nothing", "unchanging"]
+__all__ = ["Nothing", "unchanging", "undoing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,8 @@ class Nothing:
     """Said to the model, after "because" or "cannot do anything:"."""
     copy: bool = False
     """Its replacement is the very text it replaces (not a pattern that matches nothing)."""
+    undo: bool = False
+    """It puts back what the last edit replaced (A -> B -> A: `undoing`)."""
 
 
 def unchanging(kind: CallKind, arguments: Mapping[str, Any] | None) -> Nothing | None:
@@ -61,3 +63,19 @@ def unchanging(kind: CallKind, arguments: Mapping[str, Any] | None) -> Nothing |
                 "it matches nothing (substitute within one line)"
             )
     return None
+
+
+def undoing(kind: CallKind, arguments: Mapping[str, Any] | None, last: tuple[str, str] | None) -> Nothing | None:
+    """Why an edit changes nothing the failing check needs: it undoes `last`, the last edit made
+    on the live failure ((the text it replaced, its replacement), stripped: `RepairState.tried`),
+    putting back the text the failure was seen with (A -> B -> A). None for any other edit. Of 44
+    answers to the held edit on the project's held-out tasks, 8 were such moves undoing each other
+    (`int`/`float`, `* factor`/`/ factor`: issue 61); refused as a copy is."""
+    if kind is not CallKind.EDIT or last is None:
+        return None
+    given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
+    change = change_of(given, None) or next((c for v in given.values() if (c := change_of(None, v))), None)
+    if change is None or change != (last[1], last[0]) or last[0] == last[1]:
+        return None
+    why = f"it undoes the last edit: it puts back `{last[0]}`, and the failure was seen with that text"
+    return Nothing(why, undo=True)

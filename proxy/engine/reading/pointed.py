@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_LINES", "changeable"]
+__all__ = ["MAX_LINES", "changeable", "tried_lines"]
 
 MAX_LINES = 12
 """At most this many lines are offered (the first ones of the quote): more is a function to read, not a line to pick."""
@@ -55,3 +55,23 @@ def changeable(quoted: str, file: str) -> tuple[str, ...]:
         if not _SKIPPED.match(line) and file.count(line) == 1:
             kept.append(line)
     return tuple(kept[:MAX_LINES])
+
+
+def tried_lines(tried: tuple[tuple[str, str], ...], lines: tuple[str, ...]) -> tuple[str, ...]:
+    """The lines the edits already made on the failure (`RepairState.tried`: each change's text
+    and replacement) took out or put in, each as one of `lines` would be written (with its
+    indentation), that are none of `lines`: replacements a held edit does not offer, as it does
+    not offer a copy. The failure was seen with each of them in the file: written again, the
+    edit undoes the one before (A -> B -> A) or makes the stuck start's own edit again (issue 61:
+    16 of 44 answers to the held edit). A line both sides of a change hold is context, not a
+    change, and is left out."""
+    indents = dict.fromkeys(line[: len(line) - len(line.lstrip())] for line in lines)
+    changed: dict[str, None] = {}
+    for old, new in tried:
+        before = {line.strip() for line in old.splitlines()}
+        after = {line.strip() for line in new.splitlines()}
+        for text in (line.strip() for line in (*old.splitlines(), *new.splitlines())):
+            if text and (text in before) != (text in after):
+                changed[text] = None
+    found = (indent + text for text in changed for indent in indents)
+    return tuple(dict.fromkeys(line for line in found if line not in lines))

@@ -14,15 +14,29 @@ from typing import Any
 from proxy.engine.reading.canonical import call_key
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.commands import Write
+from proxy.engine.reading.sed import substitution
 from proxy.engine.text.messages import parse_arguments
 from proxy.settings.kinds import CallKind
 
-__all__ = ["NEW_ARGS", "OLD_ARGS", "Proposal", "propose"]
+__all__ = ["NEW_ARGS", "OLD_ARGS", "Proposal", "change_of", "propose"]
 
 OLD_ARGS = ("old_str", "old_string", "old_text", "search")
 """The arguments in which replace-style editors take the text to replace."""
 NEW_ARGS = ("new_str", "new_string", "new_text", "replace")
 """... and the text to put in its place."""
+
+
+def change_of(arguments: Mapping[str, Any] | None, command: str | None) -> tuple[str, str] | None:
+    """What an edit changes, as its arguments say: (the text it replaces, its replacement), each
+    stripped, from a replace-style editor's two texts or a literal in-place `sed` substitution;
+    None for any other call (a create, a write the proxy cannot read)."""
+    given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
+    old = next((given[k] for k in OLD_ARGS if k in given), None)
+    new = next((given[k] for k in NEW_ARGS if k in given), None)
+    if old is not None and new is not None:
+        return old.strip(), new.strip()
+    found = substitution(command) if command else None
+    return (found[0].strip(), found[1].strip()) if found is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +58,10 @@ class Proposal:
     def replaced(self) -> tuple[str, str] | None:
         """A replace-style edit's text to replace: (its argument, its value)."""
         return next(((k, v) for k in OLD_ARGS if (v := self.text(k)) is not None), None)
+
+    def change(self) -> tuple[str, str] | None:
+        """What it would change: (the text it replaces, its replacement), stripped (`change_of`)."""
+        return change_of(self.arguments, self.command) if self.kind is CallKind.EDIT else None
 
     def text(self, name: str) -> str | None:
         """One argument's value, when it is text."""

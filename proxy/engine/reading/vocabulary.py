@@ -126,12 +126,13 @@ class Vocabulary:
             arguments[e.new_arg] = Shaped(kept)
         return Call(e.name, arguments)
 
-    def change_one(self, path: str, lines: Sequence[str]) -> Call | None:
+    def change_one(self, path: str, lines: Sequence[str], tried: Sequence[str] = ()) -> Call | None:
         """The editor's call that changes one of `lines` (whole lines of `path`, each once in it):
         the text to replace one of them, the replacement any text but one of them (`unlike`): asked
-        for the lines "as they should be", the model wrote them back unchanged (issue 51). None
-        without an editor, or lines a pattern cannot hold."""
-        pattern = unlike(lines) if lines else None
+        for the lines "as they should be", the model wrote them back unchanged (issue 51); nor one
+        of `tried` (lines the failure was already seen with: `pointed.tried_lines`, issue 61).
+        None without an editor, or lines a pattern cannot hold."""
+        pattern = unlike((*lines, *tried)) if lines else None
         if self.editor is None or pattern is None:
             return None
         e = self.editor

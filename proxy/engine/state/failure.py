@@ -37,6 +37,7 @@ from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
 from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.outcome import Outcome
+from proxy.engine.reading.proposal import change_of
 from proxy.engine.state.checks import (
     DIAGNOSTIC_KINDS,
     READS,
@@ -49,7 +50,7 @@ from proxy.engine.state.checks import (
     restores,
     rewrites,
 )
-from proxy.engine.state.repair import SIX_FIELDS, DiagnosticClass, RepairState
+from proxy.engine.state.repair import MAX_TRIED, SIX_FIELDS, DiagnosticClass, RepairState
 from proxy.engine.state.seen import seen_after, settled
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
@@ -66,6 +67,14 @@ def _called(pointers: Pointers, output: str) -> tuple[str, ...]:
     name = re.split(r"[:.\[]", test.rsplit("::", 1)[-1])[0]
     tested = (name.removeprefix("test_"),) if name.startswith("test_") else ()
     return tuple(dict.fromkeys((*tested, *called_names(output[:_CALLED_SCAN]))))[:_MAX_CALLED]
+
+
+def _tried(tried: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) -> tuple[tuple[str, str], ...]:
+    """`tried` with what the source edits of `calls` changed, as their arguments say."""
+    found = [c for c in calls if c.changed_sources and not c.no_op]
+    changes = (change_of(c.call.arguments, c.command) for c in found)
+    more = tuple(change for change in changes if change is not None and change[0] != change[1])
+    return (*tried, *more)[-MAX_TRIED:] if more else tried
 
 
 def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...], bool]:
@@ -127,6 +136,7 @@ def fold_failure(state: RepairState, turn: ObservedTurn, post_edit_reverify: boo
         probes=probes,
         put_back=back,
         changes=changes,
+        tried=_tried(state.tried, calls),
     )
     if mutated:
         owed = post_edit_reverify and not undone and not exercised(calls[max(mutated) + 1 :], edited)
@@ -217,4 +227,5 @@ def _failed(
         put_back=back,
         failing_since=state.failing_since if same else ordinal,
         changes=at_check.saw(found.signature).after(calls[failed_at + 1 :]),
+        tried=_tried(state.tried, calls) if same else _tried((), calls[failed_at + 1 :]),
     )

@@ -15,7 +15,10 @@ from proxy.engine.state.ambient import Ambient
 from proxy.engine.state.checks import Changes
 from proxy.engine.state.seen import Seen, shown_whole
 
-__all__ = ["SIX_FIELDS", "DiagnosticClass", "RepairState"]
+__all__ = ["MAX_TRIED", "SIX_FIELDS", "DiagnosticClass", "RepairState"]
+
+MAX_TRIED = 8
+"""The most changes `RepairState.tried` keeps."""
 
 
 def _plain(value: object) -> object:
@@ -82,6 +85,13 @@ class RepairState:
     """The turn the live failure first appeared on (its streak began there)."""
     changes: Changes = field(default_factory=Changes)
     """The source files changed and not put back over the whole conversation (`checks.Changes`)."""
+    tried: tuple[tuple[str, str], ...] = ()
+    """What the source edits made since the live failure first appeared changed, each (the text it
+    replaced, its replacement) stripped, as its arguments say (`proposal.change_of`), the latest
+    last (at most `MAX_TRIED`): the failure was seen with each side, so a held edit does not offer
+    them again and an edit that undoes the last one changes nothing it needs (issue 61: the stuck
+    start's own failed edit was the answer to the held edit 8 times of 44, `int`/`float` undoing
+    each other 8 more)."""
 
     @property
     def live(self) -> bool:

@@ -1,0 +1,170 @@
+"""Shadow means shadow, in the gates too (issue 61), and the block-off arm changes the rung alone.
+
+A pattern in shadow trips, logs and counts, and changes nothing: the gates' words and the block
+rung's refusals come only from patterns that act, or from evidence the gate owns and is measured
+for as its own (the block rung's no-op edits: `Refusal.owned`). Seen on the project's held-out
+tasks with `stuck_same_diagnostic` in shadow (its default): the action gate's re-ask still carried
+its next step ("Do not edit ranges.py again yet. Next, read the failing test ..."), and
+`redone_edit`, in shadow, refused a redone edit.
+
+And `[reply] block = false` (the recovery bench's block-off arm) turns off the rung, nothing
+else: the action gate's re-ask still pins the call it pins with the rung on (it had stopped, and
+the model sent `execute_bash "str_replace"`, re-ran the unchanged check, edited text that was
+not in the file).
+
+Each a pair: must (the pattern acting) and must not (in shadow, as it ships).
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
+from scenario_loader import acting, analyse, engine
+
+from proxy.engine.plan.reply import Gate, ReplyRules, ReplyView, judge
+from proxy.settings.policy import Policy, default_policy, policy_from_mapping
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from recovery import POLICIES
+
+FINISH = {"type": "function", "function": {"name": "finish", "parameters": {"type": "object"}}}
+STUCK = "stuck_same_diagnostic"
+
+
+def _rules(chat: Chat, policy: Policy | None = None) -> ReplyRules:
+    planned = analyse(engine(policy), chat.bytes())
+    assert planned is not None
+    return planned.decision.reply
+
+
+def _stuck() -> Chat:
+    """The same failure three times, two edits of the code between that changed nothing."""
+    chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run())
+    return chat.turn(edit()).turn(test_run()).turn(edit(old="a + b", new="a + b + 0")).turn(test_run())
+
+
+def _said(rules: ReplyRules, gate: Gate) -> tuple[str, Any, Any]:
+    sent = rules.gates[gate].edit
+    return str(sent.messages[-1]["content"]), sent.tool_choice, sent.pinned
+
+
+def _no_block(policy: Policy) -> Policy:
+    return policy.model_copy(update={"reply": policy.reply.model_copy(update={"block": False})})
+
+
+@pytest.mark.parametrize("gate", [Gate.ACTION, Gate.FINISH])
+def test_a_gate_s_retry_carries_the_stuck_step_only_while_the_pattern_acts(gate: Gate) -> None:
+    text, choice, pinned = _said(_rules(_stuck(), acting(STUCK)), gate)
+    assert "Do not edit parse.py again yet. Next, read the failing test" in text  # must: acting
+    assert choice == "str_replace_editor" and pinned is not None and pinned["command"] == "view"
+    text, choice, pinned = _said(_rules(_stuck()), gate)  # must not: in shadow, as it ships
+    assert "Do not edit" not in text and "Next, read" not in text, text
+    assert pinned is None and choice != "str_replace_editor"
+
+
+def test_in_shadow_the_action_gate_says_what_it_owns_and_asks_for_a_call_not_the_run_that_just_failed() -> None:
+    """The gate's own evidence, the failure model's: what the failing test expects and what the
+    code gives, and that nothing has changed since it failed. Told only "the check still fails",
+    the model re-ran it at every turn of both proxy arms (recovery bench smoke, countdown)."""
+    text, _choice, _pinned = _said(_rules(_stuck()), Gate.ACTION)
+    assert "The failing test expects `parse('1 + 2')` to be `3`; it is `4`." in text
+    assert "run again, it fails the same way" in text and "Reply with your next tool call only." in text
+    assert "re-run the failing check" not in text
+    assert _rules(_stuck()).gates[Gate.ACTION].edit.require_call
+
+
+def test_the_failing_check_proposed_again_is_refused_only_while_the_stuck_pattern_acts() -> None:
+    rerun = orjson.dumps(test_run()[1]).decode()
+    refusal = judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(_stuck(), acting(STUCK))).refusal
+    assert refusal is not None and refusal.pattern == STUCK
+    shadow = _rules(_stuck())
+    assert judge(ReplyView("", ("execute_bash",), (rerun,)), shadow).refusal is None
+    assert Gate.BLOCK not in shadow.gates and shadow.refuse is None  # nothing to refuse: no reply held for it
+
+
+def test_a_redone_edit_is_refused_only_while_redone_edit_acts() -> None:
+    """The held-out tasks' case: `redone_edit`, in shadow, refused a redone edit."""
+    chat = Chat().turn(edit()).turn(test_run()).turn(view())
+    redone = orjson.dumps(edit()[1]).decode()
+    refusal = judge(ReplyView("", ("str_replace_editor",), (redone,)), _rules(chat, acting("redone_edit"))).refusal
+    assert refusal is not None and refusal.pattern == "redone_edit"
+    assert judge(ReplyView("", ("str_replace_editor",), (redone,)), _rules(chat)).refusal is None
+
+
+NOT_FOUND = "ERROR:\nNo replacement was performed, old_str `y` did not appear verbatim in /workspace/src/parse.py."
+
+
+def test_in_shadow_the_rung_refuses_what_it_owns_a_no_op_edit_and_nothing_else_of_the_pattern() -> None:
+    """The block rung's own evidence, measured as its own (`gate:block`, 10 of 10 no-op edits
+    refused on the corpus's test part): refused with `pointless_call` in shadow. Its placeholder
+    refusal is not the gate's: refused only while the pattern acts."""
+    chat = Chat().turn(test_run()).turn(view()).turn(("str_replace_editor", {**edit()[1], "old_str": "y", "new_str": "y"}, NOT_FOUND))  # fmt: skip
+    copy = orjson.dumps({**edit()[1], "old_str": "a + b + 1", "new_str": "a + b + 1"}).decode()
+    placeholder = orjson.dumps({**edit()[1], "old_str": "<the wrong code>"}).decode()
+    shadow, act = _rules(chat), _rules(chat, acting("pointless_call"))
+    for rules in (shadow, act):
+        refusal = judge(ReplyView("", ("str_replace_editor",), (copy,)), rules).refusal
+        assert refusal is not None and refusal.pattern == "pointless_call" and refusal.owned
+    assert judge(ReplyView("", ("str_replace_editor",), (placeholder,)), shadow).refusal is None
+    refusal = judge(ReplyView("", ("str_replace_editor",), (placeholder,)), act).refusal
+    assert refusal is not None and not refusal.owned
+
+
+def test_an_undo_of_the_last_edit_is_refused_as_a_copy_is() -> None:
+    """A -> B, the same failure, then B -> A: it puts back the text the failure was seen with
+    (issue 61: `int`/`float`, `* factor`/`/ factor`); the gate's own evidence, as a copy. An edit
+    that goes on from B (B -> C) is no undo."""
+    chat = Chat().turn(test_run()).turn(view()).turn(edit(old="a + b + 1", new="a + b + 2")).turn(test_run())
+    chat.turn(("str_replace_editor", {**edit()[1], "old_str": "y", "new_str": "y"}, NOT_FOUND))
+    undo = orjson.dumps(edit(old="a + b + 2", new="a + b + 1")[1]).decode()
+    onwards = orjson.dumps(edit(old="a + b + 2", new="a + b")[1]).decode()
+    refusal = judge(ReplyView("", ("str_replace_editor",), (undo,)), _rules(chat)).refusal
+    assert refusal is not None and refusal.owned and "it undoes the last edit" in refusal.reason
+    assert judge(ReplyView("", ("str_replace_editor",), (onwards,)), _rules(chat)).refusal is None
+
+
+def test_with_the_block_rung_off_the_action_gate_still_pins_its_call() -> None:
+    """Must: `[reply] block = false` takes the rung away (no block gate, nothing refused) and leaves
+    the action gate's retry as it is with the rung on, its call pinned."""
+    on, off = _rules(_stuck(), acting(STUCK)), _rules(_stuck(), _no_block(acting(STUCK)))
+    assert Gate.BLOCK in on.gates and Gate.BLOCK not in off.gates and off.refuse is None
+    assert _said(off, Gate.ACTION) == _said(on, Gate.ACTION)
+    assert _said(off, Gate.ACTION)[2] is not None
+    rerun = orjson.dumps(test_run()[1]).decode()
+    assert judge(ReplyView("", ("execute_bash",), (rerun,)), off).refusal is None  # must not: refused with the rung off
+
+
+@pytest.mark.parametrize("acts", [False, True], ids=["as it ships", STUCK + " acting"])
+def test_the_bench_s_block_off_arm_differs_from_the_defaults_by_the_rung_alone(acts: bool) -> None:
+    """`bench/recovery.py`'s `noblock` and `full` policies, on the stuck start: the same gates but
+    the block gate, the same action, finish and done retries."""
+    patterns = {"patterns": {STUCK: {"mode": "act"}}} if acts else {}
+    full = policy_from_mapping({**tomllib.loads(POLICIES["full"]), **patterns}, "full")
+    noblock = policy_from_mapping({**tomllib.loads(POLICIES["noblock"]), **patterns}, "noblock")
+    assert noblock.model_copy(update={"reply": full.reply}) == full.model_copy(update={"source": noblock.source})
+    on, off = _rules(_stuck(), full), _rules(_stuck(), noblock)
+    assert set(on.gates) - set(off.gates) <= {Gate.BLOCK} and set(off.gates) <= set(on.gates)
+    for gate in set(off.gates):
+        assert _said(off, gate) == _said(on, gate), gate
+    assert default_policy().reply.block  # the defaults arm is the defaults
+
+
+def test_the_bench_s_acting_arm_runs_every_pattern_acting() -> None:
+    """`bench/recovery.py --arms acting`: the defaults with every pattern acting (the issue's
+    'every pattern acting' arm), whose gates carry the stuck step the defaults keep out."""
+    from proxy.engine.detectors import REGISTRY
+    from proxy.engine.plan.rules import Rules
+
+    policy = policy_from_mapping(tomllib.loads(POLICIES["acting"]), "acting")
+    assert all(Rules.of(policy).acts(pattern) for pattern in REGISTRY)
+    assert policy.model_copy(update={"patterns": {}, "source": ""}) == default_policy().model_copy(
+        update={"source": ""}
+    )
+    assert "Next, read the failing test" in _said(_rules(_stuck(), policy), Gate.ACTION)[0]
