@@ -260,6 +260,12 @@ async def start_upstream() -> Upstream:
     return upstream
 
 
+TEST_BUDGET_MS = 60_000.0
+"""The analysis budget of the servers these tests start: the budget is wall time, and a shared test
+machine may hold a worker off the cores for hundreds of milliseconds; the mechanisms tested here are
+not the budget's (its own tests set theirs)."""
+
+
 async def start_proxy(
     upstream_url: str, overrides: dict[str, dict[str, Any]] | None = None, policy: str = "", speaking: bool = True
 ) -> TestServer:
@@ -269,6 +275,7 @@ async def start_proxy(
         "upstream": {"base_url": upstream_url},
         "repair": {"policy": speaking_policy(policy) if speaking else policy},
         "store": {"verdicts": ""},
+        "limits": {"analysis_budget_ms": TEST_BUDGET_MS},
     }
     for section, values in (overrides or {}).items():
         if isinstance(values, dict):

@@ -17,6 +17,7 @@ import orjson
 from proxy.dialects.anthropic import ANTHROPIC
 from proxy.dialects.chat import CHAT
 from proxy.dialects.ollama import OLLAMA
+from proxy.dialects.prefix import ParseMemory
 from proxy.dialects.protocol import Dialect, ReplyWatcher
 from proxy.dialects.responses import RESPONSES
 from proxy.dialects.spans import SpanMemory
@@ -71,12 +72,24 @@ LARGE_BODY = 1024 * 1024
 """Bodies at least this large are parsed piece by piece (see `splice.loads_piecewise`)."""
 
 
-def parse(dialect: Dialect, body: bytes) -> Incoming | None:
-    """The body as `dialect` reads it; None when it is not JSON or not an analysable transcript."""
-    try:
-        data = loads_piecewise(body) if len(body) >= LARGE_BODY else orjson.loads(body)
-    except (orjson.JSONDecodeError, SpliceError):
-        return None
+TRANSCRIPTS = {"chat": "messages", "ollama": "messages", "responses": "input", "anthropic": "messages"}
+"""Each dialect's transcript member: a body that repeats the last one of its conversation and adds
+to it is read from what the last parse found (`prefix.ParseMemory`)."""
+
+
+def parse(dialect: Dialect, body: bytes, memory: ParseMemory | None = None) -> Incoming | None:
+    """The body as `dialect` reads it; None when it is not JSON or not an analysable transcript.
+    With a `memory`, a body that extends one parsed lately is read from its parse (only what it
+    adds is parsed), and a body parsed whole is kept for the next."""
+    key = TRANSCRIPTS.get(dialect.name)
+    data = None if memory is None or key is None else memory.read(body, key)
+    if data is None:
+        try:
+            data = loads_piecewise(body) if len(body) >= LARGE_BODY else orjson.loads(body)
+        except (orjson.JSONDecodeError, SpliceError):
+            return None
+        if memory is not None and key is not None and isinstance(data, dict):
+            memory.keep(body, data, key)
     translation = dialect.read(data) if isinstance(data, dict) else None
     return None if translation is None else Incoming(dialect, body, data, translation)
 
@@ -138,7 +151,7 @@ def plan_offline(
     memory: SpanMemory | None = None,
 ) -> Planned | None:
     """Parse, fold and plan with no verdict store (replay, benchmarks, tests); None: not analysable."""
-    incoming = parse(dialect, body)
+    incoming = parse(dialect, body, None if memory is None else memory.parses)
     if incoming is None:
         return None
     return Planned.of(incoming, engine.decide(incoming.translation, headers, team), memory)

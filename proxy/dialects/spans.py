@@ -15,6 +15,7 @@ from typing import Any
 
 import xxhash
 
+from proxy.dialects.prefix import ParseMemory
 from proxy.engine.state.cache import StateCache
 
 __all__ = ["Known", "SpanMemory", "Walk", "running_hash"]
@@ -66,35 +67,58 @@ def known_bytes(known: Known) -> int:
 
 
 class SpanMemory:
-    """What the last splice of each conversation found, so the next one walks only what is new.
+    """What the last splice and the last parse of each conversation found, so the next ones walk
+    only what is new.
 
     An agent's next request repeats its last one and adds to it: the elements of the edited
     array up to where the last body's ended are reused when a digest of that stretch of text
     matches, and only the elements after it are parsed. Kept in a `StateCache` bounded in
     entries and in bytes (each entry holds a pair of offsets per message: about 100 KB for a
-    900-message transcript; least recently used goes first)."""
+    900-message transcript; least recently used goes first). The last parses (`parses`:
+    `prefix.ParseMemory`, about 1.5 times a body each) take `PARSES_SHARE` of the byte bound."""
 
     def __init__(self, entries: int = 4096, max_bytes: int | None = None) -> None:
-        self._cache: StateCache[Known] = StateCache(entries, math.inf, max_bytes=max_bytes, sizer=known_bytes)
+        self._max_bytes = max_bytes
+        spans, parses = _split(max_bytes)
+        self._cache: StateCache[Known] = StateCache(entries, math.inf, max_bytes=spans, sizer=known_bytes)
+        self.parses = ParseMemory(parses)
 
     @property
     def bytes(self) -> int:
         """The estimated size of what is kept."""
-        return self._cache.bytes
+        return self._cache.bytes + self.parses.charged
 
     @property
     def max_bytes(self) -> int | None:
-        return self._cache.max_bytes
+        return self._max_bytes
 
     def resize(self, max_bytes: int) -> None:
         """A new byte bound; the least recently used entries past it go."""
-        self._cache.resize(max_bytes)
+        self._max_bytes = max_bytes
+        spans, parses = _split(max_bytes)
+        self._cache.resize(max_bytes if spans is None else spans)
+        self.parses.resize(parses)
 
     def recall(self, key: tuple[str, str]) -> Known | None:
         return self._cache.get(key)
 
     def keep(self, key: tuple[str, str], known: Known) -> None:
         self._cache.put(key, known)
+
+
+PARSES_SHARE = 0.75
+"""Of a span memory's byte bound, what its last parses may take (a parse is kept whole: about 1.1 MB
+for a 600-message, 760 KB body, where its spans take 86 KB)."""
+UNBOUNDED_PARSES = 64 * 1024 * 1024
+"""The last parses' bound in a span memory given none (replay, benchmarks, tests)."""
+
+
+def _split(max_bytes: int | None) -> tuple[int | None, int]:
+    """The spans' and the parses' shares of a byte bound."""
+    if max_bytes is None:
+        return None, UNBOUNDED_PARSES
+    parses = int(max_bytes * PARSES_SHARE)
+    return max_bytes - parses, parses
 
 
 @dataclass(slots=True)

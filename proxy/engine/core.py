@@ -24,7 +24,7 @@ from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import INJECTIONS_KEPT, ConversationState, Injection
 from proxy.engine.state.failure import RepairState
-from proxy.engine.state.fold import fold_messages
+from proxy.engine.state.fold import Caught, Folding
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.exchange import Translation
 from proxy.engine.text.identity import conversation_id, task_id
@@ -33,7 +33,7 @@ from proxy.engine.text.tokens import TokenCounter
 from proxy.settings.kinds import Action, Placement
 from proxy.settings.policy import Policy
 
-__all__ = ["Engine", "Folded"]
+__all__ = ["Behind", "Engine", "Folded"]
 
 _INJECTING = frozenset({Action.NUDGE, Action.FORCE, Action.RESTRICT})
 STANDALONE_CACHE_ENTRIES = 10_000
@@ -54,6 +54,17 @@ class Folded:
     new_injections: tuple[Injection, ...]
     memory_due: bool
     """Memory is on and the verdict store has not been asked about this conversation's task yet."""
+
+
+class Behind(Exception):
+    """The conversation's state is further behind the request than its caller folds in the request's
+    path (a conversation first seen long, or one that departs from its folded history): `folding`,
+    not begun, is the fold of `request` that catches it up (`Engine.caught_up` keeps its end)."""
+
+    def __init__(self, request: Request, folding: Folding) -> None:
+        super().__init__(f"{folding.unread} messages unread")
+        self.request = request
+        self.folding = folding
 
 
 def _first_user_anchor(messages: list[Any]) -> str | None:
@@ -84,19 +95,39 @@ class Engine:
         tools = Learnt(translation.tools, self.rules.classifier)
         return Request(translation, conversation_id(messages, headers), task_id(messages, headers), team, tools)
 
-    def fold(self, request: Request, budget: Budget | None = None) -> Folded:
+    def fold(self, request: Request, budget: Budget | None = None, behind: int | None = None) -> Folded:
         """The conversation's state with this request's new turns folded and new trips' remedies
-        written; `BudgetExceeded` past the budget's deadline, the turns folded by then kept (a long
-        history first seen, after a restart or on another replica, is folded over a few requests,
-        each forwarded as it came, instead of never)."""
+        written; `BudgetExceeded` past the budget's deadline, the turns folded by then kept (the
+        next request, or a catch-up, reads on from there). With `behind`: `Behind`, before anything
+        is read, when more than that many messages are unread."""
         key = (request.team, request.conversation)
         before = self.cache.get(key) or ConversationState()
+        folding = Folding(before, request.translation.messages, self.rules)
+        if behind is not None and folding.unread > behind:
+            raise Behind(request, folding)
         try:
-            caught = fold_messages(before, request.translation.messages, self.rules, budget)
+            caught = folding.run(budget)
         except BudgetExceeded as exc:
             if isinstance(exc.progress, ConversationState) and exc.progress.turns > before.turns:
                 self.cache.put(key, exc.progress)
             raise
+        return self._folded(request, caught)
+
+    def folding(self, request: Request) -> Folding:
+        """The fold of what the conversation's state has not read of `request`, not begun."""
+        before = self.cache.get((request.team, request.conversation)) or ConversationState()
+        return Folding(before, request.translation.messages, self.rules)
+
+    def caught_up(self, request: Request, folding: Folding) -> None:
+        """Keep the end of a fold run beside the traffic (`Behind`): the state, its remedies written,
+        cached for the conversation's next request, unless a later request's fold got further meanwhile."""
+        state = self._folded(request, folding.caught()).state
+        key = (request.team, request.conversation)
+        held = self.cache.get(key)
+        if state.turns and (held is None or held.turns <= state.turns):
+            self.cache.put(key, state)
+
+    def _folded(self, request: Request, caught: Caught) -> Folded:
         state = caught.state
         injections = self._remedies(caught.trips, request.tools)
         if injections:

@@ -141,7 +141,7 @@ class UpstreamSettings(_Frozen):
 class LimitSettings(_Frozen):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1)
     analysis_budget_ms: float = Field(default=DEFAULT_ANALYSIS_BUDGET_MS, gt=0)
-    """CPU milliseconds one request's analysis may use; past it the request goes upstream as it came."""
+    """Milliseconds of wall time a request may wait for its analysis; past it, it goes up as it came."""
 
 
 class RepairSettings(_Frozen):
@@ -160,7 +160,7 @@ DEFAULT_STATE_CACHE_BYTES = 256 * 1024 * 1024
 """What analysis keeps in memory beyond the idle process, in bytes: the tokenizer (charged 28 MiB,
 `engine.tokens.TOKENIZER_BYTES`), the working memory of the largest bodies analysed (see
 `http.footprint`), then conversation states (3/4 of the rest, estimated per conversation; least
-recently used goes first) and message spans (1/4)."""
+recently used goes first) and message spans with the last parses (1/4: `dialects.spans`)."""
 
 MIN_STATE_CACHE_BYTES = 32 * 1024 * 1024
 """The least `store.state_cache_bytes` accepted: the tokenizer's charge and 4 MiB for states."""

@@ -13,7 +13,7 @@ import pytest
 from chat import Chat, edit, test_run, view
 
 from proxy.dialects import CHAT, parse
-from proxy.engine.core import Engine, Folded
+from proxy.engine.core import Behind, Engine, Folded
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.settings.policy import default_policy
 
@@ -75,3 +75,62 @@ def test_a_budget_spent_before_any_turn_keeps_nothing(budget: float) -> None:
     with pytest.raises(BudgetExceeded):
         engine.fold(request, Budget.of(budget, _ticks()))
     assert engine.cache.get(("default", request.conversation)) is None
+
+
+def test_a_fold_run_a_step_at_a_time_equals_the_fold_at_once() -> None:
+    """How a conversation is caught up beside the traffic (`http.runtime.catchup`): one event a step."""
+    chat = _long_chat(30)
+    incoming = parse(CHAT, chat.bytes())
+    assert incoming is not None
+    stepped, whole = Engine.of(default_policy()), Engine.of(default_policy())
+    request = stepped.request(incoming.translation, HEADERS)
+    with pytest.raises(Behind) as behind:
+        stepped.fold(request, behind=20)
+    folding = behind.value.folding
+    assert folding.unread == len(chat.messages) and stepped.cache.get(("default", request.conversation)) is None
+    steps = 0
+    while not folding.done:
+        folding.step()
+        steps += 1
+    assert steps == 31  # the task (a user message), then one a turn
+    stepped.caught_up(request, folding)
+    at_once = whole.fold(whole.request(incoming.translation, HEADERS))
+    kept = stepped.cache.get(("default", request.conversation))
+    assert kept is not None and kept.turns == at_once.state.turns == 30
+    assert kept.repair == at_once.state.repair and kept.detectors == at_once.state.detectors
+    assert kept.injections == at_once.state.injections and kept.cursor == at_once.state.cursor
+    _, attempts = _fold(stepped, chat.turn(test_run()), turns_per_request=8)
+    assert attempts == 1  # the next request reads only what it adds
+
+
+def test_a_conversation_within_reach_is_folded_in_the_request() -> None:
+    engine = Engine.of(default_policy())
+    chat = _long_chat(30)
+    incoming = parse(CHAT, chat.bytes())
+    assert incoming is not None
+    first = engine.fold(engine.request(incoming.translation, HEADERS))
+    engine.cache.put(("default", first.request.conversation), first.state)
+    incoming = parse(CHAT, chat.turn(test_run()).turn(edit()).bytes())
+    assert incoming is not None
+    folded = engine.fold(engine.request(incoming.translation, HEADERS), behind=20)  # 4 messages unread
+    assert folded.state.turns == 32
+
+
+def test_a_catch_up_does_not_put_back_a_state_a_later_request_got_past() -> None:
+    engine = Engine.of(default_policy())
+    chat = _long_chat(30)
+    incoming = parse(CHAT, chat.bytes())
+    assert incoming is not None
+    request = engine.request(incoming.translation, HEADERS)
+    with pytest.raises(Behind) as behind:
+        engine.fold(request, behind=20)
+    later = parse(CHAT, chat.turn(test_run()).bytes())
+    assert later is not None
+    ahead = engine.fold(engine.request(later.translation, HEADERS))  # folded whole meanwhile
+    engine.cache.put(("default", request.conversation), ahead.state)
+    folding = behind.value.folding
+    while not folding.done:
+        folding.step()
+    engine.caught_up(request, folding)
+    kept = engine.cache.get(("default", request.conversation))
+    assert kept is not None and kept.turns == 31

@@ -1,14 +1,16 @@
-"""The analysis budget: how much work one request's analysis may cost before it is given up.
+"""The analysis budget: how long one request may wait for its analysis before it is given up.
 
 The engine checks it between turns and, inside a turn, as it reads (once every
 `text.deadline.READ_STEP` characters: each turn's scanning is itself bounded, see
 `observe.window`, and every pattern is linear); past the deadline it raises `BudgetExceeded`
 where the reading is, and the caller forwards the request as it came (fail-open). The clock is
-the caller's, so the engine stays deterministic. The server's clock (`work_clock`) is the CPU
-time of the thread doing the analysis, less what the garbage collector took in that thread:
-neither other work taking the cores on a busy machine nor a collection of the whole heap that
-happens to land inside an analysis makes a request look costly and lose its repair. What is bounded is what the
-request's own input costs.
+the caller's, so the engine stays deterministic. The server's clock is wall time from when the
+request's analysis begins (`time.perf_counter`): what bounds a request is what it waits, its
+reading and whatever else takes the interpreter or the cores meanwhile (another request's step,
+a collection, other processes on a busy machine). A budget of CPU time did not: on a machine
+whose cores two model servers hold, 100 ms of CPU took 400-600 ms (bench/turn_cost.py). A
+conversation first seen long is not folded within a request's budget at all: it is caught up
+beside the traffic (`http.runtime.catchup`).
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ class BudgetExceeded(Exception):
 
 
 class GcAccounting:
-    """CPU time the garbage collector spends, per thread (a `gc.callbacks` hook while installed),
-    and pauses of the collector while large bodies are analysed.
+    """CPU time the garbage collector spends, per thread (a `gc.callbacks` hook while installed:
+    the CPU time an analysis reports leaves it out), and pauses of the collector while large bodies
+    are analysed.
 
     Parsing a body of many MB makes hundreds of thousands of objects at once, which sets off
     collections of the whole heap (measured: 150-240 ms each, holding the interpreter, so the
@@ -87,18 +90,19 @@ class GcAccounting:
             gc.callbacks.remove(self._callback)
 
     def work_clock(self) -> float:
-        """This thread's CPU time, less what the collector took of it."""
+        """This thread's CPU time, less what the collector took of it (what a request's analysis
+        cost, beside the wall time it waited)."""
         return time.thread_time() - self.spent()
 
 
 @dataclass(frozen=True, slots=True)
 class Budget:
     deadline: float
-    clock: Callable[[], float] = field(default=time.thread_time)
+    clock: Callable[[], float] = field(default=time.perf_counter)
 
     @classmethod
-    def of(cls, seconds: float, clock: Callable[[], float] = time.thread_time) -> Budget:
-        """A budget of `seconds` on `clock` from now (create it in the thread that will spend it)."""
+    def of(cls, seconds: float, clock: Callable[[], float] = time.perf_counter) -> Budget:
+        """A budget of `seconds` on `clock` (wall time, by default) from now."""
         return cls(clock() + seconds, clock)
 
     def check(self) -> None:

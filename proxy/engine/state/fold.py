@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from proxy.engine.reading.canonical import call_identity
@@ -33,7 +33,7 @@ from proxy.engine.state.conversation import (
     Watch,
 )
 from proxy.engine.state.failure import DiagnosticClass, RepairState, fold_failure, is_check
-from proxy.engine.state.history import cursor_after, cursor_at, numbered, resume, unnumbered
+from proxy.engine.state.history import Caught, cursor_after, cursor_at, numbered, resume, unnumbered
 from proxy.engine.state.patterns import FoldRules, Trip, TurnFacts, UserFacts
 from proxy.engine.state.progress import fold_progress
 from proxy.engine.text import nudges, roles
@@ -41,7 +41,7 @@ from proxy.engine.text.deadline import checkpoint, in_force
 from proxy.engine.text.transcript import Turn, UserMessage, read_turns
 from proxy.settings.kinds import Action, Mode
 
-__all__ = ["Caught", "fold_messages", "fold_turn", "fold_user"]
+__all__ = ["Caught", "Folding", "fold_messages", "fold_turn", "fold_user"]
 
 _IN_PLACE_OF_A_REPLY = frozenset({"result", "user", "call"})
 """What a user message follows when it stands where the model's reply should be (`UserMessage.after`)."""
@@ -206,26 +206,79 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
     ), trips
 
 
-@dataclass(frozen=True, slots=True)
-class Caught:
-    """A request's unseen turns folded into a conversation's state.
+class Folding:
+    """A fold of a request's unseen turns, one event (a turn or a user message) a `step`: run to its end
+    within a budget (`run`), or a few steps at a time beside the traffic (`http.runtime.catchup`).
+    Where reading starts (`unread`) is known before anything is read. A step is whole or not at all."""
 
-    An agent sends one request per turn, so a proxy that has seen every request folds one new
-    turn each time. One that has not (another worker or replica served the earlier requests,
-    or this one restarted) folds several at once and must decide as the others did: each
-    trip's remedy is written from the failure model as it stood on the trip's own turn, and
-    what the earlier turns did (their trips, outcomes, a pass) was reported by the request
-    that followed each of them. Only the latest turn's are this request's news.
-    """
+    def __init__(self, state: ConversationState, messages: Sequence[Any], rules: FoldRules) -> None:
+        self.where = resume(state, messages)
+        self.state = ConversationState() if self.where.fresh else state  # fresh: another branch of the task
+        self.messages, self.rules = messages, rules
+        self.trips: list[tuple[Trip, RepairState]] = []
+        self.latest: list[Trip] = []
+        self.before_latest = self.state
+        self._turns: list[Turn] | None = None  # read at the first step
+        self._events: list[Turn | UserMessage] = []
+        self._next = 0
 
-    state: ConversationState
-    trips: tuple[tuple[Trip, RepairState], ...]
-    """Every trip on the folded turns, with the failure model right after its turn."""
-    before_latest: ConversationState
-    """The state before the latest folded turn (the starting state when there is none)."""
-    latest_trips: tuple[Trip, ...] = ()
-    """The trips of the latest folded turn and of the user messages after it: the ones this
-    request reports."""
+    @property
+    def unread(self) -> int:
+        return len(self.messages) - self.where.start
+
+    @property
+    def done(self) -> bool:
+        return self._turns is not None and self._next >= len(self._events)
+
+    def step(self) -> None:
+        if self._turns is None:
+            if self.state.turns == 0 and self.where.start == 0:
+                self.state = self.before_latest = replace(self.state, read_only=roles.told_not_to_edit(self.messages))
+            self._turns, users = read_turns(self.messages, self.where.start)
+            self._events = sorted([*self._turns, *users], key=lambda event: event.message_index)
+            if self.done:
+                return
+        event, state, rules = self._events[self._next], self.state, self.rules
+        if isinstance(event, UserMessage):
+            state, found = fold_user(state, event, rules)
+            self.trips.extend((trip, state.repair) for trip in found)
+            self.latest.extend(found)
+        else:
+            skip = unnumbered(state.folded) if event.message_index < self.where.reread_before else frozenset()
+            volatile = frozenset(rules.policy.loops.volatile_keys)
+            observed, workspace = observe(event, state.turns + 1, rules.classifier, skip, volatile, state.workspace)
+            if observed.calls or not event.calls:  # else: not answered yet, or answered and folded already
+                self.before_latest = state = replace(state, workspace=workspace)
+                state, found = fold_turn(state, observed, rules)
+                self.trips.extend((trip, state.repair) for trip in found)
+                self.latest = list(found)
+        self.state, self._next = state, self._next + 1
+
+    def progress(self) -> ConversationState | None:
+        """The state so far, its cursor at the first event not folded (None: no turn folded)."""
+        if not self.state.turns or self._turns is None:
+            return None
+        if self.done:
+            return self.caught().state
+        cursor = cursor_at(self.messages, self._events[self._next].message_index, self.where.reread_before)
+        return replace(self.state, cursor=cursor)
+
+    def caught(self) -> Caught:
+        state = replace(self.state, cursor=cursor_after(self._turns or [], self.messages))
+        return Caught(state, tuple(self.trips), self.before_latest, tuple(self.latest))
+
+    def run(self, budget: Budget | None = None) -> Caught:
+        """Past `budget` (checked before each event and, inside one, as its outputs are read:
+        `text.deadline`), `BudgetExceeded` carrying `progress` (which the engine keeps)."""
+        with in_force(None if budget is None else budget.check):
+            while not self.done:
+                try:
+                    if budget is not None:
+                        budget.check()
+                    self.step()
+                except BudgetExceeded:
+                    raise BudgetExceeded(self.progress()) from None
+        return self.caught()
 
 
 def fold_messages(
@@ -234,39 +287,4 @@ def fold_messages(
     """Fold the turns of `messages` that `state` has not seen. Past `budget` (checked before each
     turn and, inside one, as its outputs are read: `text.deadline`), `BudgetExceeded` carrying the
     state as it was before the turn the fold stopped in, its cursor at that turn."""
-    where = resume(state, messages)
-    if where.fresh:
-        state = ConversationState()  # another branch of the task: nothing of the old one is its
-    if state.turns == 0 and where.start == 0:
-        state = replace(state, read_only=roles.told_not_to_edit(messages))
-    turns, users = read_turns(messages, where.start)
-    events: list[Turn | UserMessage] = sorted([*turns, *users], key=lambda event: event.message_index)
-    volatile = frozenset(rules.policy.loops.volatile_keys)
-    trips: list[tuple[Trip, RepairState]] = []
-    latest: list[Trip] = []
-    before_latest = state
-    with in_force(None if budget is None else budget.check):
-        for event in events:
-            at_start = state
-            try:
-                if budget is not None:
-                    budget.check()
-                if isinstance(event, UserMessage):
-                    state, found = fold_user(state, event, rules)
-                    trips.extend((trip, state.repair) for trip in found)
-                    latest.extend(found)
-                    continue
-                skip = unnumbered(state.folded) if event.message_index < where.reread_before else frozenset()
-                observed, workspace = observe(event, state.turns + 1, rules.classifier, skip, volatile, state.workspace)
-                if not observed.calls and event.calls:
-                    continue  # calls not answered yet, or answered and folded already
-                state = replace(state, workspace=workspace)
-                before_latest = state
-                state, found = fold_turn(state, observed, rules)
-            except BudgetExceeded:
-                # what was folded is kept (by the engine): the next request reads on from here
-                cursor = cursor_at(messages, event.message_index, where.reread_before)
-                raise BudgetExceeded(replace(at_start, cursor=cursor) if at_start.turns else None) from None
-            trips.extend((trip, state.repair) for trip in found)
-            latest = list(found)
-    return Caught(replace(state, cursor=cursor_after(turns, messages)), tuple(trips), before_latest, tuple(latest))
+    return Folding(state, messages, rules).run(budget)

@@ -31,11 +31,14 @@ import orjson
 
 from proxy.engine.reading.canonical import call_identity
 from proxy.engine.state.conversation import ConversationState, Cursor
+from proxy.engine.state.failure import RepairState
+from proxy.engine.state.patterns import Trip
 from proxy.engine.text.transcript import Turn, read_turns
 
 __all__ = [
     "FIRST_FOLD_MESSAGES",
     "SUFFIX_MESSAGES",
+    "Caught",
     "Resume",
     "cursor_after",
     "cursor_at",
@@ -150,3 +153,25 @@ def resume(state: ConversationState, messages: Sequence[Any]) -> Resume:
     if matched or any(c.id in ids for _turn, c in answered):
         return Resume(first_fold_start(messages), fresh=True)
     return Resume(first_fold_start(messages))
+
+
+@dataclass(frozen=True, slots=True)
+class Caught:
+    """A request's unseen turns folded into a conversation's state.
+
+    An agent sends one request per turn, so a proxy that has seen every request folds one new
+    turn each time. One that has not (another worker or replica served the earlier requests,
+    or this one restarted) folds several at once and must decide as the others did: each
+    trip's remedy is written from the failure model as it stood on the trip's own turn, and
+    what the earlier turns did (their trips, outcomes, a pass) was reported by the request
+    that followed each of them. Only the latest turn's are this request's news.
+    """
+
+    state: ConversationState
+    trips: tuple[tuple[Trip, RepairState], ...]
+    """Every trip on the folded turns, with the failure model right after its turn."""
+    before_latest: ConversationState
+    """The state before the latest folded turn (the starting state when there is none)."""
+    latest_trips: tuple[Trip, ...] = ()
+    """The trips of the latest folded turn and of the user messages after it: the ones this
+    request reports."""

@@ -148,7 +148,7 @@ _HISTOGRAMS: Mapping[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] =
     ),
     "overhead_seconds": (
         "repair_proxy_overhead_seconds",
-        "Time the proxy's own analysis added",
+        "Wall time the proxy added to an analysed request: from its body in to its going upstream",
         ("team",),
         _LATENCY_BUCKETS,
     ),

@@ -73,6 +73,7 @@ class Said:
 FAULTS: Mapping[Fault, Said] = {
     Fault.ANALYSIS_FAILED: Said("analysis_failed", "error", "analysis_failed"),
     Fault.ANALYSIS_ABANDONED: Said("analysis_abandoned", "warning", "analysis_abandoned"),
+    Fault.CATCHING_UP: Said("catching_up", "info", None),
     Fault.NOT_ANALYSABLE: Said("not_analysable", "info", None),
     Fault.READ_FAILED: Said("reply_unreadable", "error", None),
     Fault.SALVAGE_FAILED: Said("reply_unreadable", "error", "analysis_failed"),
@@ -214,6 +215,7 @@ def _request(record: Record, status: int, metrics: Metrics, _otel: Otel | None, 
         "status": status,
         "upstream_ms": None if record.upstream_ms is None else round(record.upstream_ms, 2),
         "overhead_ms": round(record.overhead_ms, 3),
+        "analysis_cpu_ms": round(record.analysis_cpu_ms, 3),
         "total_ms": round((time.perf_counter() - record.started) * 1000, 2),
         "conversation": record.conversation,  # known before the analysis: named when it fails too
         "team": record.team,

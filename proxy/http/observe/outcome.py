@@ -24,6 +24,9 @@ class Outcome(enum.Enum):
     # The analysis gave up: the request went up as it came (kept unless its relay ends otherwise).
     ANALYSIS_ABANDONED = "analysis_abandoned"
     ANALYSIS_FAILED = "analysis_failed"
+    CATCHING_UP = "catching_up"
+    """The conversation's state was far behind the request (first seen long): it went up as it
+    came, and the conversation is caught up beside the traffic (`runtime.catchup`)."""
     # Forwarded or delivered whole.
     COMPLETE = "complete"
     """The reply as it came (its calls made real when it wrote them as text)."""
@@ -60,7 +63,7 @@ GAVE_UP = frozenset({Outcome.COMPLETE_UNVERIFIED, Outcome.COMPLETE_FAILING, Outc
 MARKED = GAVE_UP | {Outcome.HANDBACK}
 """The outcomes `X-Repair-Outcome` says (its value is the outcome's): a gate that gave up, or
 the hand-back (`incomplete`)."""
-KEPT = frozenset({Outcome.ANALYSIS_ABANDONED, Outcome.ANALYSIS_FAILED})
+KEPT = frozenset({Outcome.ANALYSIS_ABANDONED, Outcome.ANALYSIS_FAILED, Outcome.CATCHING_UP})
 """Outcomes a complete relay does not overwrite: the request went up untouched because of them."""
 
 
@@ -81,6 +84,8 @@ class Fault(enum.Enum):
 
     ANALYSIS_FAILED = "analysis_failed"
     ANALYSIS_ABANDONED = "analysis_abandoned"
+    CATCHING_UP = "catching_up"
+    """The request's conversation is read beside the traffic (its request went up as it came)."""
     NOT_ANALYSABLE = "not_analysable"
     """Not JSON, no transcript, or (Responses) history kept upstream by `previous_response_id`."""
     READ_FAILED = "read_failed"

@@ -186,7 +186,12 @@ class Record:
     """The model the request names (model routes only)."""
     outcome: Outcome = Outcome.COMPLETE
     upstream_ms: float | None = None
-    overhead_ms: float = 0.0
+    read_at: float | None = None
+    """When the body was in (`time.perf_counter`)."""
+    sent_at: float | None = None
+    """When the request first went upstream (its retries are the upstream's time)."""
+    analysis_cpu_ms: float = 0.0
+    """CPU time the analysis's steps took, each in its own thread, the collector's left out."""
     delivered: int | None = None
     """The reply's status once the agent has it whole (its stream's last event, or its whole body,
     written: `upstream.ends`). An agent that leaves after that did not leave early (not `client_gone`)."""
@@ -194,6 +199,22 @@ class Record:
 
     def add(self, event: Event) -> None:
         self.events.append(event)
+
+    def sending(self) -> None:
+        """The request goes upstream (the first time counts)."""
+        if self.sent_at is None:
+            self.sent_at = time.perf_counter()
+
+    @property
+    def overhead_ms(self) -> float:
+        """The wall time the proxy added: from the body being in to the request going upstream (or,
+        answered by the proxy itself, to now), whatever the request waited for meanwhile: its
+        analysis, a worker thread, the verdict store, the event loop, the cores. 0 before the body
+        was in (refused)."""
+        if self.read_at is None:
+            return 0.0
+        until = time.perf_counter() if self.sent_at is None else self.sent_at
+        return (until - self.read_at) * 1000
 
     def end(self, outcome: Outcome) -> None:
         """How the request ended; a complete relay keeps why it went up untouched (`KEPT`)."""

@@ -4,10 +4,14 @@
 
 Any exception in the engine or the dialect means the original bytes go upstream untouched:
 the request's record says so (`Outcome.ANALYSIS_FAILED`, with the exception), never the agent.
-So does running past the analysis budget (`analysis_abandoned`). Large bodies, and bodies whose
-newest text is long, are analysed in a worker thread (`pipeline.offload`), so the event loop goes
-on serving other requests meanwhile; each step analysed on the loop goes on the record (`Held`:
-`runtime.stalls` names the one that held the loop when it stalls).
+So does running past the analysis budget (`analysis_abandoned`): wall time from the analysis's
+start, what the request waits. A conversation whose state is far behind the request (first seen
+long) is not folded in its path at all: the request goes up as it came (`catching_up`) and the
+conversation is caught up beside the traffic (`runtime.catchup`); so is the rest of a fold that ran
+past the budget. Large bodies, and bodies whose newest text is long, are analysed in a worker
+thread (`pipeline.offload`), so the event loop goes on serving other requests meanwhile; each
+step analysed on the loop goes on the record (`Held`: `runtime.stalls` names the one that held
+the loop when it stalls), and each step's CPU time (`analysis_cpu_ms`).
 Store trouble goes on the record too, and analysis goes on without memory. What the decision
 means beyond this request (a verdict to record or clear) is carried out here; its trips and
 instructions are the record's (`Analysed`), for the observer to log and count.
@@ -25,15 +29,17 @@ from typing import TypeVar
 from aiohttp import web
 
 from proxy.dialects import Dialect, Incoming, Planned, parse
-from proxy.engine.core import Folded
-from proxy.engine.plan.decide import Decision
+from proxy.engine.core import Behind, Engine, Folded
+from proxy.engine.plan.decide import Decision, Request
 from proxy.engine.state.budget import Budget, BudgetExceeded
+from proxy.engine.state.fold import Folding
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.identity import CONVERSATION_HEADER
 from proxy.http.observe.outcome import Fault, Outcome
 from proxy.http.observe.record import Analysed, Faulted, Held, Identified
 from proxy.http.pipeline.offload import fresh_chars, in_thread
-from proxy.http.runtime.appkeys import CONTEXT, GC, RECORD, STORES
+from proxy.http.runtime.appkeys import CATCH_UPS, CONTEXT, GC, RECORD, STORES
+from proxy.http.runtime.catchup import BEHIND
 
 __all__ = ["analyse", "remember_stall"]
 
@@ -45,24 +51,27 @@ class _Failed(Exception):
 
 
 def _guarded(request: web.Request, step: Callable[[], T]) -> T:
-    """Run one synchronous step of the analysis, timed; an exception in it is `analysis_failed`,
-    running past the budget `analysis_abandoned`."""
+    """Run one synchronous step of the analysis, its CPU time counted; an exception in it is
+    `analysis_failed`, running past the budget `analysis_abandoned` (`Behind` is the caller's)."""
     record = request[RECORD]
-    started = time.perf_counter()
+    clock = request.app[GC].work_clock
+    started = clock()
     try:
         return step()
+    except Behind:
+        raise
     except Exception as exc:
         abandoned = isinstance(exc, BudgetExceeded)
-        fields = {"path": request.path, "conversation": request.headers.get(CONVERSATION_HEADER)}
+        fields = {"path": request.path, "conversation": record.conversation or request.headers.get(CONVERSATION_HEADER)}
         record.add(
             Faulted(Fault.ANALYSIS_ABANDONED, None, fields)
             if abandoned
             else Faulted(Fault.ANALYSIS_FAILED, exc, fields)
         )
         record.end(Outcome.ANALYSIS_ABANDONED if abandoned else Outcome.ANALYSIS_FAILED)
-        raise _Failed from None
+        raise _Failed(exc) from None
     finally:
-        record.overhead_ms += (time.perf_counter() - started) * 1000
+        record.analysis_cpu_ms += (clock() - started) * 1000
 
 
 async def _prior(request: web.Request, folded: Folded) -> tuple[Verdict | None, bool]:
@@ -137,20 +146,22 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     context = request[CONTEXT]
     team = context.team
     engine = team.engine
-    seconds = context.runtime.settings.limits.analysis_budget_ms / 1000
-    clock = request.app[GC].work_clock
+    budget = Budget.of(context.runtime.settings.limits.analysis_budget_ms / 1000)  # wall time, from now
     size = len(body)
     shared = context.runtime.shared
     store = request.app[STORES].verdicts
+    whose: list[Request] = []  # whose request it is, once read
+
+    def read_body() -> Incoming | None:
+        return parse(dialect, body, shared.spans.parses)  # what it adds to its conversation's last body, only
 
     def fold_then_plan(read: Callable[[], Incoming | None]) -> tuple[Incoming, Folded, Planned | None] | None:
-        budget = Budget.of(seconds, clock)  # in the thread that spends it: its CPU time is the clock
         incoming = read()
         if incoming is None:
             return None
-        asked = engine.request(incoming.translation, request.headers, team.name)
-        request[RECORD].add(Identified(asked.conversation))  # whose it is, known before it is folded
-        folded = engine.fold(asked, budget)
+        whose.append(engine.request(incoming.translation, request.headers, team.name))
+        request[RECORD].add(Identified(whose[0].conversation))  # whose it is, known before it is folded
+        folded = engine.fold(whose[0], budget, behind=BEHIND)
         if store is not None and folded.memory_due:
             return incoming, folded, None  # planned once the store has answered
         return incoming, folded, Planned.of(incoming, engine.plan(folded), shared.spans)
@@ -158,9 +169,13 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     try:
         with shared.footprint.analysing(size):
             if in_thread(size, None):  # parsed there too
-                parsed = await _step(request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body)))
+                parsed = await _step(
+                    request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body, shared.spans.parses))
+                )
             else:
-                read = await _step(request, False, "analysis (parse)", lambda: parse(dialect, body))
+                read = await _step(
+                    request, False, "analysis (parse)", lambda: parse(dialect, body, shared.spans.parses)
+                )
                 fresh = fresh_chars(read.translation.messages) if read is not None else None
                 parsed = await _step(request, in_thread(size, fresh), "analysis", lambda: fold_then_plan(lambda: read))
             if parsed is None:
@@ -180,8 +195,23 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
                     "analysis (plan)",
                     lambda: Planned.of(incoming, engine.plan(folded, prior, asked=asked), shared.spans),
                 )
-    except _Failed:
+    except Behind as behind:
+        started = _catch_up(request, engine, behind.request, behind.folding, size)
+        fields = {"conversation": behind.request.conversation, "unread": behind.folding.unread, "started": started}
+        request[RECORD].add(Faulted(Fault.CATCHING_UP, None, fields))
+        request[RECORD].end(Outcome.CATCHING_UP)
+        return None
+    except _Failed as failed:
+        if isinstance(failed.args[0], BudgetExceeded) and whose:  # the rest of the fold, beside the traffic
+            _catch_up(request, engine, whose[0], engine.folding(whose[0]), size)
         return None
     request[RECORD].add(Analysed(planned.decision))
     await _settle(request, planned.decision)
     return planned
+
+
+def _catch_up(request: web.Request, engine: Engine, asked: Request, folding: Folding, size: int) -> bool:
+    """The conversation caught up beside the traffic (False: one is under way for it, or as many as
+    a worker runs at once), its transcript's working memory charged meanwhile."""
+    charged = request[CONTEXT].runtime.shared.footprint.analysing(size)
+    return request.app[CATCH_UPS].start(engine, asked, folding, charged)

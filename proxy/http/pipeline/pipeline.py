@@ -12,6 +12,7 @@ other request is forwarded as it came. Proxy-made errors use OpenAI's shape (Ant
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 
 from aiohttp import web
@@ -133,6 +134,7 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
         _check_path(request)
         team = _authenticate(request)
         body = await _read(request)
+        record.read_at = time.perf_counter()
     except Refused as refused:
         record.end(refused.outcome)
         return refused.response

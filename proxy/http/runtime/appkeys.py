@@ -10,6 +10,7 @@ from aiohttp import web
 from proxy.engine.state.budget import GcAccounting
 from proxy.http.observe.metrics import Metrics
 from proxy.http.observe.record import Record
+from proxy.http.runtime.catchup import CatchUps
 from proxy.http.runtime.rundir import Worker
 from proxy.http.runtime.stalls import Watch
 from proxy.http.runtime.tenancy import Runtime, Team
@@ -17,6 +18,7 @@ from proxy.store import VerdictStore
 from proxy.store.health import StoreHealth
 
 __all__ = [
+    "CATCH_UPS",
     "CONTEXT",
     "GC",
     "METRICS",
@@ -57,6 +59,8 @@ METRICS = web.AppKey("metrics", Metrics)
 STALLS = web.AppKey("stalls", Watch)
 """The requests in flight, looked at for the steps that held the event loop (see `runtime.stalls`)."""
 SESSION = web.AppKey("session", aiohttp.ClientSession)
+CATCH_UPS = web.AppKey("catch_ups", CatchUps)
+"""Conversations first seen long, read beside the traffic (`runtime.catchup`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from proxy.http.observe.outcome import Outcome
 from proxy.http.observe.record import CURRENT, Record
 from proxy.http.observe.tracing import OPERATIONS, TRACING, tracing_from_env
 from proxy.http.runtime.appkeys import (
+    CATCH_UPS,
     GC,
     METRICS,
     RECORD,
@@ -32,6 +33,7 @@ from proxy.http.runtime.appkeys import (
     Stores,
 )
 from proxy.http.runtime.background import running
+from proxy.http.runtime.catchup import CatchUps
 from proxy.http.runtime.rundir import Worker, started
 from proxy.http.runtime.stalls import Watch, look
 from proxy.http.runtime.tenancy import Runtime, upstream_named
@@ -177,6 +179,14 @@ async def _first_probe(app: web.Application) -> AsyncIterator[None]:
         yield
 
 
+async def _catch_ups(app: web.Application) -> AsyncIterator[None]:
+    """Conversations read beside the traffic (`runtime.catchup`): those under way cancelled as the app stops."""
+    try:
+        yield
+    finally:
+        await app[CATCH_UPS].close()
+
+
 async def _gc_accounting(app: web.Application) -> AsyncIterator[None]:
     app[GC].install()
     try:
@@ -243,12 +253,14 @@ def make_app(
     app[METRICS] = Metrics(worker.metrics_dir, None if run_dir is None else functools.partial(started, run_dir))
     app[GC] = GcAccounting()
     app[STALLS] = Watch()
+    app[CATCH_UPS] = CatchUps(busy=app[STALLS].busy, paused=app[GC].paused)
     if tracer is not None:
         app[TRACING] = tracer
         app.cleanup_ctx.append(_tracing)
     app.cleanup_ctx.append(_ready)
     app.cleanup_ctx.append(_gc_accounting)
     app.cleanup_ctx.append(_stalls)
+    app.cleanup_ctx.append(_catch_ups)
     app.cleanup_ctx.append(_client_session)
     if probe_at_start and worker.index in (None, 0):
         app.cleanup_ctx.append(_first_probe)

@@ -187,6 +187,7 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
         url = target_url(base.rstrip("/").removesuffix("/v1"), raw.raw_path.lstrip("/"), raw.raw_query_string)
     else:
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
+    request[RECORD].sending()
     started = time.perf_counter()
     session = request.app[SESSION]
     upstream = await open_upstream(
