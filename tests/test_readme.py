@@ -222,15 +222,19 @@ def test_each_term_is_defined_before_it_is_first_used() -> None:
 
 
 def test_the_first_screen_says_which_patterns_act_by_default() -> None:
-    """Its count of patterns, those that act and those in shadow, are the registry's defaults
-    (`repeated_error`, acting but run only with the failure model off, said apart)."""
-    screen = section(FIRST_SCREEN)
+    """Its count of patterns, those that act (each named) and those in shadow, are the registry's
+    defaults (`repeated_error`, acting but run only with the failure model off, said apart)."""
+    screen = " ".join(section(FIRST_SCREEN).split())
     acting = [d.name for d in REGISTRY if d.options.mode.value == "act" and d.name != "repeated_error"]
     shadow = [d.name for d in REGISTRY if d.options.mode.value == "shadow"]
-    assert len(acting) == 1, "the sentence below says one"
-    assert f"of the {len(REGISTRY)} patterns one acts: `{acting[0]}`" in " ".join(screen.split())
-    assert f"{len(shadow)} watch in shadow" in " ".join(screen.split())
-    assert "`repeated_error`, a legacy counter, runs only with" in " ".join(screen.split())
+    words = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    count = f"of the {len(REGISTRY)} patterns {words[len(acting)]} act"
+    assert count in screen, f"the first screen should say {count!r}"
+    sentence = screen[screen.index(count) : screen.index("watch in shadow")]
+    named = re.findall(r"`(\w+)`", sentence)
+    assert sorted(named) == sorted(acting), "the sentence names exactly the patterns that act"
+    assert f"{len(shadow)} watch in shadow" in screen
+    assert "`repeated_error`, a legacy counter, runs only with" in screen
 
 
 def test_the_policy_to_copy_is_whole_and_does_what_its_comments_say(tmp_path: Path) -> None:

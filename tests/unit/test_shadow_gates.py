@@ -75,18 +75,32 @@ def test_in_shadow_the_action_gate_says_what_it_owns_and_asks_for_a_call_not_the
     the model re-ran it at every turn of both proxy arms (recovery bench smoke, countdown)."""
     text, _choice, _pinned = _said(_rules(_stuck()), Gate.ACTION)
     assert "The failing test expects `parse('1 + 2')` to be `3`; it is `4`." in text
-    assert "run again, it fails the same way" in text and "Reply with your next tool call only." in text
-    assert "re-run the failing check" not in text
+    assert "nothing has changed since: run again, it fails again" in text  # the rung's own refusal of the run
+    assert "Change the code so that it does what is expected" in text
+    assert "re-run the failing check" not in text and "read the failing test" not in text
     assert _rules(_stuck()).gates[Gate.ACTION].edit.require_call
 
 
-def test_the_failing_check_proposed_again_is_refused_only_while_the_stuck_pattern_acts() -> None:
+def test_the_failing_check_after_three_identical_failures_and_nothing_since_is_the_rungs_own_to_refuse() -> None:
+    """Its result is known: the rung refuses it whatever the pattern's mode, in shadow with its own
+    words (what the failing test expects, what the code gives) and no call held; the pattern's next
+    step (the read it names, its exact call) only while it acts."""
     rerun = orjson.dumps(test_run()[1]).decode()
     refusal = judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(_stuck(), acting(STUCK))).refusal
-    assert refusal is not None and refusal.pattern == STUCK
-    shadow = _rules(_stuck())
-    assert judge(ReplyView("", ("execute_bash",), (rerun,)), shadow).refusal is None
-    assert Gate.BLOCK not in shadow.gates and shadow.refuse is None  # nothing to refuse: no reply held for it
+    assert refusal is not None and refusal.pattern == STUCK and "read the failing test" in refusal.instead
+    shadow = judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(_stuck())).refusal
+    assert shadow is not None and shadow.owned and shadow.pinned is None and shadow.tool is None
+    assert (
+        "expects `parse('1 + 2')` to be `3`; it is `4`" in shadow.instead
+        and "read the failing test" not in shadow.instead
+    )
+
+
+def test_the_failing_check_after_one_failure_is_refused_only_while_the_stuck_pattern_acts() -> None:
+    chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(view())
+    rerun = orjson.dumps(test_run()[1]).decode()
+    assert judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(chat, acting(STUCK))).refusal is not None
+    assert judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(chat)).refusal is None
 
 
 def test_a_redone_edit_is_refused_only_while_redone_edit_acts() -> None:

@@ -202,9 +202,11 @@ def test_the_failing_check_written_as_text_again_with_nothing_changed_is_refused
     """The block rung reads a call written in the agent's protocol as it reads a tool call: the
     failing check a fourth time, nothing changed since its three identical failures, is refused,
     and the re-ask asks for one call in the agent's own format (no tools to require or to hold in
-    a schema: the agent reads text). Only while `stuck_same_diagnostic` acts: in shadow (as it
-    ships) it refuses nothing (issue 61)."""
-    assert judge(ReplyView(RERUN[protocol], (), ()), _reply_rules([FAIL] * 3, protocol)).gate is None
+    a schema: the agent reads text). Its result is known, so the rung refuses it on its own evidence
+    as it ships too (`stuck_same_diagnostic` in shadow), in its own words."""
+    shadow = _reply_rules([FAIL] * 3, protocol)
+    judged = judge(ReplyView(RERUN[protocol], (), ()), shadow)
+    assert judged.gate is Gate.BLOCK and judged.refusal is not None and judged.refusal.owned
     rules = _reply_rules([FAIL] * 3, protocol, ("stuck_same_diagnostic",))
     judgement = judge(ReplyView(RERUN[protocol], (), ()), rules)
     assert judgement.gate is Gate.BLOCK and judgement.refusal is not None

@@ -97,8 +97,14 @@ class Refusal:
     """Refused on evidence the block gate owns and is measured for as its own, whatever the
     pattern's mode (`Detector.gate_owned`): an edit that cannot change the file (its replacement
     the text it replaces: `gate:block`, 10 of 10 refusals judged right on the corpus's test part)
-    or that undoes the last edit (A -> B -> A, refused as a copy is: issue 61). Any other refusal
-    comes only from a pattern that acts: a pattern in shadow changes nothing."""
+    or that undoes the last edit (A -> B -> A, refused as a copy is: issue 61), or the failing check
+    proposed again as it was after failing the same way three times with nothing changed since (its
+    result is known). Any other refusal comes only from a pattern that acts: a pattern in shadow
+    changes nothing."""
+    plain: str = ""
+    """For an owned refusal of a pattern in shadow: the gate's own words in place of `instead`, and
+    no call held or tool narrowed (the pattern's next step is its own, and it says nothing); empty:
+    `instead` is the gate's own too."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,8 +43,10 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "no_effect"
 AFTER = 3
 """Runs, each after a write, that printed an output the command had printed before."""
-MODE = Mode.SHADOW
-"""Shadow by default until measured on agents its rule was not written against."""
+MODE = Mode.ACT
+"""Acts by default: on the corpus's test part (issue 60, 2026-12-07) judged right 2 of 2 under the
+strict rubric, redundant 0 of 2 (OpenHands 1.0 with GLM-4.6: edits in one copy of a package while
+another ran); tune: 8 trips, redundant 1 of 7. Few trips: the README says so."""
 OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
 _RUNS = frozenset({CallKind.VERIFY.value, CallKind.OTHER.value})
 _KEPT_OUTPUTS = 8

@@ -35,8 +35,10 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "refused_edits"
 AFTER = 4
 """Edits refused since the last one that landed, before the pattern sees a loop."""
-MODE = Mode.SHADOW
-"""Shadow by default until measured on agents its rule was not written against."""
+MODE = Mode.ACT
+"""Acts by default: on the corpus's test part (issue 60, 2026-12-07) judged right 7 of 8 under the
+strict rubric, redundant 0 of 8 (Moatless with Claude 3.5, OpenHands 1.0 with GLM-4.6); tune: 35
+trips, redundant 2 of 35."""
 OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
 
 

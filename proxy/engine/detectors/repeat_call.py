@@ -36,10 +36,11 @@ AFTER = 3
 """The same canonical call succeeding this many times in a row trips the pattern."""
 HALT_AT = 6
 """Repeats at which the run is handed back."""
-MODE = Mode.SHADOW
-"""Shadow by default: it trips, logs and counts, and says nothing (test part: judged right 9 of 10, but
-redundant 3 of 10 (over the 20% bar: the agent moved on by itself)). A policy's `mode = "act"`
-switches it on."""
+MODE = Mode.ACT
+"""Acts by default since it waits for the fourth identical call (`confirm`): on the corpus's test part
+(issue 60, 2026-12-07) judged right 6 of 7 under the strict rubric (its two hand-backs right),
+redundant 1 of 5 (before, at the third call: 9 of 10 right but 3 of 10 redundant); tune: 26 trips,
+redundant 0 of 26."""
 OPTIONS = Ladder(
     after=AFTER, action=Action.NUDGE, escalate=(Rung(at=HALT_AT, action=Action.HALT),), mode=MODE, confirm=1
 )

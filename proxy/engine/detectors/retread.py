@@ -35,8 +35,10 @@ __all__ = ["AFTER", "DETECTOR", "NAME"]
 NAME = "retread"
 AFTER = 6
 """Calls in a row, each a call made before that printed what it printed then."""
-MODE = Mode.SHADOW
-"""Shadow by default until measured on agents its rule was not written against."""
+MODE = Mode.ACT
+"""Acts by default: on the corpus's test part (issue 60, 2026-12-07) judged right 3 of 3 under the
+strict rubric, redundant 0 of 3; tune: 45 trips, redundant 3 of 42, the pattern that acted on most
+of the open-weight models' loops there (19 of 30). Few test trips: the README says so."""
 OPTIONS = Ladder(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
 _QUOTED = 6
 """Calls of the stretch quoted in the remedy (the latest)."""

@@ -44,7 +44,7 @@ from proxy.engine.detectors.failure_reads import (
     step_of,
     step_tool,
 )
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors.wording import PREFIX, expected_behaviour
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
@@ -67,6 +67,12 @@ BLOCK = 3
 """Streak from which the failing check proposed again, with nothing changed since, is refused."""
 BLOCK_QUIET = 1
 """Streak from which the failing check proposed again, with only reads and searches since, is refused."""
+
+
+PLAIN = "Change the code so that it does what is expected, then re-run the check."
+"""The block gate's own words when it refuses the unchanged failing check while this pattern is in
+shadow (its next step is this pattern's own, and a pattern in shadow says nothing), after the
+failure model's evidence: what the failing test expects and what the code gives."""
 
 
 class Options(Ladder):
@@ -181,7 +187,17 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
     )
-    return Refusal(NAME, reason, next_step(found, context.vocabulary), tool, pinned, times=streak)
+    unchanged = bool(options.block) and streak >= options.block  # known: it fails the same way again
+    return Refusal(
+        NAME,
+        reason,
+        next_step(found, context.vocabulary),
+        tool,
+        pinned,
+        times=streak,
+        owned=unchanged,
+        plain=" ".join(filter(None, (expected_behaviour(repair), PLAIN))) if unchanged else "",
+    )
 
 
 def force(_trip: Trip, levers: Levers) -> Forced | None:
@@ -213,6 +229,7 @@ DETECTOR = Detector(
     remembered=True,
     blocks=blocks,
     futile=futile,
+    gate_owned=True,  # the failing check again, three identical failures and nothing changed since
     judges_text=True,
     asks=Ask.STEP,
     names_next_step=True,
