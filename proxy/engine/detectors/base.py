@@ -99,12 +99,10 @@ class Refusal:
     the text it replaces: `gate:block`, 10 of 10 refusals judged right on the corpus's test part)
     or that undoes the last edit (A -> B -> A, refused as a copy is: issue 61), or the failing check
     proposed again as it was after failing the same way three times with nothing changed since (its
-    result is known). Any other refusal comes only from a pattern that acts: a pattern in shadow
+    result is known; the re-ask names the failure's next step, the failure model's evidence: asked in
+    plain words, Qwen2.5-Coder-1.5B answered with the same run and was handed back at its first
+    turn, recovery bench, countdown seed 1 at c307762). Any other refusal comes only from a pattern that acts: a pattern in shadow
     changes nothing."""
-    plain: str = ""
-    """For an owned refusal of a pattern in shadow: the gate's own words in place of `instead`, and
-    no call held or tool narrowed (the pattern's next step is its own, and it says nothing); empty:
-    `instead` is the gate's own too."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ from proxy.engine.detectors.failure_reads import (
     step_of,
     step_tool,
 )
-from proxy.engine.detectors.wording import PREFIX, expected_behaviour
+from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
@@ -67,12 +67,6 @@ BLOCK = 3
 """Streak from which the failing check proposed again, with nothing changed since, is refused."""
 BLOCK_QUIET = 1
 """Streak from which the failing check proposed again, with only reads and searches since, is refused."""
-
-
-PLAIN = "Change the code so that it does what is expected, then re-run the check."
-"""The block gate's own words when it refuses the unchanged failing check while this pattern is in
-shadow (its next step is this pattern's own, and a pattern in shadow says nothing), after the
-failure model's evidence: what the failing test expects and what the code gives."""
 
 
 class Options(Ladder):
@@ -196,7 +190,6 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         pinned,
         times=streak,
         owned=unchanged,
-        plain=" ".join(filter(None, (expected_behaviour(repair), PLAIN))) if unchanged else "",
     )
 
 

@@ -12,7 +12,6 @@ next step the state suggests, and a call required (with its schema, for servers 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from proxy.engine.detectors import Refusal, RemedyContext
 from proxy.engine.detectors.wording import PREFIX
@@ -62,9 +61,7 @@ def _owned(
 
     def owned(proposal: Proposal, context: RemedyContext) -> Refusal | None:
         refusal = judge(proposal, context)
-        if refusal is None or not refusal.owned:
-            return None
-        return replace(refusal, instead=refusal.plain, tool=None, pinned=None) if refusal.plain else refusal
+        return refusal if refusal is not None and refusal.owned else None
 
     return owned
 
