@@ -101,8 +101,8 @@ class Refusal:
     proposed again as it was after failing the same way three times with nothing changed since (its
     result is known; the re-ask names the failure's next step, the failure model's evidence: asked in
     plain words, Qwen2.5-Coder-1.5B answered with the same run and was handed back at its first
-    turn, recovery bench, countdown seed 1 at c307762). Any other refusal comes only from a pattern that acts: a pattern in shadow
-    changes nothing."""
+    turn, recovery bench, countdown seed 1 at c307762). Any other refusal comes only from a pattern
+    that acts: a pattern in shadow changes nothing."""
 
 
 @dataclass(frozen=True, slots=True)
