@@ -235,9 +235,11 @@ BLOCK_REASK = OWN.retried(Gate.BLOCK, schema=True)
 """The block gate's re-ask after it refused the model's call."""
 
 
-def _refused(times: int = STOP_AFTER) -> Judgement:
-    """The block gate's judgement of a call made in vain `times` in a row before."""
-    return Judgement(Gate.BLOCK, refusal=Refusal("stuck_same_diagnostic", "why", "instead", times=times), acts=True)
+def _refused(times: int = STOP_AFTER, *, halts: bool = True) -> Judgement:
+    """The block gate's judgement of a call made in vain `times` in a row before (`halts`: False for
+    the gate's own refusal while its pattern is in shadow)."""
+    refusal = Refusal("stuck_same_diagnostic", "why", "instead", times=times, owned=not halts, halts=halts)
+    return Judgement(Gate.BLOCK, refusal=refusal, acts=True)
 
 
 @pytest.mark.parametrize(
@@ -246,6 +248,7 @@ def _refused(times: int = STOP_AFTER) -> Judgement:
         (BLOCK_REASK, _refused(), STOPPING, 1, Stop()),
         (BLOCK_REASK, _refused(), STOPPING, 3, Stop()),
         (BLOCK_REASK, _refused(times=1), STOPPING, 1, Deliver(Outcome.FUTILE, True, Gate.BLOCK)),
+        (BLOCK_REASK, _refused(times=3, halts=False), STOPPING, 1, Deliver(Outcome.FUTILE, True, Gate.BLOCK)),
         (BLOCK_REASK, _refused(), RULES, 1, Deliver(Outcome.FUTILE, first=True, gate=Gate.BLOCK)),
         (BLOCK_REASK, Judgement(None, acts=True), STOPPING, 1, Deliver(Outcome.COMPLETE)),
         (OWN.retried(Gate.ACTION, schema=True, first_acts=False), _refused(), STOPPING, 1, Stop()),
@@ -270,6 +273,7 @@ def _refused(times: int = STOP_AFTER) -> Judgement:
         "told why, the model proposes a call refused again, made in vain twice before: the hand-back",
         "the same, whatever budget is left: asking a third time is a loop",
         "a refused call made in vain once only: its first reply passes marked, no hand-back yet",
+        "the gate's own refusal while its pattern is in shadow: its first reply passes marked, never a hand-back",
         "futile_again = pass: the model's first reply, marked",
         "a call that can help: delivered",
         "the action gate's retry after a reply with no call, answered with a call made in vain twice: the hand-back",

@@ -107,6 +107,7 @@ def test_the_failing_check_after_three_identical_failures_and_nothing_since_is_t
     assert refusal is not None and refusal.pattern == STUCK and "read the failing test" in refusal.instead
     shadow = judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(_stuck())).refusal
     assert shadow is not None and shadow.owned
+    assert refusal.halts and not shadow.halts  # the hand-back is the pattern's own rung: not taken in shadow
     assert (shadow.reason, shadow.instead, shadow.tool, shadow.pinned) == (
         refusal.reason,
         refusal.instead,

@@ -103,6 +103,12 @@ class Refusal:
     plain words, Qwen2.5-Coder-1.5B answered with the same run and was handed back at its first
     turn, recovery bench, countdown seed 1 at c307762). Any other refusal comes only from a pattern
     that acts: a pattern in shadow changes nothing."""
+    halts: bool = True
+    """The stop rung (`reply.futile_again`) may hand the run back when a gate's retry is answered
+    with this call. Not for a refusal the gate owns while its pattern is in shadow: the hand-back
+    is a pattern's rung, and a shadow pattern's is not taken (the 1.5B model re-proposing the
+    unchanged failing check after reading the test and the code was handed back at its third turn
+    of ten: recovery bench, pages seed 1, at 8261ddb); the model's first reply passes, marked."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ next step the state suggests, and a call required (with its schema, for servers 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from proxy.engine.detectors import Refusal, RemedyContext
 from proxy.engine.detectors.wording import PREFIX
@@ -57,11 +58,12 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
 def _owned(
     judge: Callable[[Proposal, RemedyContext], Refusal | None],
 ) -> Callable[[Proposal, RemedyContext], Refusal | None]:
-    """A shadow pattern's judge, kept to the refusals the gate owns."""
+    """A shadow pattern's judge, kept to the refusals the gate owns, none of which hands the run
+    back (`Refusal.halts`: the hand-back is the pattern's rung)."""
 
     def owned(proposal: Proposal, context: RemedyContext) -> Refusal | None:
         refusal = judge(proposal, context)
-        return refusal if refusal is not None and refusal.owned else None
+        return replace(refusal, halts=False) if refusal is not None and refusal.owned else None
 
     return owned
 

@@ -221,6 +221,7 @@ def _again(attempt: Attempt, judgement: Judgement) -> bool:
     vain `STOP_AFTER` times in a row: asked again (told why its own call cannot help, or asked
     for a call at all), the model answered with one it has seen fail (the same one, or the other
     of two it alternates between). The agent's own request is never handed back on its first
-    reply: that reply is refused and asked again first."""
+    reply: that reply is refused and asked again first; nor on a refusal that does not halt (the
+    gate's own, while its pattern is in shadow: `Refusal.halts`)."""
     refusal = judgement.refusal
-    return attempt.gate is not None and refusal is not None and refusal.times >= STOP_AFTER
+    return attempt.gate is not None and refusal is not None and refusal.halts and refusal.times >= STOP_AFTER
