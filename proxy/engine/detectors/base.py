@@ -105,10 +105,8 @@ class Refusal:
     that acts: a pattern in shadow changes nothing."""
     halts: bool = True
     """The stop rung (`reply.futile_again`) may hand the run back when a gate's retry is answered
-    with this call. Not for a refusal the gate owns while its pattern is in shadow: the hand-back
-    is a pattern's rung, and a shadow pattern's is not taken (the 1.5B model re-proposing the
-    unchanged failing check after reading the test and the code was handed back at its third turn
-    of ten: recovery bench, pages seed 1, at 8261ddb); the model's first reply passes, marked."""
+    with this call. Not for an owned refusal of a pattern in shadow whose `Detector.owned_halts` is
+    off; the model's first reply passes, marked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +191,9 @@ class Detector(Generic[S, Opts]):
     gate_owned: bool = False
     """Some of its refusals are the block gate's own evidence (`Refusal.owned`): in shadow, the
     rung still refuses those, and only those. Every other pattern in shadow refuses nothing."""
+    owned_halts: bool = True
+    """In shadow, the stop rung (`reply.futile_again`) may hand the run back on its owned refusals
+    (a third no-op edit in answer to a gate's retry). False: they refuse, and never hand back."""
     names_next_step: bool = False
     """Its next step (`failure_reads.next_step`: the read the failure points at, then the held
     edit) is what the finish and action gates ask for on a live failure nothing has changed since;
@@ -273,6 +274,8 @@ class Pattern(Protocol):
     def asks(self) -> Ask: ...
     @property
     def gate_owned(self) -> bool: ...
+    @property
+    def owned_halts(self) -> bool: ...
     @property
     def names_next_step(self) -> bool: ...
 

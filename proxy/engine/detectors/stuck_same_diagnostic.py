@@ -223,6 +223,10 @@ DETECTOR = Detector(
     blocks=blocks,
     futile=futile,
     gate_owned=True,  # the failing check again, three identical failures and nothing changed since
+    # ... but in shadow that refusal never hands the run back: the hand-back is this pattern's rung (the
+    # 1.5B model, re-proposing the check after reading the test and the code, was handed back at its
+    # third turn of ten: recovery bench, pages seed 1, at 8261ddb)
+    owned_halts=False,
     judges_text=True,
     asks=Ask.STEP,
     names_next_step=True,

@@ -33,7 +33,7 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
     refuses nothing, but what the gate owns as its own evidence (`Refusal.owned`: a no-op edit)."""
     state, text = turn.state, turn.calls_as_text
     judges = [
-        judge if rules.acts(pattern) else _owned(judge)
+        judge if rules.acts(pattern) else _owned(judge, halts=pattern.owned_halts)
         for pattern in rules.patterns
         if rules.acts(pattern) or pattern.gate_owned
         if (judge := pattern.refuser(state.detectors, state.repair, rules.options[pattern.name], text=text)) is not None
@@ -56,14 +56,16 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
 
 
 def _owned(
-    judge: Callable[[Proposal, RemedyContext], Refusal | None],
+    judge: Callable[[Proposal, RemedyContext], Refusal | None], *, halts: bool
 ) -> Callable[[Proposal, RemedyContext], Refusal | None]:
-    """A shadow pattern's judge, kept to the refusals the gate owns, none of which hands the run
-    back (`Refusal.halts`: the hand-back is the pattern's rung)."""
+    """A shadow pattern's judge, kept to the refusals the gate owns; those hand the run back only
+    where the pattern says they may (`Detector.owned_halts`)."""
 
     def owned(proposal: Proposal, context: RemedyContext) -> Refusal | None:
         refusal = judge(proposal, context)
-        return replace(refusal, halts=False) if refusal is not None and refusal.owned else None
+        if refusal is None or not refusal.owned:
+            return None
+        return refusal if halts else replace(refusal, halts=False)
 
     return owned
 
