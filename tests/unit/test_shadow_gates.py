@@ -60,41 +60,44 @@ def _no_block(policy: Policy) -> Policy:
 
 
 def _twice() -> Chat:
-    """The same failure twice, an edit between that changed nothing: short of the rung's own refusal."""
+    """The same failure twice, an edit between that changed nothing, nothing since."""
     return Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(edit()).turn(test_run())
+
+
+def _edited() -> Chat:
+    """A failure, then an edit that landed: the re-run is the step, and nobody refuses it."""
+    return Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(edit())
 
 
 @pytest.mark.parametrize("gate", [Gate.ACTION, Gate.FINISH])
 def test_a_gate_s_retry_carries_the_stuck_step_only_while_the_pattern_acts(gate: Gate) -> None:
-    """Acting, at the third same failure; in shadow, as it ships, not at the second, nor (the finish
-    gate) at the third. The action gate at the third in shadow: the next test."""
+    """Acting, at the third same failure; in shadow, as it ships, not after an edit landed, nor
+    (the finish gate) at the second or third. The action gate in shadow with nothing changed since
+    the failure: the next test."""
     text, choice, pinned = _said(_rules(_stuck(), acting(STUCK)), gate)
     assert "Do not edit parse.py again yet. Next, read the failing test" in text  # must: acting
     assert choice == "str_replace_editor" and pinned is not None and pinned["command"] == "view"
-    for chat in (_twice(), _stuck()) if gate is Gate.FINISH else (_twice(),):
+    for chat in (_edited(), _twice(), _stuck()) if gate is Gate.FINISH else (_edited(),):
         text, choice, pinned = _said(_rules(chat), gate)  # must not: in shadow, as it ships
         assert "Do not edit" not in text and "Next, read" not in text, text
         assert pinned is None and choice != "str_replace_editor"
 
 
-def test_in_shadow_the_action_gate_asks_for_the_step_the_rungs_own_refusal_names() -> None:
-    """Three identical failures, nothing changed since: the re-run is the block rung's own to refuse
-    (its result is known), and the action gate's retry asks for what that refusal names instead of
-    the run (asked for the run, the model made it: recovery bench, openhands style)."""
-    text, choice, pinned = _said(_rules(_stuck()), Gate.ACTION)
-    assert "failed the same way 3 times in a row, and nothing has changed since" in text
+@pytest.mark.parametrize(("chat", "times"), [(_twice(), 2), (_stuck(), 3)], ids=["second", "third"])
+def test_in_shadow_the_action_gate_asks_for_the_step_the_rungs_own_refusal_names(chat: Chat, times: int) -> None:
+    """Nothing changed since the check failed: the re-run is the block rung's own to refuse (its
+    result is known), and the action gate's retry asks for what that refusal names instead of the
+    run (asked for the run, the model made it: recovery bench, openhands style; told in words what
+    the test expects and that a re-run fails the same way, it re-ran it: smoke at 27ea232)."""
+    text, choice, pinned = _said(_rules(chat), Gate.ACTION)
+    assert f"failed the same way {times} times in a row, and nothing has changed since" in text
     assert "Next, read the failing test" in text and "re-run the failing check" not in text
     assert choice == "str_replace_editor" and pinned is not None and pinned["command"] == "view"
 
 
-def test_in_shadow_the_action_gate_says_what_it_owns_and_asks_for_a_call_not_the_run_that_just_failed() -> None:
-    """The gate's own evidence, the failure model's: what the failing test expects and what the
-    code gives, and that nothing has changed since it failed. Told only "the check still fails",
-    the model re-ran it at every turn of both proxy arms (recovery bench smoke, countdown)."""
-    text, _choice, _pinned = _said(_rules(_twice()), Gate.ACTION)
-    assert "The failing test expects `parse('1 + 2')` to be `3`; it is `4`." in text
-    assert "run again, it fails the same way" in text and "Reply with your next tool call only." in text
-    assert "re-run the failing check" not in text and "read the failing test" not in text
+def test_in_shadow_after_an_edit_landed_the_action_gate_asks_for_the_re_run() -> None:
+    text, _choice, _pinned = _said(_rules(_edited()), Gate.ACTION)
+    assert "Next, re-run the failing check" in text and "Next, read" not in text
 
 
 def test_the_failing_check_after_three_identical_failures_and_nothing_since_is_the_rungs_own_to_refuse() -> None:
@@ -116,11 +119,16 @@ def test_the_failing_check_after_three_identical_failures_and_nothing_since_is_t
     )
 
 
-def test_the_failing_check_after_one_failure_is_refused_only_while_the_stuck_pattern_acts() -> None:
+def test_the_failing_check_after_one_failure_and_a_read_is_the_rungs_own_but_not_after_an_edit() -> None:
+    """Only a read since it failed: the re-run's result is known, refused in shadow too (never a
+    hand-back there); an edit landed since: the re-run is the step, refused by neither."""
     chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(view())
     rerun = orjson.dumps(test_run()[1]).decode()
     assert judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(chat, acting(STUCK))).refusal is not None
-    assert judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(chat)).refusal is None
+    shadow = judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(chat)).refusal
+    assert shadow is not None and shadow.owned and not shadow.halts and shadow.times == 1
+    for policy in (None, acting(STUCK)):
+        assert judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(_edited(), policy)).refusal is None
 
 
 def test_a_redone_edit_is_refused_only_while_redone_edit_acts() -> None:

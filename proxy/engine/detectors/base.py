@@ -98,10 +98,10 @@ class Refusal:
     pattern's mode (`Detector.gate_owned`): an edit that cannot change the file (its replacement
     the text it replaces: `gate:block`, 10 of 10 refusals judged right on the corpus's test part)
     or that undoes the last edit (A -> B -> A, refused as a copy is: issue 61), or the failing check
-    proposed again as it was after failing the same way three times with nothing changed since (its
-    result is known; the re-ask names the failure's next step, the failure model's evidence: asked in
-    plain words, Qwen2.5-Coder-1.5B answered with the same run and was handed back at its first
-    turn, recovery bench, countdown seed 1 at c307762). Any other refusal comes only from a pattern
+    proposed again as it was with nothing but reads since it failed (its result is known; the
+    re-ask names the failure's next step, the failure model's evidence: asked in plain words,
+    Qwen2.5-Coder-1.5B answered with the same run and was handed back at its first turn,
+    recovery bench, countdown seed 1 at c307762). Any other refusal comes only from a pattern
     that acts: a pattern in shadow changes nothing."""
     halts: bool = True
     """The stop rung (`reply.futile_again`) may hand the run back when a gate's retry is answered
