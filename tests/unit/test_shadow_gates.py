@@ -100,6 +100,21 @@ def test_in_shadow_after_an_edit_landed_the_action_gate_asks_for_the_re_run() ->
     assert "Next, re-run the failing check" in text and "Next, read" not in text
 
 
+@pytest.mark.parametrize("policy", [None, acting(STUCK)], ids=["shadow", "acting"])
+def test_the_failing_check_after_an_install_in_the_same_reply_is_not_refused(policy: Policy | None) -> None:
+    """Must not: `pip install` then the failing check in one reply: the re-run checks what the
+    install changed (corpus, Claude Code with GLM-4.7-Flash, beeware__briefcase-2212 request 47,
+    judged wrong when refused). Must: a read, then the failing check, in one reply."""
+    chat = Chat(tools=[*OPENHANDS_TOOLS, FINISH]).turn(test_run()).turn(view())
+    rerun = orjson.dumps(test_run()[1]).decode()
+    install = orjson.dumps({"command": "pip install cookiecutter -q"}).decode()
+    read = orjson.dumps({"command": "cat /workspace/parse.py"}).decode()
+    rules = _rules(chat, policy)
+    assert judge(ReplyView("", ("execute_bash", "execute_bash"), (install, rerun)), rules).refusal is None
+    refused = judge(ReplyView("", ("execute_bash", "execute_bash"), (read, rerun)), rules).refusal
+    assert refused is not None and refused.pattern == STUCK
+
+
 def test_the_failing_check_after_three_identical_failures_and_nothing_since_is_the_rungs_own_to_refuse() -> None:
     """Its result is known: the rung refuses it whatever the pattern's mode, and its re-ask names
     the failure's next step as it does while the pattern acts (asked in plain words instead, the
