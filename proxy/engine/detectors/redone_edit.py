@@ -40,7 +40,7 @@ from proxy.engine.detectors.wording import PREFIX, expected_behaviour
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.proposal import OLD_ARGS, Proposal
+from proxy.engine.reading.proposal import LEAVES_FILES, OLD_ARGS, Proposal
 from proxy.engine.reading.sed import substitution
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState, is_check
@@ -57,8 +57,6 @@ BLOCK = 1
 _MAX_MADE = 8
 """Edits remembered at once (the most recent)."""
 _REPLACED_CHARS = 200
-_QUIET = frozenset({CallKind.READ, CallKind.SEARCH, CallKind.VERIFY, CallKind.POLL})
-"""Calls that leave the files as they are (unless they write, see `_quiet`)."""
 _ALONE = frozenset({CallKind.EDIT, CallKind.READ, CallKind.SEARCH, CallKind.VERIFY})
 """What a shell command that is such an edit may do besides (`sed -i ... && cat f`)."""
 
@@ -162,7 +160,7 @@ def _derived(command: str | None) -> bool:
 def _quiet(call: ObservedCall) -> bool:
     """Leaves the files as they are, as far as can be told: a read, a search, a check that runs no
     program file and no code given inline (`python fix.py` may write anything)."""
-    if call.kind not in _QUIET or call.mutates or call.probe:
+    if call.kind not in LEAVES_FILES or call.mutates or call.probe:
         return False
     command = read_command(call.command) if call.command else None
     return command is None or not (command.scripts or command.inline)

@@ -189,9 +189,9 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         pinned,
         times=streak,
         # the rung's own, whatever this pattern's mode: with only reads (or nothing) since the check
-        # failed, its result is known. Corpus: test gate:block 65 -> 66, tune 0, none on a resolved
-        # run; recovery bench at 4660f18 (streak >= 3 only): 24 of the defaults' 46 wasted turns
-        # were these re-runs at a streak of one or two
+        # failed, its result is known. Corpus: no refusal left on either part (its one, after an
+        # install in the same reply, judged wrong and gone); recovery bench at 4660f18 (streak >= 3
+        # only): 24 of the defaults' 46 wasted turns were these re-runs at a streak of one or two
         owned=True,
     )
 
@@ -225,7 +225,7 @@ DETECTOR = Detector(
     remembered=True,
     blocks=blocks,
     futile=futile,
-    gate_owned=True,  # the failing check again, three identical failures and nothing changed since
+    gate_owned=True,  # the failing check again with nothing but reads since it failed
     # ... but in shadow that refusal never hands the run back: the hand-back is this pattern's rung (the
     # 1.5B model, re-proposing the check after reading the test and the code, was handed back at its
     # third turn of ten: recovery bench, pages seed 1, at 8261ddb)

@@ -19,20 +19,12 @@ from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
-from proxy.engine.reading.proposal import Proposal, propose
+from proxy.engine.reading.proposal import LEAVES_FILES, Proposal, propose
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.salvage import offered_tools
-from proxy.settings.kinds import CallKind
 
 __all__ = ["block_gate", "refuser"]
-
-_UNCHANGING = frozenset({CallKind.READ, CallKind.SEARCH, CallKind.POLL, CallKind.VERIFY})
-"""Calls after which the state's "nothing has changed since" still holds for the next call of the
-same reply. After any other (an edit, an install, a command the proxy cannot see into) the calls
-that follow it in the reply are not judged: `pip install cookiecutter` then the failing check,
-refused as "only reads since", was judged wrong (corpus, Claude Code with GLM-4.7-Flash,
-beeware__briefcase-2212 request 47: the install was the step the agent needed)."""
 
 
 def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[str, str, str], str]) -> Refuser | None:
@@ -58,8 +50,12 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
             for judge in judges:
                 if (refusal := judge(proposal, context)) is not None:
                     return refusal
-            if proposal.kind not in _UNCHANGING:
-                return None  # the calls after it run on what it may have changed: the state no longer says
+            if proposal.kind not in LEAVES_FILES:
+                # the calls after it run on what it may have changed, and the state's "nothing has
+                # changed since" no longer holds: `pip install cookiecutter` then the failing check,
+                # refused as "only reads since", was judged wrong (corpus, Claude Code with
+                # GLM-4.7-Flash, beeware__briefcase-2212 request 47: the install was the step needed)
+                return None
         return None
 
     return refuse

@@ -18,12 +18,14 @@ from proxy.engine.reading.sed import substitution
 from proxy.engine.text.messages import parse_arguments
 from proxy.settings.kinds import CallKind
 
-__all__ = ["NEW_ARGS", "OLD_ARGS", "Proposal", "change_of", "propose"]
+__all__ = ["LEAVES_FILES", "NEW_ARGS", "OLD_ARGS", "Proposal", "change_of", "propose"]
 
 OLD_ARGS = ("old_str", "old_string", "old_text", "search")
 """The arguments in which replace-style editors take the text to replace."""
 NEW_ARGS = ("new_str", "new_string", "new_text", "replace")
 """... and the text to put in its place."""
+LEAVES_FILES = frozenset({CallKind.READ, CallKind.SEARCH, CallKind.VERIFY, CallKind.POLL})
+"""Kinds of call that leave the files as they are (unless a command among them writes)."""
 
 
 def change_of(arguments: Mapping[str, Any] | None, command: str | None) -> tuple[str, str] | None:
