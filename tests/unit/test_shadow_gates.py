@@ -2,10 +2,11 @@
 
 A pattern in shadow trips, logs and counts, and changes nothing: the gates' words and the block
 rung's refusals come only from patterns that act, or from evidence the gate owns and is measured
-for as its own (the block rung's no-op edits: `Refusal.owned`). Seen on the project's held-out
+for as its own (the block rung's no-op edits and redone edits: `Refusal.owned`). Seen on the project's held-out
 tasks with `stuck_same_diagnostic` in shadow (its default): the action gate's re-ask still carried
 its next step ("Do not edit ranges.py again yet. Next, read the failing test ..."), and
-`redone_edit`, in shadow, refused a redone edit.
+`redone_edit`, in shadow, refused a redone edit (since owned by the rung: what it claims is read
+off the transcript, the edit made again on its file as it left it).
 
 And `[reply] block = false` (the recovery bench's block-off arm) turns off the rung, nothing
 else: the action gate's re-ask still pins the call it pins with the rung on (it had stopped, and
@@ -146,13 +147,52 @@ def test_the_failing_check_after_one_failure_and_a_read_is_the_rungs_own_but_not
         assert judge(ReplyView("", ("execute_bash",), (rerun,)), _rules(_edited(), policy)).refusal is None
 
 
-def test_a_redone_edit_is_refused_only_while_redone_edit_acts() -> None:
-    """The held-out tasks' case: `redone_edit`, in shadow, refused a redone edit."""
+def _redone(chat: Chat, proposed: dict[str, Any], policy: Policy | None = None) -> Any:
+    raw = orjson.dumps(proposed).decode()
+    return judge(ReplyView("", ("str_replace_editor",), (raw,)), _rules(chat, policy)).refusal
+
+
+def test_a_redone_edit_is_the_rung_s_own_evidence_in_shadow_too() -> None:
+    """An edit made, a check failed after it, only reads since, the same edit proposed again: its
+    file is as it left it, so made again it changes nothing (its text to replace is gone) or makes
+    its change twice. Read off the transcript, as a no-op edit is: refused in shadow too (the
+    held-out tasks' case, issue 61, now owned and said in the README), never a hand-back in shadow."""
     chat = Chat().turn(edit()).turn(test_run()).turn(view())
-    redone = orjson.dumps(edit()[1]).decode()
-    refusal = judge(ReplyView("", ("str_replace_editor",), (redone,)), _rules(chat, acting("redone_edit"))).refusal
-    assert refusal is not None and refusal.pattern == "redone_edit"
-    assert judge(ReplyView("", ("str_replace_editor",), (redone,)), _rules(chat)).refusal is None
+    acted = _redone(chat, edit()[1], acting("redone_edit"))
+    assert acted is not None and acted.pattern == "redone_edit" and acted.halts
+    shadow = _redone(chat, edit()[1])
+    assert shadow is not None and shadow.pattern == "redone_edit" and shadow.owned and not shadow.halts
+
+
+def test_a_redone_edit_is_the_same_edit_however_its_path_is_written() -> None:
+    """Recovery bench, trim seed 2: the edit made on `trim.py`, proposed again on the file's
+    absolute path (the text it replaces long gone): the same edit."""
+    chat = Chat().turn(edit(path="src/parse.py")).turn(test_run()).turn(view())
+    assert _redone(chat, edit()[1]) is not None
+    other = Chat().turn(edit(path="tests/parse.py")).turn(test_run()).turn(view())
+    assert _redone(other, edit()[1]) is None  # must not: another file of that name
+
+
+def test_a_redone_edit_outlives_another_edit_of_its_file_that_leaves_its_text_alone() -> None:
+    """Recovery bench, pages seed 2: the stuck start's two edits of one file, on different lines;
+    the model made the first again at once (`old_str` not found). Must not: a later edit that puts
+    the replaced text back, or that changes what the first one wrote."""
+    first = edit(old="return a + b + 1", new="return int(a + b + 1)")
+    apart = edit(old="a, b = s.split('+')", new="a, b = s.split('+', 1)")
+    chat = Chat().turn(first).turn(test_run()).turn(apart).turn(test_run())
+    assert _redone(chat, first[1]) is not None
+    back = edit(old="return int(a + b + 1)", new="return a + b + 1")
+    assert _redone(Chat().turn(first).turn(test_run()).turn(back).turn(test_run()), first[1]) is None
+    over = edit(old="int(a + b + 1)", new="int(a) + int(b)")
+    assert _redone(Chat().turn(first).turn(test_run()).turn(over).turn(test_run()), first[1]) is None
+
+
+def test_a_redone_edit_is_not_refused_before_a_check_failed_after_it_nor_once_the_file_shows_its_text() -> None:
+    """Must not: no check has run since the edit (it may be the step), or a read since shows the
+    text it replaces (something the proxy cannot see put it back)."""
+    assert _redone(Chat().turn(edit()).turn(view()), edit()[1]) is None
+    shown = view(content="def parse(s):\n    a, b = s.split('+')\n    return a + b + 1\n")
+    assert _redone(Chat().turn(edit()).turn(test_run()).turn(shown), edit()[1]) is None
 
 
 NOT_FOUND = "ERROR:\nNo replacement was performed, old_str `y` did not appear verbatim in /workspace/src/parse.py."

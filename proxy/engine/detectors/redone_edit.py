@@ -1,27 +1,31 @@
 """`redone_edit`: an edit made again while its file is as the same edit left it.
 
 An edit ran (its tool did not turn it down), then only reads, searches and checks ran, and the
-same edit (the same canonical call) comes again: the file is as the first one left it, so the
-second changes nothing (its `old_str` or its substitution's pattern is gone, or it writes the
-text that is there) or makes the change twice. On the recovery bench a small model did this in
-a cycle (the same `sed -i`, the test, `cat`, the same `sed -i` ...) until its turns ran out.
-Counts such repeats in the episode, other calls between (the same call at once, again and again,
-is `repeat_call`'s); fires when the count reaches a rung of the ladder (first `after`, default
-`AFTER`).
+same edit comes again: the file is as the first one left it, so the second changes nothing (its
+`old_str` or its substitution's pattern is gone, or it writes the text that is there) or makes the
+change twice. On the recovery bench a small model did this in a cycle (the same `sed -i`, the
+test, `cat`, the same `sed -i` ...) until its turns ran out. The same edit is the same change of
+the same file however its path is written (an editor's replace by its two texts, `trim.py` then
+its absolute path: trim seed 2; any other edit by its canonical call); another replace of the file
+that neither puts back the replaced text nor changes the written one leaves it as made (the stuck
+start's two edits of one file, the first made again: pages seed 2). Counts such repeats in the
+episode, other calls between (the same call at once is `repeat_call`'s); fires when the count
+reaches a rung of the ladder (first `after`, default `AFTER`).
 
-Block: the same edit proposed again while only reads, searches and checks ran since it was
-made (`block` times made, default `BLOCK`: its first repeat), and a check failed after it, is
-refused: asked again, told that the file is as that edit left it and what failure it left, for
-a different change.
+Block: the same edit proposed again while only reads, searches and checks ran since it was made
+(`block` times made, default `BLOCK`: its first repeat), and a check failed after it, is refused:
+asked again, told that the file is as that edit left it and what failure it left, for a different
+change. The block gate's own evidence (`Refusal.owned`), in shadow too: what it claims is read off
+the transcript, as a no-op edit's is; in shadow it never hands the run back (`owned_halts`).
 
 Must never fire on: the same edit where the file, read since, still shows the text it replaces; the
-same edit after anything else wrote its file (another edit of it, a `git checkout`) or after a call
-whose writes cannot be told (`python apply_fix.py`, inline code, `git stash`); a write of another
-command's output (`git diff f > patch.txt`) made again after any other edit (what it writes changed
-with the files it reads); an edit whose file cannot be told (an editor's `edit 12:14` where the
-transcript does not say which file is open); an edit the tool turned down or that failed
-(`repeat_failed_call`'s); a different edit of the file; any edit while no check has failed since it
-was made (for the block rung).
+same edit after anything else wrote its file (an edit of it that may put the text back or change
+what the edit wrote, a `git checkout`) or after a call whose writes cannot be told (`python
+apply_fix.py`, inline code, `git stash`); a write of another command's output (`git diff f >
+patch.txt`) made again after any other edit (what it writes changed with the files it reads); an
+edit whose file cannot be told (an editor's `edit 12:14` where the transcript does not say which
+file is open); an edit the tool turned down or that failed (`repeat_failed_call`'s); a different
+edit of the file; any edit while no check has failed since it was made (for the block rung).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from proxy.engine.detectors.wording import PREFIX, expected_behaviour
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.proposal import LEAVES_FILES, OLD_ARGS, Proposal
+from proxy.engine.reading.proposal import LEAVES_FILES, NEW_ARGS, OLD_ARGS, Proposal
 from proxy.engine.reading.sed import substitution
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState, is_check
@@ -90,6 +94,8 @@ class Made:
     derived: bool = False
     """It writes another command's output (`git diff f > patch.txt`): made again after another
     edit, it writes something else."""
+    texts: tuple[str, str] | None = None
+    """A replace's two texts, whole (None: another kind of edit, or texts too long to keep)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,38 @@ class State:
 def _digest(key: str) -> str:
     """Kept instead of the call, which can be a whole file's text (`cat > f.py <<EOF ...`)."""
     return xxhash.xxh3_64_hexdigest(key.encode("utf-8", "replace"))
+
+
+_KEPT_TEXT = 4_000  # longer texts are not kept: any other edit of the file forgets the edit
+
+
+def _texts(arguments: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """An editor replace's text to replace and its replacement, as given; None for any other call."""
+    given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
+    old = next((given[k] for k in OLD_ARGS if k in given), None)
+    new = next((given[k] for k in NEW_ARGS if k in given), None)
+    return (old, new) if old is not None and new is not None else None
+
+
+def _identity(name: str, arguments: Mapping[str, Any] | None, key: str) -> str:
+    """The edit, whatever the spelling of its path: an editor replace by its tool and two texts
+    (the file is compared apart, `same_file`), any other call by its canonical key."""
+    texts = _texts(arguments)
+    return _digest(key if texts is None else f"{name}\x00{texts[0].strip()}\x00{texts[1].strip()}")
+
+
+def _left(made: Made, paths: tuple[str, ...], texts: tuple[str, str] | None) -> bool:
+    """`made` still stands after an edit of `paths` with `texts`."""
+    return not made.derived and (not _overlaps(made.paths, paths) or _untouched(made, texts))
+
+
+def _untouched(made: Made, texts: tuple[str, str] | None) -> bool:
+    """Another replace of `made`'s file leaves it as made: it does not put back the text `made`
+    replaced, nor change the text it wrote."""
+    if made.texts is None or texts is None or not all(t.strip() for t in (*made.texts, texts[0])):
+        return False
+    (old, new), (later_old, later_new) = made.texts, texts
+    return old not in later_new and new not in later_old and later_old not in new
 
 
 def _replaced(arguments: Mapping[str, Any] | None, command: str | None) -> str:
@@ -173,7 +211,7 @@ def _overlaps(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:
     trips: list[Trip] = []
     for call in facts.turn.calls:
-        key = _digest(call.key)
+        key = _identity(call.call.name, call.call.arguments, call.key)
         paths = _edit(call)
         if paths is None:
             made = tuple(m for m in state.made if not _shows_again(m, call)) if _quiet(call) else ()
@@ -182,10 +220,12 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
             state = State(made, state.count, key)
             continue
         before = state.find(key, paths)
-        kept = tuple(m for m in state.made if m.key != key and not m.derived and not _overlaps(m.paths, paths))
+        texts = _texts(call.call.arguments)
+        kept = tuple(m for m in state.made if m.key != key and _left(m, paths, texts))
         replaced = _replaced(call.call.arguments, call.command)
         times = before.times + 1 if before else 1
-        this = Made(key, paths, replaced, times, derived=_derived(call.command))
+        whole = texts if texts is not None and len(texts[0]) + len(texts[1]) <= _KEPT_TEXT else None
+        this = Made(key, paths, replaced, times, derived=_derived(call.command), texts=whole)
         kept = kept[-_MAX_MADE + 1 :]
         at_once = state.last == key
         state = State((*kept, this), state.count, key)
@@ -220,7 +260,9 @@ def blocks(state: State, repair: RepairState, options: Options) -> bool:
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
     """The edit made before, proposed again as it was, its file as that edit left it."""
-    made = state.find(_digest(proposal.key), tuple(w.path for w in proposal.writes))
+    made = state.find(
+        _identity(proposal.name, proposal.arguments, proposal.key), tuple(w.path for w in proposal.writes)
+    )
     if proposal.kind is not CallKind.EDIT or made is None or not _refusable(made, options):
         return None
     path = made.paths[0]
@@ -240,7 +282,7 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, options: Op
         instead = context.fit("The failure it left:", said or repair.snippet, step)
     else:
         instead = f"Make a different change to {path}, or another step.{held}"
-    return Refusal(NAME, reason, instead, pinned=change[1] if change is not None else pinned)
+    return Refusal(NAME, reason, instead, pinned=change[1] if change is not None else pinned, owned=True)
 
 
 DETECTOR = Detector(
@@ -252,4 +294,6 @@ DETECTOR = Detector(
     blocks=blocks,
     futile=futile,
     judges_text=True,
+    gate_owned=True,  # an edit made again on its file as it left it: the block gate's own evidence
+    owned_halts=False,
 )
