@@ -212,10 +212,15 @@ def test_a_call_the_tool_turned_down_is_a_rejected_failure_whatever_its_kind(out
         # SWE-agent's `open`, with the footer it prints after every command (corpus, gson-1787:
         # the same failed `open` three times was read as "the same call succeeded 3 times")
         "File gson/src/X.java not found\n(Open file: /ReproduceIssue.java)\n(Current directory: /google__gson)\nbash-$",
+        # SWE-agent's `search_file` given a bare name that is not a path (corpus, tune, jackson-
+        # databind-4641, DeepSeek-Coder-V2: sent again in each round of a five-call cycle)
+        "Usage: search_file <search_term> [<file>]\nError: File name POJOPropertiesCollector.java not found. "
+        "Please provide a valid file name.\n(Open file: /r/src/POJOPropertiesCollector.java)\nbash-$",
     ],
 )
 def test_a_read_of_nothing_fails(output: str) -> None:
-    assert result_outcome(CallKind.READ, output, False) is Outcome.FAIL
+    for kind in (CallKind.READ, CallKind.SEARCH):
+        assert result_outcome(kind, output, False) is Outcome.FAIL
     assert not rejected(output)
 
 
@@ -225,10 +230,14 @@ def test_a_read_of_nothing_fails(output: str) -> None:
         "     1\tdef parse(s):\n     2\t    # raises ValueError on a missing argument\n",
         "src/parse.py:2:def parse(s):  # error handling lives here",
         "",
+        # a file that opens with a usage line: a read, whatever it says below it
+        "Usage: tool [options]\n  -h  print this help\n",
+        "Usage: tool [options]\n\nErrors are printed to stderr.\n",
     ],
 )
 def test_reads_whose_content_mentions_errors_are_not_failures(output: str) -> None:
-    assert result_outcome(CallKind.READ, output, False) is Outcome.NEUTRAL
+    for kind in (CallKind.READ, CallKind.SEARCH):
+        assert result_outcome(kind, output, False) is Outcome.NEUTRAL
     assert not rejected(output)
 
 

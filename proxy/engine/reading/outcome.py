@@ -107,6 +107,7 @@ _ERROR_HEAD = re.compile(
 _READ_FAILURE = re.compile(
     r"^[^\n]*(?:\bno such file or directory\b|\bdoes not exist\b|\bis a directory\b|\bpermission denied\b)|"
     r"^File [^\n]* not found(?:\n|$)|"  # SWE-agent's `open`, its footer after it
+    r"^\s*usage:[^\n]*\n\s*error\b|"  # its `search_file "x" Name.java`, a bare name (tune, jackson-databind-4641)
     r"^\s*error\b",
     re.IGNORECASE,
 )
@@ -213,9 +214,8 @@ _USAGE_LINES = 6
 
 
 def _usage_only(text: str) -> bool:
-    """The program or tool answered with its usage alone: the call was not taken as written
-    (SWE-agent's `Usage: edit <start_line>:<end_line>` to `edit <path> 6:6`; a synopsis on bad
-    arguments). A read may show a file that opens with one: not asked of reads and searches."""
+    """The program or tool answered with its usage alone: the call was not taken as written (SWE-agent's
+    `Usage: edit <start_line>:<end_line>` to `edit <path> 6:6`). Not asked of reads: a file may open so."""
     body = payload(text).strip()
     return _USAGE.match(body) is not None and body.count("\n") < _USAGE_LINES
 
