@@ -41,7 +41,7 @@ from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, gra
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate
-from proxy.engine.reading.sed_script import SED_SCRIPT
+from proxy.engine.writing.sed_script import SED_SCRIPT
 from proxy.settings.policy import policy_from_mapping
 
 POLICY = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}}}

@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 
 from proxy.engine.plan.callschema import call_schema
-from proxy.engine.reading.vocabulary import Shaped
+from proxy.engine.writing.vocabulary import Shaped
 
 
 def tool(name: str, parameters: Any) -> dict[str, Any]:

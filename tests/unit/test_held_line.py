@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from proxy.engine.reading.pointed import MAX_LINES, changeable
-from proxy.engine.reading.unlike import unlike
+from proxy.engine.writing.pointed import MAX_LINES, changeable
+from proxy.engine.writing.unlike import unlike
 
 TWICE = "def f(x):\n    return x\n\ndef g(y):\n    return x\n"
 STRING = '    text = """a\n    b"""\n    return text\n'

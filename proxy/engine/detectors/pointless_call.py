@@ -27,13 +27,14 @@ from typing import Any
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import step_of
-from proxy.engine.detectors.meant import held_in_place, kept, meant
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
 from proxy.engine.reading.noop import Nothing, unchanging, undoing
 from proxy.engine.reading.proposal import OLD_ARGS, Proposal
 from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import step_of
+from proxy.engine.writing.meant import held_in_place, kept, meant
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 

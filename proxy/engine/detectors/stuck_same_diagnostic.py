@@ -34,8 +34,12 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import (
+from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, Trip, TurnFacts
+from proxy.engine.outputs.outcome import Outcome
+from proxy.engine.reading.proposal import Proposal
+from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import (
     expected,
     next_call,
     next_kind,
@@ -44,10 +48,7 @@ from proxy.engine.detectors.failure_reads import (
     step_of,
     step_tool,
 )
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.proposal import Proposal
-from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 import xxhash
 
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.normalise import normalise
-from proxy.engine.reading.outcome import exit_code
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.normalise import normalise
+from proxy.engine.outputs.outcome import exit_code
 from proxy.engine.text.transcript import ToolCall
 
 __all__ = ["call_identity", "call_key", "output_digest"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from proxy.engine.outputs.envelope import unwrap
+from proxy.engine.outputs.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.canonical import call_identity, call_key, output_digest
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.commands import Write
-from proxy.engine.reading.envelope import unwrap
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.sed import script_refused
 from proxy.engine.reading.unparsed import never_ran
 from proxy.engine.reading.workspace import Workspace

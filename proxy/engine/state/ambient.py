@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from proxy.engine.reading.evidence import evidence_lines, line_digest
+from proxy.engine.outputs.evidence import evidence_lines, line_digest
 from proxy.engine.reading.observe import ObservedCall
 from proxy.settings.kinds import CallKind
 

@@ -32,11 +32,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from proxy.engine.outputs.evidence import Pointers, evidence, extract_pointers
+from proxy.engine.outputs.excerpt import called_names
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.commands import read_command
-from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
-from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import change_of
 from proxy.engine.state.checks import (
     DIAGNOSTIC_KINDS,

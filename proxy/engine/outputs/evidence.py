@@ -18,10 +18,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.noise import noise_line
-from proxy.engine.reading.normalise import normalised_or_none, strip_controls
-from proxy.engine.reading.textscan import Marker, marked_lines
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.noise import noise_line
+from proxy.engine.outputs.normalise import normalised_or_none, strip_controls
+from proxy.engine.outputs.textscan import Marker, marked_lines
 from proxy.engine.text.deadline import checkpoint
 
 __all__ = [
