@@ -55,7 +55,8 @@ QUIET_MAY_IMPORT = {
 QUIET_FORBIDDEN = {"structlog", "logging", "prometheus_client", "opentelemetry"}
 MAX_LINES = 300
 MAX_MODULES = 15
-"""Modules a folder of the package holds at most."""
+"""Modules a folder of the package holds at most (the detectors' excepted: one file per pattern)."""
+PATTERNS = PACKAGE / "engine" / "detectors"
 
 
 def modules() -> list[Path]:
@@ -252,11 +253,22 @@ def test_the_http_check_catches_a_logger_on_the_request_path(tmp_path: Path) -> 
     assert http_offences(fake, placed) == ["structlog", "proxy.http.observe.metrics", "proxy.http.serving.app"]
 
 
-def test_no_http_folder_holds_more_than_fifteen_modules() -> None:
-    """A folder is taken in at a glance (the engine's `reading` and `detectors` are not yet)."""
-    folders = {p.parent for p in modules() if p.is_relative_to(PACKAGE / "http")}
+def test_no_folder_holds_more_than_fifteen_modules() -> None:
+    """A folder is taken in at a glance: at most `MAX_MODULES` modules, its `__init__.py` counted.
+    Not the detectors: one file per pattern, however many patterns there are."""
+    folders = {p.parent for p in modules()} - {PATTERNS}
     crowded = {str(f.relative_to(ROOT)): n for f in folders if (n := len(list(f.glob("*.py")))) > MAX_MODULES}
     assert crowded == {}
+
+
+def test_the_detectors_folder_holds_only_patterns() -> None:
+    """Besides the patterns (each file's stem a registered pattern's name), `detectors/` holds
+    what a pattern is (`base`) and the little the loop patterns share (`calls`): anything else,
+    the words several remedies share or the next call they write, lives in the folder of its job."""
+    names = {d.name for d in REGISTRY}
+    others = sorted(p.name for p in PATTERNS.glob("*.py") if p.stem not in names)
+    assert others == ["__init__.py", "base.py", "calls.py"]
+    assert {p.stem for p in PATTERNS.glob("*.py")} >= names
 
 
 def test_a_pattern_name_is_written_only_in_its_own_file() -> None:
