@@ -1,4 +1,4 @@
-"""What a failure expects and what the code gives (`reading.expected`), the docstrings of the
+"""What a failure expects and what the code gives (`writing.expected`), the docstrings of the
 lines to change, and the edits already made on a failure (`RepairState.tried`): what an edit
 remedy says and what its held edit does not offer again (issue 61)."""
 

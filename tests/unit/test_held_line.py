@@ -1,5 +1,5 @@
 """The held edit of one line (issue 51): the lines a held edit may change one of
-(`reading.pointed.changeable`) and the pattern its replacement is held to (`reading.unlike`),
+(`writing.pointed.changeable`) and the pattern its replacement is held to (`writing.unlike`),
 each as a table of must and must-not."""
 
 from __future__ import annotations

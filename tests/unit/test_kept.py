@@ -1,4 +1,4 @@
-"""A held edit's replacement keeps the definitions of the lines it replaces (`reading.kept`).
+"""A held edit's replacement keeps the definitions of the lines it replaces (`writing.kept`).
 
 The pattern is read here as llama.cpp reads it: on the JSON text between the string's quotes.
 """

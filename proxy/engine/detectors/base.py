@@ -42,7 +42,7 @@ class Levers:
     verify_tool: str
     """The policy's tool for re-running a check; empty: the tool that ran the failing check."""
     vocabulary: Vocabulary | None = None
-    """The agent's own calls (`reading.vocabulary`): what `force` pins, where it pins one call."""
+    """The agent's own calls (`writing.vocabulary`): what `force` pins, where it pins one call."""
 
     @property
     def vocabulary_runs(self) -> bool:
@@ -182,7 +182,7 @@ class Detector(Generic[S, Opts]):
     """In shadow, the stop rung (`reply.futile_again`) may hand the run back on its owned refusals
     (a third no-op edit in answer to a gate's retry). False: they refuse, and never hand back."""
     names_next_step: bool = False
-    """Its next step (`failure_reads.next_step`: the read the failure points at, then the held
+    """Its next step (`writing.failure_reads.next_step`: the read the failure points at, then the held
     edit) is what the finish and action gates ask for on a live failure nothing has changed since;
     only while it acts (in shadow, a gate asks for a call, any: issue 61)."""
 

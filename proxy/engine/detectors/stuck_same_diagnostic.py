@@ -18,7 +18,7 @@ other command, which may write where the proxy cannot see). From a streak of `bl
 `BLOCK`), the failing check proposed again unchanged (a tool call or one written in the agent's
 text) is refused: run again it fails again. From a streak of `block_quiet` (default
 `BLOCK_QUIET`: the first failure) only where the re-ask can be narrowed to the next step's tool,
-or held to the next step's exact call (`failure_reads.next_call`).
+or held to the next step's exact call (`writing.failure_reads.next_call`).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance); the

@@ -9,7 +9,7 @@ Folded once per turn by `fold_failure`, by these rules:
    that re-runs the same `python -c` after its edits uses it as its test; a probe run once
    is an experiment, and its failure is nobody's obligation); not a call the tool rejected
    before running it, and not one that could not run at all (an environment problem:
-   `reading.outcome`). A re-run probe that fails as its last run did counts both runs.
+   `outputs.outcome`). A re-run probe that fails as its last run did counts both runs.
 2. A failure with the live failure's signature extends the streak, even across edits; a
    different signature starts a new streak at 1; a passing check clears the model. When the
    agent rewrote the check itself since (the script the failing command runs), the same
