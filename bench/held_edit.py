@@ -5,8 +5,8 @@ to change.)
 At a real stuck point of the recovery bench in OpenHands style (the test failed three times, two
 edits that changed nothing, then the failing test and the code read), the proxy's action gate
 asks for the editor's `str_replace` of one of the lines the failure points at, held as `old_str`
-(`reading.pointed.changeable`); its `new_str` is the model's, any text but a copy of that line
-(`reading.unlike`). This builds that retry with the proxy's own engine, then sends it to the
+(`writing.pointed.changeable`); its `new_str` is the model's, any text but a copy of that line
+(`writing.unlike`). This builds that retry with the proxy's own engine, then sends it to the
 model server `--seeds` times in two arms, side by side per seed: as the proxy sends it and with
 `new_str` free (the pattern taken out). Each reply's edit is applied to a fresh copy of the
 repository and its tests run; it prints, per arm, how many replies were a call, changed the line
@@ -41,7 +41,7 @@ from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, gra
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
 from proxy.engine.plan.reply import Gate
-from proxy.engine.reading.sed_script import SED_SCRIPT
+from proxy.engine.writing.sed_script import SED_SCRIPT
 from proxy.settings.policy import policy_from_mapping
 
 POLICY = {"patterns": {"stuck_same_diagnostic": {"mode": "act"}}}

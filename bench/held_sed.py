@@ -27,8 +27,8 @@ import urllib.request
 from typing import Any
 
 from proxy.engine.plan.callschema import call_schema
-from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
-from proxy.engine.reading.vocabulary import Shaped
+from proxy.engine.writing.sed_script import SED_SCRIPT, held_script
+from proxy.engine.writing.vocabulary import Shaped
 
 BASH = {
     "type": "function",

@@ -35,9 +35,9 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from proxy.engine.outputs.outcome import exit_code
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.observe import ObservedCall, observe
-from proxy.engine.reading.outcome import exit_code
 from proxy.engine.reading.workspace import Workspace, same_file
 from proxy.engine.text.transcript import read_turns
 from proxy.settings.kinds import Ask, CallKind

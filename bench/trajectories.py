@@ -43,11 +43,11 @@ from measures import Measured, Tripped, loops, measure, observed_turns  # noqa: 
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
 from proxy.engine.detectors import BY_NAME  # noqa: E402
-from proxy.engine.detectors.failure_reads import next_kind, resolved, step_of  # noqa: E402
 from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
 from proxy.engine.state.failure import RepairState  # noqa: E402
 from proxy.engine.text.messages import content_text  # noqa: E402
 from proxy.engine.text.nudges import complains  # noqa: E402
+from proxy.engine.writing.failure_reads import next_kind, resolved, step_of  # noqa: E402
 from proxy.settings.kinds import Action, Ask, CallKind  # noqa: E402
 from proxy.settings.policy import Policy, policy_from_mapping  # noqa: E402
 

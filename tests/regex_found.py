@@ -30,12 +30,12 @@ _RE_CALLS = frozenset({"compile", "search", "match", "fullmatch", "findall", "fi
 
 def _built() -> dict[str, Callable[[], re.Pattern[Any]]]:
     from proxy.engine.detectors.repeat_failed_call import _naming
-    from proxy.engine.reading.imports import _importing
     from proxy.engine.reading.sed import Sought
+    from proxy.engine.writing.imports import _importing
 
     return {
-        "proxy/engine/reading/imports.py:_importing[0]": lambda: _importing("calc")[0],
-        "proxy/engine/reading/imports.py:_importing[1]": lambda: _importing("calc")[1],
+        "proxy/engine/writing/imports.py:_importing[0]": lambda: _importing("calc")[0],
+        "proxy/engine/writing/imports.py:_importing[1]": lambda: _importing("calc")[1],
         "proxy/engine/detectors/repeat_failed_call.py:_naming": lambda: _naming("--file"),
         "proxy/engine/reading/sed.py:pattern": lambda: Sought("return a.b", True, True, True).pattern(),
     }
@@ -43,7 +43,7 @@ def _built() -> dict[str, Callable[[], re.Pattern[Any]]]:
 
 BUILT_ELSEWHERE = {
     "proxy/engine/reading/classify.py:__init__": "a policy's shell patterns: held by each preset's engine",
-    "proxy/engine/reading/textscan.py:of": "a marker's pattern: held by the marker",
+    "proxy/engine/outputs/textscan.py:of": "a marker's pattern: held by the marker",
 }
 """Functions that compile what is not a literal and whose patterns the walk finds held."""
 

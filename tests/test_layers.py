@@ -29,9 +29,13 @@ FORBIDDEN = {
 """Third-party and standard modules a layer must not import: the engine is pure and
 synchronous, settings and dialects likewise; stores know nothing of HTTP; an integration runs in
 its gateway's process and logs as it does (standard `logging`)."""
-ENGINE_LAYERS = {"text": 0, "reading": 1, "state": 2, "detectors": 3, "plan": 4}
-"""The engine's own folders, grouped by job: a module may import its own folder and the ones
-below it. Modules directly in `proxy/engine/` (the engine itself) sit above them all."""
+ENGINE_LAYERS = {"text": 0, "outputs": 1, "reading": 2, "state": 3, "writing": 4, "detectors": 5, "plan": 6}
+"""The engine's own folders, by job: the transcript as text (messages, calls, tokens); what a
+tool's output says (its outcome, its failure's evidence, excerpts of the files it names); what a
+call does (a check, an edit, a read); the conversation's state and its fold; writing the agent's
+next call and the remedy's words (its vocabulary, the held edit, what every remedy shares); the
+patterns, one file each; the plan of a turn's reply. A module may import its own folder and the
+ones below it. Modules directly in `proxy/engine/` (the engine itself) sit above them all."""
 HTTP_LAYERS = {"observe": 0, "runtime": 1, "upstream": 2, "reply": 3, "pipeline": 4, "serving": 5}
 """The HTTP layer's folders, by job: what a request did, recorded and observed; what it runs under
 (teams, the caches, the keys); the upstream (sending, its errors, relaying); the reply stage; the
@@ -51,7 +55,8 @@ QUIET_MAY_IMPORT = {
 QUIET_FORBIDDEN = {"structlog", "logging", "prometheus_client", "opentelemetry"}
 MAX_LINES = 300
 MAX_MODULES = 15
-"""Modules a folder of the package holds at most."""
+"""Modules a folder of the package holds at most (the detectors' excepted: one file per pattern)."""
+PATTERNS = PACKAGE / "engine" / "detectors"
 
 
 def modules() -> list[Path]:
@@ -139,8 +144,8 @@ def test_every_engine_module_is_in_an_engine_folder() -> None:
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_engine_folders_import_one_way(path: Path) -> None:
-    """Within the engine: the reading never imports the state, the state never the detectors,
-    the detectors never the plan."""
+    """Within the engine: an output's reading never imports a call's, the reading never the
+    state, the state never the writing, the writing never a pattern, the detectors never the plan."""
     assert upward_engine_imports(path) == [], f"{path.relative_to(ROOT)} imports {upward_engine_imports(path)}"
 
 
@@ -248,11 +253,22 @@ def test_the_http_check_catches_a_logger_on_the_request_path(tmp_path: Path) -> 
     assert http_offences(fake, placed) == ["structlog", "proxy.http.observe.metrics", "proxy.http.serving.app"]
 
 
-def test_no_http_folder_holds_more_than_fifteen_modules() -> None:
-    """A folder is taken in at a glance (the engine's `reading` and `detectors` are not yet)."""
-    folders = {p.parent for p in modules() if p.is_relative_to(PACKAGE / "http")}
+def test_no_folder_holds_more_than_fifteen_modules() -> None:
+    """A folder is taken in at a glance: at most `MAX_MODULES` modules, its `__init__.py` counted.
+    Not the detectors: one file per pattern, however many patterns there are."""
+    folders = {p.parent for p in modules()} - {PATTERNS}
     crowded = {str(f.relative_to(ROOT)): n for f in folders if (n := len(list(f.glob("*.py")))) > MAX_MODULES}
     assert crowded == {}
+
+
+def test_the_detectors_folder_holds_only_patterns() -> None:
+    """Besides the patterns (each file's stem a registered pattern's name), `detectors/` holds
+    what a pattern is (`base`) and the little the loop patterns share (`calls`): anything else,
+    the words several remedies share or the next call they write, lives in the folder of its job."""
+    names = {d.name for d in REGISTRY}
+    others = sorted(p.name for p in PATTERNS.glob("*.py") if p.stem not in names)
+    assert others == ["__init__.py", "base.py", "calls.py"]
+    assert {p.stem for p in PATTERNS.glob("*.py")} >= names
 
 
 def test_a_pattern_name_is_written_only_in_its_own_file() -> None:

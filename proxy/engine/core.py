@@ -14,12 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from proxy.engine.detectors import BY_NAME, RemedyContext, Trip
-from proxy.engine.detectors.wording import fitter
+from proxy.engine.detectors import BY_NAME, Trip
 from proxy.engine.plan.decide import Decision, Effects, Request, decide, passed
 from proxy.engine.plan.handback import memory_text
 from proxy.engine.plan.rules import Rules
-from proxy.engine.reading.vocabulary import Learnt
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import INJECTIONS_KEPT, ConversationState, Injection
@@ -30,6 +28,9 @@ from proxy.engine.text.exchange import Translation
 from proxy.engine.text.identity import conversation_id, task_id
 from proxy.engine.text.salvage import offered_tools
 from proxy.engine.text.tokens import TokenCounter
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.vocabulary import Learnt
+from proxy.engine.writing.wording import fitter
 from proxy.settings.kinds import Action, Placement
 from proxy.settings.policy import Policy
 

@@ -62,7 +62,7 @@ class Ask(StrEnum):
     CALL = "call"
     """Make a (valid) tool call."""
     STEP = "step"
-    """The next step on the live failure (`detectors.failure_reads`): a read of the evidence not read
+    """The next step on the live failure (`writing.failure_reads`): a read of the evidence not read
     since it appeared (the failing test, the line where it fails, the code under test), else a change."""
 
 

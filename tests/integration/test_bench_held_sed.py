@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import Upstream, json_reply
 
-from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
+from proxy.engine.writing.sed_script import SED_SCRIPT, held_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 

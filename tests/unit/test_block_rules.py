@@ -16,9 +16,9 @@ from scenario_loader import engine as engine_of
 
 from proxy.engine.detectors import REGISTRY
 from proxy.engine.plan.reply import Gate, ReplyView, judge
-from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
-from proxy.engine.reading.unlike import unlike
-from proxy.engine.reading.vocabulary import OneOf, Shaped
+from proxy.engine.writing.sed_script import SED_SCRIPT, held_script
+from proxy.engine.writing.unlike import unlike
+from proxy.engine.writing.vocabulary import OneOf, Shaped
 
 ACTING = acting(*(p.name for p in REGISTRY))
 """Every pattern acting: this file is the rung's refusals pattern by pattern, as each refuses

@@ -7,7 +7,7 @@ from typing import Any
 import jsonschema
 
 from proxy.engine.plan.callschema import call_schema
-from proxy.engine.reading.vocabulary import Shaped
+from proxy.engine.writing.vocabulary import Shaped
 
 
 def tool(name: str, parameters: Any) -> dict[str, Any]:
@@ -95,7 +95,7 @@ def test_a_shaped_argument_is_required_and_held_to_its_pattern() -> None:
 
 
 def test_a_replacement_held_to_a_shape_is_required_once() -> None:
-    """Both held (its shape: `reading.kept`) and required as a held text's replacement, `new_str`
+    """Both held (its shape: `writing.kept`) and required as a held text's replacement, `new_str`
     is named once: JSON Schema wants `required`'s items unique."""
     editor = {
         "type": "object",

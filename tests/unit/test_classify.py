@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from proxy.engine.outputs.outcome import Outcome, rejected, result_outcome
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.commands import read_command
-from proxy.engine.reading.outcome import Outcome, rejected, result_outcome
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import default_policy
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxy.engine.reading.envelope import unwrap
+from proxy.engine.outputs.envelope import unwrap
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.engine.reading.evidence import Pointers
-from proxy.engine.reading.evidence import extract_pointers as pointers
+from proxy.engine.outputs.evidence import Pointers
+from proxy.engine.outputs.evidence import extract_pointers as pointers
 
 OUTPUTS = Path(__file__).resolve().parents[1] / "scenarios" / "outputs"
 

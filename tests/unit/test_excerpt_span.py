@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.excerpt import MAX_EXCERPT_LINES, called_names, closest_span, excerpt, file_text
+from proxy.engine.outputs.excerpt import MAX_EXCERPT_LINES, called_names, closest_span, excerpt, file_text
 
 FILE = (
     "     1\timport re\n"

@@ -1,4 +1,4 @@
-"""What a failure expects and what the code gives (`reading.expected`), the docstrings of the
+"""What a failure expects and what the code gives (`writing.expected`), the docstrings of the
 lines to change, and the edits already made on a failure (`RepairState.tried`): what an edit
 remedy says and what its held edit does not offer again (issue 61)."""
 
@@ -8,10 +8,10 @@ import pytest
 from chat import Chat, edit, test_run, view
 from scenario_loader import analyse, engine
 
-from proxy.engine.reading.expected import Expectation, Kind, documented, expectation
 from proxy.engine.reading.noop import undoing
-from proxy.engine.reading.pointed import tried_lines
 from proxy.engine.reading.proposal import change_of
+from proxy.engine.writing.expected import Expectation, Kind, documented, expectation
+from proxy.engine.writing.pointed import tried_lines
 from proxy.settings.kinds import CallKind
 
 PYTEST_EQ = "E       assert 5 == 15\nE        +  where 5 = deposit(5)\nE        +    where deposit = <bank.Account object at 0x7f>.deposit\ntests/test_bank.py:6: AssertionError\nFAILED tests/test_bank.py::test_deposit - assert 5 == 15"  # fmt: skip

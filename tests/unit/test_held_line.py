@@ -1,5 +1,5 @@
 """The held edit of one line (issue 51): the lines a held edit may change one of
-(`reading.pointed.changeable`) and the pattern its replacement is held to (`reading.unlike`),
+(`writing.pointed.changeable`) and the pattern its replacement is held to (`writing.unlike`),
 each as a table of must and must-not."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from proxy.engine.reading.pointed import MAX_LINES, changeable
-from proxy.engine.reading.unlike import unlike
+from proxy.engine.writing.pointed import MAX_LINES, changeable
+from proxy.engine.writing.unlike import unlike
 
 TWICE = "def f(x):\n    return x\n\ndef g(y):\n    return x\n"
 STRING = '    text = """a\n    b"""\n    return text\n'

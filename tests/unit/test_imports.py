@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.imports import imported_callees
+from proxy.engine.writing.imports import imported_callees
 
 DESCRIBE = "def describe(celsius):\n    value = to_fahrenheit(celsius)\n    return f'{value:.1f}F'"
 

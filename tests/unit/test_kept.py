@@ -1,4 +1,4 @@
-"""A held edit's replacement keeps the definitions of the lines it replaces (`reading.kept`).
+"""A held edit's replacement keeps the definitions of the lines it replaces (`writing.kept`).
 
 The pattern is read here as llama.cpp reads it: on the JSON text between the string's quotes.
 """
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.engine.reading.kept import definitions_kept
+from proxy.engine.writing.kept import definitions_kept
 
 VOWELS = 'VOWELS = "aeio"\n\n\ndef count_vowels(text):\n    """Count the vowels."""\n    return sum(1 for ch in text if ch in VOWELS)'  # fmt: skip
 FIXED_VOWELS = VOWELS.replace('"aeio"', '"aeiou"').replace("in text", "in text.lower()")

@@ -13,7 +13,7 @@ write ("with old_str one of those lines, ... and new_str that line changed") the
 (left optional, the model wrote a `str_replace` with no `old_str`); what it leaves to the model
 is filled as the instruction says (`one of those lines`: each quoted line in turn; `that line
 changed`: the line with a change), and the whole is checked with jsonschema, each `pattern` read
-on the JSON text between the string's quotes, as llama.cpp reads it (`reading.kept`).
+on the JSON text between the string's quotes, as llama.cpp reads it (`writing.kept`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.outcome import Outcome, environment_problem, result_outcome
+from proxy.engine.outputs.outcome import Outcome, environment_problem, result_outcome
 from proxy.settings.kinds import CallKind
 
 COULD_NOT_RUN = [

@@ -41,11 +41,11 @@ def test_every_kind_of_pattern_is_found() -> None:
     """Held by a module, by an engine's policy, by a marker; written inside a function; built."""
     names = " ".join(PATTERNS)
     for where in (
-        "proxy.engine.reading.envelope._FRAMING",
+        "proxy.engine.outputs.envelope._FRAMING",
         "preset:",
         "EVIDENCE_MARKERS",
         "proxy/engine/text/salvage.py:may_become_call",
-        "proxy/engine/reading/imports.py:_importing",
+        "proxy/engine/writing/imports.py:_importing",
     ):
         assert where in names
     assert len(PATTERNS) > 150

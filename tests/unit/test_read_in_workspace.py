@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.detectors.failure_reads import evidence_to_read
-from proxy.engine.reading.evidence import Pointers
+from proxy.engine.outputs.evidence import Pointers
 from proxy.engine.state.failure import DiagnosticClass, RepairState
+from proxy.engine.writing.failure_reads import evidence_to_read
 
 TEST = "/workspace/tests/test_stack.py"
 

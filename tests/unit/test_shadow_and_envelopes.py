@@ -11,10 +11,10 @@ from chat import Chat
 from scenario_loader import analyse
 
 from proxy.engine.core import Engine
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.evidence import evidence
+from proxy.engine.outputs.labels import bookkeeping_dropped
 from proxy.engine.reading.canonical import output_digest
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.evidence import evidence
-from proxy.engine.reading.labels import bookkeeping_dropped
 from proxy.settings.policy import policy_from_mapping
 
 SHELL = [

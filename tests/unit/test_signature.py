@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.engine.reading import normalise as signature
-from proxy.engine.reading.evidence import SNIPPET_CHARS, evidence
-from proxy.engine.reading.normalise import normalise, normalise_line
+from proxy.engine.outputs import normalise as signature
+from proxy.engine.outputs.evidence import SNIPPET_CHARS, evidence
+from proxy.engine.outputs.normalise import normalise, normalise_line
 
 OUTPUTS = Path(__file__).resolve().parents[1] / "scenarios" / "outputs"
 RUNNERS = ["pytest_addition", "jest", "cargo", "go", "tsc", "python_traceback"]

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from vocabularies import SHELL_TOOL, VOCABULARIES
 
-from proxy.engine.detectors.wording import resolve_path
 from proxy.engine.reading.classify import Classifier
-from proxy.engine.reading.vocabulary import Call, learn_vocabulary
+from proxy.engine.writing.vocabulary import Call, learn_vocabulary
+from proxy.engine.writing.wording import resolve_path
 from proxy.settings.policy import default_policy
 
 CLASSIFIER = Classifier(default_policy().classify)
@@ -275,7 +275,7 @@ def test_whatever_a_held_line_pattern_lets_the_model_write_replaces_a_line_the_f
 
 def test_a_request_learns_its_vocabulary_once_and_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """`Learnt`: the remedies, a force, the refuser and the gates share one vocabulary a request."""
-    from proxy.engine.reading import vocabulary as module
+    from proxy.engine.writing import vocabulary as module
 
     learnt_times: list[int] = []
     real = module.learn_vocabulary

@@ -34,7 +34,6 @@ from proxy.engine.detectors.base import (
     Levers,
     Pattern,
     Refusal,
-    RemedyContext,
     Trip,
     TurnFacts,
 )
@@ -48,7 +47,6 @@ __all__ = [
     "Levers",
     "Pattern",
     "Refusal",
-    "RemedyContext",
     "Trip",
     "TurnFacts",
 ]

@@ -11,38 +11,25 @@ name is written in its own file and in policy files.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import ValidationError
 
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.proposal import Proposal
-from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import DetectorStates, Trip, TurnFacts, UserFacts
-from proxy.engine.text.salvage import OfferedTool
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.vocabulary import Call, Vocabulary
 from proxy.settings.kinds import Ask, CallKind
 from proxy.settings.policy import Ladder, Policy
 from proxy.settings.problems import ConfigProblem, problems_of
 
-__all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "Refusal", "RemedyContext", "Trip", "TurnFacts"]
+__all__ = ["Detector", "DetectorStates", "Levers", "Pattern", "Refusal", "Trip", "TurnFacts"]
 
 S = TypeVar("S")
 Opts = TypeVar("Opts", bound=Ladder)
-
-
-@dataclass(frozen=True, slots=True)
-class RemedyContext:
-    """What a remedy may quote: the failure model as the trip left it, the agent's own tools,
-    and `fit`, which keeps (head, quoted evidence, next step) within the token budget by
-    shortening the quote, never the instruction."""
-
-    repair: RepairState
-    vocabulary: Vocabulary | None
-    fit: Callable[[str, str, str], str]
-    offered: Mapping[str, OfferedTool] = field(default_factory=dict)
-    """The request's tools, with their required arguments."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +42,7 @@ class Levers:
     verify_tool: str
     """The policy's tool for re-running a check; empty: the tool that ran the failing check."""
     vocabulary: Vocabulary | None = None
-    """The agent's own calls (`reading.vocabulary`): what `force` pins, where it pins one call."""
+    """The agent's own calls (`writing.vocabulary`): what `force` pins, where it pins one call."""
 
     @property
     def vocabulary_runs(self) -> bool:
@@ -195,7 +182,7 @@ class Detector(Generic[S, Opts]):
     """In shadow, the stop rung (`reply.futile_again`) may hand the run back on its owned refusals
     (a third no-op edit in answer to a gate's retry). False: they refuse, and never hand back."""
     names_next_step: bool = False
-    """Its next step (`failure_reads.next_step`: the read the failure points at, then the held
+    """Its next step (`writing.failure_reads.next_step`: the read the failure points at, then the held
     edit) is what the finish and action gates ask for on a live failure nothing has changed since;
     only while it acts (in shadow, a gate asks for a call, any: issue 61)."""
 

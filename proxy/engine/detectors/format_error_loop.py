@@ -41,13 +41,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Forced, Levers, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import rejected
+from proxy.engine.outputs.outcome import rejected
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.text.nudges import boilerplate
 from proxy.engine.text.protocols import FORMS
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Ask, Mode
 from proxy.settings.policy import Ladder, Policy
 

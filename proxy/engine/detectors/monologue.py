@@ -24,10 +24,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.detectors.wording import PREFIX
 from proxy.engine.state.patterns import UserFacts
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Ask, Mode
 from proxy.settings.policy import Ladder, Policy
 

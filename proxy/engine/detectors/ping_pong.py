@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors.base import Detector, Trip, TurnFacts
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.state.progress import Step, episode
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 

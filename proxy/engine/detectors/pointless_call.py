@@ -27,13 +27,14 @@ from typing import Any
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import step_of
-from proxy.engine.detectors.meant import held_in_place, kept, meant
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
 from proxy.engine.reading.noop import Nothing, unchanging, undoing
 from proxy.engine.reading.proposal import OLD_ARGS, Proposal
 from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import step_of
+from proxy.engine.writing.meant import held_in_place, kept, meant
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
@@ -92,7 +93,7 @@ class State:
 
 def _asked(arguments: Mapping[str, Any] | None, before: RepairState) -> bool:
     """The edit's text to replace is what the proxy's held edit offered at that point: the lines
-    the failure points at, whole or one of them (`failure_reads.Step`: `lines`, `pointed`)."""
+    the failure points at, whole or one of them (`writing.failure_reads.Step`: `lines`, `pointed`)."""
     given = {k: v for k, v in (arguments or {}).items() if isinstance(v, str)}
     old = next((given[k] for k in OLD_ARGS if k in given), None)
     if not old or not before.live:
@@ -130,8 +131,8 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
     """A no-op edit or a placeholder; where its text to replace is not in the file either, the
-    re-ask carries the lines it meant (or a look at the file), held by the schema (`meant`);
-    where it is, that text kept and held, the replacement asked for (`kept`)."""
+    re-ask carries the lines it meant (or a look at the file), held by the schema (`writing.meant`);
+    where it is, that text kept and held, the replacement asked for (`writing.meant.kept`)."""
     repair = context.repair
     why = pointless(proposal.kind, proposal.arguments, repair.tried if repair.live else ())
     if why is None:

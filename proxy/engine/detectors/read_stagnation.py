@@ -33,11 +33,12 @@ from dataclasses import dataclass, replace
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, Trip, TurnFacts
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import UserFacts
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 

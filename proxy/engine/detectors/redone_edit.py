@@ -37,17 +37,18 @@ from typing import Any
 import xxhash
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import step_of
-from proxy.engine.detectors.meant import held_change, held_edit
-from proxy.engine.detectors.wording import PREFIX, expected_behaviour
+from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import LEAVES_FILES, NEW_ARGS, OLD_ARGS, Proposal
 from proxy.engine.reading.sed import substitution
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState, is_check
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import step_of
+from proxy.engine.writing.meant import held_change, held_edit
+from proxy.engine.writing.wording import PREFIX, expected_behaviour
 from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 

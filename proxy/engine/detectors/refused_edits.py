@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import Outcome
+from proxy.engine.outputs.outcome import Outcome
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 

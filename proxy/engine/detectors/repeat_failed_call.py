@@ -43,17 +43,18 @@ from dataclasses import dataclass, replace
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.detectors.meant import meant
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.evidence import evidence
+from proxy.engine.outputs.evidence import evidence
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.sed import rejected_because
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.engine.state.progress import Step, episode
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.meant import meant
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
+from proxy.engine.detectors.base import Detector, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.noise import without_noise
-from proxy.engine.reading.outcome import Outcome
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.noise import without_noise
+from proxy.engine.outputs.outcome import Outcome
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Mode
 from proxy.settings.policy import Ladder, Policy
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import Outcome
+from proxy.engine.detectors.base import Detector, Trip, TurnFacts
+from proxy.engine.outputs.outcome import Outcome
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action
 from proxy.settings.policy import Ladder, Policy
 

@@ -34,11 +34,12 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.detectors.base import Detector, Forced, Levers, Trip, TurnFacts
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX, failing_call
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 

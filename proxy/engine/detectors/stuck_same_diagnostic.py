@@ -18,7 +18,7 @@ other command, which may write where the proxy cannot see). From a streak of `bl
 `BLOCK`), the failing check proposed again unchanged (a tool call or one written in the agent's
 text) is refused: run again it fails again. From a streak of `block_quiet` (default
 `BLOCK_QUIET`: the first failure) only where the re-ask can be narrowed to the next step's tool,
-or held to the next step's exact call (`failure_reads.next_call`).
+or held to the next step's exact call (`writing.failure_reads.next_call`).
 
 Must never fire on: edit, different error, edit, different error (progress resets the
 streak to 1); a streak held at the threshold by an edit-only turn (it did not advance); the
@@ -34,8 +34,12 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.failure_reads import (
+from proxy.engine.detectors.base import Detector, Forced, Levers, Refusal, Trip, TurnFacts
+from proxy.engine.outputs.outcome import Outcome
+from proxy.engine.reading.proposal import Proposal
+from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import (
     expected,
     next_call,
     next_kind,
@@ -44,10 +48,7 @@ from proxy.engine.detectors.failure_reads import (
     step_of,
     step_tool,
 )
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.outcome import Outcome
-from proxy.engine.reading.proposal import Proposal
-from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 

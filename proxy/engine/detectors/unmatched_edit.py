@@ -28,15 +28,16 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from proxy.engine.detectors.base import Detector, Refusal, RemedyContext, Trip, TurnFacts
-from proxy.engine.detectors.meant import held_edit
-from proxy.engine.detectors.wording import PREFIX
-from proxy.engine.reading.excerpt import closest_span
+from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
+from proxy.engine.outputs.excerpt import closest_span
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.sed import sought
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.seen import missed
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.meant import held_edit
+from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 

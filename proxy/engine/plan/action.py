@@ -14,8 +14,6 @@ import re
 from typing import Any
 
 from proxy.engine.detectors import Forced, Levers, Refusal
-from proxy.engine.detectors.failure_reads import next_step, step_of
-from proxy.engine.detectors.wording import PREFIX, expected_behaviour, failing_call
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool, held_retry, retry
@@ -24,6 +22,8 @@ from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import calls_of, content_text, parse_arguments
 from proxy.engine.text.nudges import asks_for_a_call, complains
 from proxy.engine.text.protocols import FORMS, written
+from proxy.engine.writing.failure_reads import next_step, step_of
+from proxy.engine.writing.wording import PREFIX, expected_behaviour, failing_call
 from proxy.settings.kinds import CallKind
 
 __all__ = ["action_gate", "nagged", "written_action_gate"]

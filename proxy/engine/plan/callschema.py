@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
-from proxy.engine.reading.vocabulary import OneOf, Shaped
+from proxy.engine.writing.vocabulary import OneOf, Shaped
 
 __all__ = ["SCHEMA_NAME", "Narrow", "call_schema"]
 

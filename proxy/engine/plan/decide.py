@@ -23,12 +23,12 @@ from proxy.engine.plan.reply import Gate, ReplyRules
 from proxy.engine.plan.rewrite import anchor_positions, apply_injections
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, forced_schema, forced_tool
-from proxy.engine.reading.vocabulary import Learnt
 from proxy.engine.state.conversation import ConversationState, Injection, TripOutcome
 from proxy.engine.state.failure import DiagnosticClass
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.salvage import SalvagedCall, offered_tools
+from proxy.engine.writing.vocabulary import Learnt
 from proxy.settings.kinds import Action, CallKind, FutileAgain
 
 __all__ = ["Decision", "Effects", "Request", "decide", "passed"]

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from proxy.engine.detectors import Refusal, RemedyContext
-from proxy.engine.detectors.wording import PREFIX
+from proxy.engine.detectors import Refusal
 from proxy.engine.plan.reply import GatePlan, Refuser
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
@@ -23,6 +22,8 @@ from proxy.engine.reading.proposal import LEAVES_FILES, Proposal, propose
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.protocols import FORMS
 from proxy.engine.text.salvage import offered_tools
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.wording import PREFIX
 
 __all__ = ["block_gate", "refuser"]
 

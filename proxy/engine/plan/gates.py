@@ -23,20 +23,20 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from proxy.engine.detectors.failure_reads import expected, next_call, next_step, quoted_failure, step_of
-from proxy.engine.detectors.wording import PREFIX, failing_call
+from proxy.engine.outputs.evidence import Pointers, in_library
 from proxy.engine.plan.action import action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.futility import block_gate, refuser
 from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
-from proxy.engine.reading.evidence import Pointers, in_library
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.text.dismissals import dismisses
 from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import content_text
 from proxy.engine.text.salvage import offered_tools
+from proxy.engine.writing.failure_reads import expected, next_call, next_step, quoted_failure, step_of
+from proxy.engine.writing.wording import PREFIX, failing_call
 from proxy.settings.kinds import CallKind, Placement
 
 __all__ = ["broke_on_import", "reply_rules"]

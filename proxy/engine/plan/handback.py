@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from proxy.engine.detectors.base import Refusal, Trip
-from proxy.engine.detectors.wording import PREFIX, failing_call, fitter
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.salvage import SalvagedCall
 from proxy.engine.text.tokens import TokenCounter
+from proxy.engine.writing.wording import PREFIX, failing_call, fitter
 
 __all__ = ["Handback", "handback_text", "memory_text", "refused_text"]
 

@@ -9,10 +9,10 @@ from typing import Any
 from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.rules import Rules
-from proxy.engine.reading.vocabulary import Call, Learnt
 from proxy.engine.state.conversation import ConversationState, Injection
 from proxy.engine.text.exchange import Edit
 from proxy.engine.text.salvage import offered_tools
+from proxy.engine.writing.vocabulary import Call, Learnt
 from proxy.settings.kinds import Action
 
 __all__ = ["Turn", "forced_schema", "forced_tool", "held_retry", "retry"]

@@ -1,7 +1,7 @@
-"""The reading of commands and failures: what a call does (a check, an edit, a read, noise),
-how it came out (pass, fail, an environment problem), what a failure is (its normalised
-signature, the failing test and line), and the agent's own vocabulary for the next call.
+"""The reading of calls: what a call does (a check, an edit, a read, noise), whether it can
+change the workspace or leaves it as it is, what an edit proposes, and one call observed with
+its output's reading (`outputs`).
 
 Everything the proxy says rests on this reading. It sees one call at a time and imports
-only `text` below it.
+only `text` and `outputs` below it.
 """

@@ -1,7 +1,7 @@
 """Normalise before comparing: calls as canonical JSON with sorted keys and volatile ids
 dropped, outputs as short digests of what they say: the agent's framing taken off
-(`envelope.payload`) and run-to-run noise (pids, timings, addresses, temporary paths)
-replaced as in a failure's signature (`normalise`), so a poll whose only change is a timing
+(`outputs.envelope.payload`) and run-to-run noise (pids, timings, addresses, temporary paths)
+replaced as in a failure's signature (`outputs.normalise`), so a poll whose only change is a timing
 repeats, and one that makes progress does not. A result that says nothing (empty, or only
 the agent's fixed "no output" framing) has no digest."""
 
@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 import xxhash
 
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.normalise import normalise
-from proxy.engine.reading.outcome import exit_code
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.normalise import normalise
+from proxy.engine.outputs.outcome import exit_code
 from proxy.engine.text.transcript import ToolCall
 
 __all__ = ["call_identity", "call_key", "output_digest"]

@@ -8,7 +8,7 @@ or a hint in the name. A shell command that runs a program file (`python repro.p
 `./tests/runtests.py`) is a check, like a test runner; one that runs code given inline
 (`python -c`, `python - <<EOF`) is a probe, never a check by its name. Files written are
 found by structure (redirections, `tee`, `cp`, `sed -i`, an editor's `create`), never by a
-`>` inside a quoted program. How a call's result came out is `outcome.py`'s; whether a write
+`>` inside a quoted program. How a call's result came out is `outputs/outcome.py`'s; whether a write
 changed the sources or only a scratch file of the agent's is the workspace's (`workspace.py`).
 """
 

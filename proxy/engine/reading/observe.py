@@ -1,6 +1,6 @@
 """Observation: a transcript turn with each answered call classified and judged.
 
-A call is classified by what it is (`classify`) and judged by what it printed (`outcome`): a
+A call is classified by what it is (`classify`) and judged by what it printed (`outputs.outcome`): a
 command whose output is a test runner's report is a check whatever its name; a call that
 could not run is an environment problem. Whether it changed the sources, or only a file of
 the agent's own, is read against the workspace as the earlier calls left it (`workspace`).
@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from proxy.engine.outputs.envelope import unwrap
+from proxy.engine.outputs.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.canonical import call_identity, call_key, output_digest
 from proxy.engine.reading.classify import Classifier
 from proxy.engine.reading.commands import Write
-from proxy.engine.reading.envelope import unwrap
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.sed import script_refused
 from proxy.engine.reading.unparsed import never_ran
 from proxy.engine.reading.workspace import Workspace
@@ -58,7 +58,7 @@ class ObservedCall:
     rejected: bool = False
     """The tool turned the call down before running it (an argument missing or invalid)."""
     output: str = ""
-    """The result as printed (a JSON envelope's output unwrapped, see `envelope`)."""
+    """The result as printed (a JSON envelope's output unwrapped, see `outputs.envelope`)."""
     writes: tuple[Write, ...] = ()
     """The files it writes, when they can be told."""
     probe: bool = False

@@ -6,7 +6,7 @@ No module named '_distutils_hack'`), a deprecation notice of the shell's profile
 Such lines name no failure of the work, and when they look like one (a traceback, an `Error`
 line) they become every failure's signature: eight different experiments read as one failure
 repeated, then forces and a hand-back (the project's held-out runs). A list of known noise lines
-(`reading.noise`) misses the next environment's.
+(`outputs.noise`) misses the next environment's.
 
 So a line counts as ambient once the evidence of `DISTINCT` different commands has printed it
 (`evidence.evidence_lines`: the lines a failure's signature is made of, whatever the command's
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from proxy.engine.reading.evidence import evidence_lines, line_digest
+from proxy.engine.outputs.evidence import evidence_lines, line_digest
 from proxy.engine.reading.observe import ObservedCall
 from proxy.settings.kinds import CallKind
 

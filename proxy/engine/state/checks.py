@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from proxy.engine.reading.evidence import evidence, project_frames
+from proxy.engine.outputs.evidence import evidence, project_frames
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.observe import ObservedCall
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.workspace import among, same_file
 from proxy.settings.kinds import CallKind
 

@@ -9,7 +9,7 @@ Folded once per turn by `fold_failure`, by these rules:
    that re-runs the same `python -c` after its edits uses it as its test; a probe run once
    is an experiment, and its failure is nobody's obligation); not a call the tool rejected
    before running it, and not one that could not run at all (an environment problem:
-   `reading.outcome`). A re-run probe that fails as its last run did counts both runs.
+   `outputs.outcome`). A re-run probe that fails as its last run did counts both runs.
 2. A failure with the live failure's signature extends the streak, even across edits; a
    different signature starts a new streak at 1; a passing check clears the model. When the
    agent rewrote the check itself since (the script the failing command runs), the same
@@ -32,11 +32,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from proxy.engine.outputs.evidence import Pointers, evidence, extract_pointers
+from proxy.engine.outputs.excerpt import called_names
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.commands import read_command
-from proxy.engine.reading.evidence import Pointers, evidence, extract_pointers
-from proxy.engine.reading.excerpt import called_names
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.proposal import change_of
 from proxy.engine.state.checks import (
     DIAGNOSTIC_KINDS,

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.canonical import call_identity
 from proxy.engine.reading.observe import ObservedTurn, observe
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.state.budget import Budget, BudgetExceeded
 from proxy.engine.state.conversation import (
     FOLDED_IDS,

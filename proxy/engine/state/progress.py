@@ -21,8 +21,8 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.observe import ObservedCall, ObservedTurn
-from proxy.engine.reading.outcome import Outcome
 from proxy.settings.kinds import CallKind
 
 __all__ = ["PAIRS_KEPT", "STEPS_KEPT", "Progress", "Step", "episode", "fold_progress", "step_of_call"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
-from proxy.engine.reading.evidence import Pointers
+from proxy.engine.outputs.evidence import Pointers
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.ambient import Ambient
 from proxy.engine.state.checks import Changes

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.commands import read_command
 from proxy.engine.reading.observe import ObservedCall
-from proxy.engine.reading.outcome import Outcome
 from proxy.engine.reading.sed import sought
 from proxy.engine.reading.workspace import among, same_file
 from proxy.settings.kinds import CallKind

@@ -19,9 +19,9 @@ from enum import StrEnum
 
 import orjson
 
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.noise import without_noise
-from proxy.engine.reading.textscan import Marker, any_marker
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.noise import without_noise
+from proxy.engine.outputs.textscan import Marker, any_marker
 from proxy.settings.kinds import CallKind
 
 __all__ = [

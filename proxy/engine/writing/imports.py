@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Iterator
 
-from proxy.engine.reading.excerpt import called_names
+from proxy.engine.outputs.excerpt import called_names
 
 __all__ = ["imported_callees", "imports"]
 

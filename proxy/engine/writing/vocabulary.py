@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 
 from proxy.engine.reading.classify import Classifier
-from proxy.engine.reading.kept import definitions_kept
-from proxy.engine.reading.sed_script import SED_SCRIPT, held_script
-from proxy.engine.reading.unlike import unlike
+from proxy.engine.writing.kept import definitions_kept
+from proxy.engine.writing.sed_script import SED_SCRIPT, held_script
+from proxy.engine.writing.unlike import unlike
 from proxy.settings.kinds import CallKind
 
 __all__ = ["Call", "Learnt", "OneOf", "Shaped", "Vocabulary", "learn_vocabulary"]

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from proxy.engine.reading.excerpt import code_lines
+from proxy.engine.outputs.excerpt import code_lines
 
 __all__ = ["Expectation", "Kind", "documented", "expectation"]
 

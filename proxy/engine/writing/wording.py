@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from proxy.engine.reading.expected import Expectation, Kind, documented, expectation
-from proxy.engine.reading.vocabulary import Call, Vocabulary
 from proxy.engine.state.failure import RepairState
 from proxy.engine.text.messages import parse_arguments
 from proxy.engine.text.tokens import TokenCounter
+from proxy.engine.writing.expected import Expectation, Kind, documented, expectation
+from proxy.engine.writing.vocabulary import Call, Vocabulary
 
 __all__ = [
     "BEHAVIOUR",

@@ -18,15 +18,15 @@ edits: `repeat_failed_call`, `pointless_call`; `held_edit` by `redone_edit`, `un
 
 from __future__ import annotations
 
-from proxy.engine.detectors.base import RemedyContext
-from proxy.engine.detectors.failure_reads import lines_in, step_of, tested_code
-from proxy.engine.detectors.wording import BEHAVIOUR, expected_behaviour, lines_to_pick, one_of_them
-from proxy.engine.reading.excerpt import closest_span, excerpt, file_text
-from proxy.engine.reading.pointed import changeable, tried_lines
+from proxy.engine.outputs.excerpt import closest_span, excerpt, file_text
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.under_test import code_under_test
-from proxy.engine.reading.vocabulary import Call
 from proxy.engine.reading.workspace import same_file
+from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import lines_in, step_of, tested_code
+from proxy.engine.writing.pointed import changeable, tried_lines
+from proxy.engine.writing.vocabulary import Call
+from proxy.engine.writing.wording import BEHAVIOUR, expected_behaviour, lines_to_pick, one_of_them
 
 __all__ = ["held_change", "held_edit", "held_in_place", "kept", "meant"]
 

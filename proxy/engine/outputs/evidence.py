@@ -3,7 +3,7 @@
 `evidence` gives its signature (SHA-256 of the normalised failure lines; when it has none,
 of its normalised tail, so a summary count that moves because another test started passing
 does not make a new failure) and the snippet quoted back to the model. Neither ever holds
-noise (warnings, "Exception ignored", pip's notes: `outcome.noise_line`) nor the agent's
+noise (warnings, "Exception ignored", pip's notes: `noise.noise_line`) nor the agent's
 framing of every result (`envelope.payload`): two different failures printed under the same
 warning are two failures. `extract_pointers`
 gives what a next step can name: for pytest, unittest, jest/vitest, go test, cargo test,
@@ -18,10 +18,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from proxy.engine.reading.envelope import payload
-from proxy.engine.reading.noise import noise_line
-from proxy.engine.reading.normalise import normalised_or_none, strip_controls
-from proxy.engine.reading.textscan import Marker, marked_lines
+from proxy.engine.outputs.envelope import payload
+from proxy.engine.outputs.noise import noise_line
+from proxy.engine.outputs.normalise import normalised_or_none, strip_controls
+from proxy.engine.outputs.textscan import Marker, marked_lines
 from proxy.engine.text.deadline import checkpoint
 
 __all__ = [

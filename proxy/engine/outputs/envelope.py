@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import orjson
 
-from proxy.engine.reading.labels import bookkeeping_dropped
+from proxy.engine.outputs.labels import bookkeeping_dropped
 
 __all__ = ["CODE_KEYS", "TEXT_KEYS", "payload", "unwrap"]
 

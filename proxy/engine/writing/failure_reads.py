@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxy.engine.detectors.wording import (
+from proxy.engine.outputs.evidence import in_library
+from proxy.engine.outputs.excerpt import excerpt, file_text
+from proxy.engine.reading.under_test import code_under_test
+from proxy.engine.reading.workspace import same_file
+from proxy.engine.state.failure import RepairState
+from proxy.engine.writing.imports import imported_callees, imports
+from proxy.engine.writing.pointed import changeable, tried_lines
+from proxy.engine.writing.vocabulary import Call, Vocabulary
+from proxy.engine.writing.wording import (
     BEHAVIOUR,
     expected_behaviour,
     failing_call,
@@ -27,14 +35,6 @@ from proxy.engine.detectors.wording import (
     resolve_path,
     working_dir,
 )
-from proxy.engine.reading.evidence import in_library
-from proxy.engine.reading.excerpt import excerpt, file_text
-from proxy.engine.reading.imports import imported_callees, imports
-from proxy.engine.reading.pointed import changeable, tried_lines
-from proxy.engine.reading.under_test import code_under_test
-from proxy.engine.reading.vocabulary import Call, Vocabulary
-from proxy.engine.reading.workspace import same_file
-from proxy.engine.state.failure import RepairState
 from proxy.settings.kinds import CallKind
 
 __all__ = [

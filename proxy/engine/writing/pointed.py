@@ -6,7 +6,7 @@ A held edit quoted the whole function the failure calls as its text to replace a
 edits the proxy asked for (issue 51: three new repositories, OpenHands style, seeds 1-2), and a
 copy of a function is what a small model writes most readily. Held to one line of it instead,
 and to a replacement that is not that line (`unlike`), it can only change something, where the
-change is (`vocabulary.change_one`). The lines, from the quoted code (`excerpt`: the function,
+change is (`vocabulary.change_one`). The lines, from the quoted code (`outputs.excerpt`: the function,
 with the module's values it reads set above it):
 
     kept     a statement or expression line, a one-line module value (`VOWELS = "aeio"`)
