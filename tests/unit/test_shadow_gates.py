@@ -72,25 +72,27 @@ def _edited() -> Chat:
 
 @pytest.mark.parametrize("gate", [Gate.ACTION, Gate.FINISH])
 def test_a_gate_s_retry_carries_the_stuck_step_only_while_the_pattern_acts(gate: Gate) -> None:
-    """Acting, at the third same failure; in shadow, as it ships, not after an edit landed, nor
-    (the finish gate) at the second or third. The action gate in shadow with nothing changed since
-    the failure: the next test."""
+    """Acting, at the third same failure; in shadow, as it ships, not after an edit landed. In
+    shadow with nothing changed since the failure: the next test (the rung's own step)."""
     text, choice, pinned = _said(_rules(_stuck(), acting(STUCK)), gate)
     assert "Do not edit parse.py again yet. Next, read the failing test" in text  # must: acting
     assert choice == "str_replace_editor" and pinned is not None and pinned["command"] == "view"
-    for chat in (_edited(), _twice(), _stuck()) if gate is Gate.FINISH else (_edited(),):
+    for chat in (_edited(),):
         text, choice, pinned = _said(_rules(chat), gate)  # must not: in shadow, as it ships
         assert "Do not edit" not in text and "Next, read" not in text, text
         assert pinned is None and choice != "str_replace_editor"
 
 
+@pytest.mark.parametrize("gate", [Gate.ACTION, Gate.FINISH])
 @pytest.mark.parametrize(("chat", "times"), [(_twice(), 2), (_stuck(), 3)], ids=["second", "third"])
-def test_in_shadow_the_action_gate_asks_for_the_step_the_rungs_own_refusal_names(chat: Chat, times: int) -> None:
+def test_in_shadow_a_gate_asks_for_the_step_the_rungs_own_refusal_names(chat: Chat, times: int, gate: Gate) -> None:
     """Nothing changed since the check failed: the re-run is the block rung's own to refuse (its
-    result is known), and the action gate's retry asks for what that refusal names instead of the
-    run (asked for the run, the model made it: recovery bench, openhands style; told in words what
-    the test expects and that a re-run fails the same way, it re-ran it: smoke at 27ea232)."""
-    text, choice, pinned = _said(_rules(chat), Gate.ACTION)
+    result is known), and a gate's retry asks for what that refusal names instead of the run
+    (asked for the run, the model made it: recovery bench, openhands style; told in words what
+    the test expects and that a re-run fails the same way, it re-ran it: smoke at 27ea232; the
+    finish gate's "fix the cause, then re-run it: `python -m pytest`", re-run at once: pages seed 1
+    at 0e10cef)."""
+    text, choice, pinned = _said(_rules(chat), gate)
     assert f"failed the same way {times} times in a row, and nothing has changed since" in text
     assert "Next, read the failing test" in text and "re-run the failing check" not in text
     assert choice == "str_replace_editor" and pinned is not None and pinned["command"] == "view"
@@ -99,6 +101,13 @@ def test_in_shadow_the_action_gate_asks_for_the_step_the_rungs_own_refusal_names
 def test_in_shadow_after_an_edit_landed_the_action_gate_asks_for_the_re_run() -> None:
     text, _choice, _pinned = _said(_rules(_edited()), Gate.ACTION)
     assert "Next, re-run the failing check" in text and "Next, read" not in text
+
+
+def test_with_the_rung_off_the_finish_gate_still_asks_for_the_step_not_the_re_run() -> None:
+    """`[reply] block = false` turns off the rung alone: the finish gate's retry is the same as with
+    it on (its step from the judge the gates share), never "re-run it: <the check>"."""
+    off = _said(_rules(_stuck(), _no_block(default_policy())), Gate.FINISH)
+    assert off == _said(_rules(_stuck()), Gate.FINISH) and "then re-run it:" not in off[0]
 
 
 @pytest.mark.parametrize("policy", [None, acting(STUCK)], ids=["shadow", "acting"])
@@ -265,3 +274,16 @@ def test_the_bench_s_acting_arm_runs_every_pattern_acting() -> None:
         update={"source": ""}
     )
     assert "Next, read the failing test" in _said(_rules(_stuck(), policy), Gate.ACTION)[0]
+
+
+def test_with_no_refusal_to_take_the_step_from_the_finish_gate_says_its_own_evidence() -> None:
+    """Nothing changed since the failure and no pattern would refuse the re-run (the rung's own
+    refusal turned off by the policy): the gate says what the failing test expects and that a run
+    fails the same way, and asks for any call, never "re-run it: <the check>". Must not: after an
+    edit landed, the re-run is the step and the gate names it."""
+    off = policy_from_mapping({"patterns": {STUCK: {"block": 0, "block_quiet": 0}}}, "tests: no refusal")
+    text, choice, pinned = _said(_rules(_stuck(), off), Gate.FINISH)
+    assert "Nothing has changed since the check failed" in text and "then re-run it:" not in text
+    assert "expects" in text and choice is None and pinned is None
+    after_edit = _said(_rules(_edited(), off), Gate.FINISH)[0]
+    assert "then re-run it:" in after_edit and "Nothing has changed" not in after_edit

@@ -26,12 +26,12 @@ from proxy.engine.writing.failure_reads import next_step, step_of
 from proxy.engine.writing.wording import PREFIX, expected_behaviour, failing_call
 from proxy.settings.kinds import CallKind
 
-__all__ = ["action_gate", "nagged", "written_action_gate"]
+__all__ = ["UNCHANGED", "action_gate", "nagged", "written_action_gate"]
 
 _BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
 _PASSED = "The check passed."
 _ANY = "Reply with your next tool call only."
-_UNCHANGED = (
+UNCHANGED = (
     "Nothing has changed since the check failed: run again, it fails the same way. Change the code so that it "
     "does what is expected, then re-run the check."
 )
@@ -161,7 +161,7 @@ def _next_step(
         if rules.next_step_acts:
             return next_step(step_of(failure), vocabulary)
         said = expected_behaviour(failure)
-        return f"{said + ' ' if said else ''}{_UNCHANGED} {_ANY}"
+        return f"{said + ' ' if said else ''}{UNCHANGED} {_ANY}"
     if failure.live:
         return f"Next, re-run the failing check: {failing_call(failure, vocabulary)}. Reply with that tool call only."
     check = _task_check(rules, translation.messages)

@@ -24,10 +24,10 @@ from dataclasses import replace
 from typing import Any
 
 from proxy.engine.outputs.evidence import Pointers, in_library
-from proxy.engine.plan.action import action_gate, written_action_gate
+from proxy.engine.plan.action import UNCHANGED, action_gate, written_action_gate
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.futility import block_gate, refuser
-from proxy.engine.plan.reply import Gate, GatePlan, ReplyRules
+from proxy.engine.plan.reply import Gate, GatePlan, Refuser, ReplyRules
 from proxy.engine.plan.rules import Rules
 from proxy.engine.plan.turn import Turn, held_retry, retry
 from proxy.engine.reading.workspace import same_file
@@ -36,7 +36,7 @@ from proxy.engine.text.exchange import Edit, Translation
 from proxy.engine.text.messages import content_text
 from proxy.engine.text.salvage import offered_tools
 from proxy.engine.writing.failure_reads import expected, next_call, next_step, quoted_failure, step_of
-from proxy.engine.writing.wording import PREFIX, failing_call
+from proxy.engine.writing.wording import PREFIX, expected_behaviour, failing_call
 from proxy.settings.kinds import CallKind, Placement
 
 __all__ = ["broke_on_import", "reply_rules"]
@@ -68,6 +68,7 @@ def _finish(
     role: str,
     finish_tools: frozenset[str],
     fit: Callable[[str, str, str], str],
+    judge: Refuser | None = None,
 ) -> GatePlan | None:
     reply = rules.policy.reply
     failure = turn.state.repair
@@ -111,6 +112,19 @@ def _finish(
             step = next_call(found, vocabulary, failure.failing_tool)
             if (held := held_retry(turn, role, fit(head, snippet, tail), step, tools=kept)) is not None:
                 return held
+        elif failure.quiet_since_failure:
+            # In shadow: the re-run is the block rung's own to refuse (its result is known), so the
+            # retry asks for what that refusal names, held as the rung's re-ask is (as the action
+            # gate's does); told "fix the cause, then re-run it: python -m pytest", the 1.5B model
+            # re-ran it at once (recovery bench, pages seed 1 at 0e10cef). Else the gate's own words.
+            refused = judge([(failure.failing_tool, failure.failing_arguments)]) if judge is not None else None
+            if refused is not None:
+                text = f"{PREFIX} Do not finish yet: the check still fails. {refused.reason}\n{refused.instead}"
+                if (held := held_retry(turn, role, text, refused.pinned, tools=kept)) is not None:
+                    return held
+                return retry(turn, role, text, require_call=True, tools=kept)
+            said = expected_behaviour(failure)
+            tail = f"{said + ' ' if said else ''}{UNCHANGED} Reply with a tool call."
         return retry(turn, role, fit(head, snippet, tail), require_call=True, tools=kept)
 
     return GatePlan(build, reply.max_finish_attempts)
@@ -185,7 +199,7 @@ def reply_rules(rules: Rules, translation: Translation, turn: Turn, fit: Callabl
         for gate, plan in (
             (Gate.BLOCK, block_gate(rules, turn, role) if refuse is not None else None),
             (Gate.DONE, _done(rules, turn, role)),
-            (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit) if offered else None),
+            (Gate.FINISH, _finish(rules, turn, role, finish_tools, fit, judge) if offered else None),
             (Gate.ACTION, action),
         )
         if plan is not None
