@@ -699,7 +699,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resolved-only", action="store_true", help="with --show/--sample: resolved runs only")
     parser.add_argument("--views", action="store_true", help="compare tool-call runs replayed as sent and as text")
     parser.add_argument("--run", help="print these runs whole (comma-separated source/run keys), trips marked")
-    parser.add_argument("--quiet", type=int, default=0, help="print this many unresolved runs with no trip, at random")
+    parser.add_argument(
+        "--quiet",
+        type=int,
+        default=0,
+        help="print this many runs not resolved (unresolved or unlabelled) with no trip, at random",
+    )
     parser.add_argument(
         "--within", type=int, default=0, help="judged precision: count a trip up to this many requests later too"
     )
@@ -729,7 +734,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.run or args.quiet:
         chosen = [r for r in replays if r.run.key in set((args.run or "").split(","))]
         if args.quiet:
-            quiet = [r for r in replays if r.run.resolved is False and not r.fired]
+            # not resolved: graded unresolved, or unlabelled (every open-weight run of the test part
+            # is; drawing `resolved is False` alone gave a sample of frontier runs only)
+            quiet = [r for r in replays if r.run.resolved is not True and not r.fired]
             chosen += random.Random(args.seed).sample(quiet, min(args.quiet, len(quiet)))
         for replayed in chosen:
             print(whole_run(replayed), end="\n\n")
