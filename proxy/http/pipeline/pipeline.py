@@ -1,6 +1,6 @@
 """One request under `/v1/` or `/api/`, as its steps:
 
-    check the path -> authenticate -> read -> analyse (with memory)
+    admit (the path, the team's key) -> read -> analyse (with memory)
         -> choose: holdout | hand-back | reply stage | forward
 
 Only POSTs to the analysed routes (`dialects.ROUTES`) with repair on are analysed; every
@@ -54,17 +54,14 @@ class Refused(Exception):
             self.response.force_close()
 
 
-def _check_path(request: web.Request) -> None:
-    """Only what is below `/v1/` or `/api/` is forwarded: a path with a `.` or `..` segment (as
-    sent, or percent-encoded) could climb out of it upstream, with the team's key attached."""
+def _admitted(request: web.Request) -> Team:
+    """The team whose key the request carries (everyone is `default` without teams), for a path that
+    stays below `/v1/` or `/api/`: one with a `.` or `..` segment (as sent, or percent-encoded)
+    could climb out of it upstream, with the team's key attached."""
     segments = request.path.split("/")
     if "." in segments or ".." in segments:
         message = "the request path has a '.' or '..' segment; send a normalised path below /v1/ or /api/"
         raise Refused(request, Outcome.PATH_REFUSED, message)
-
-
-def _authenticate(request: web.Request) -> Team:
-    """The team whose key the request carries (everyone is `default` without teams)."""
     runtime = request.app[RUNTIME].current
     team = runtime.team_for(request.headers)
     if team is None:
@@ -131,8 +128,7 @@ async def _choose(
 async def proxy_v1(request: web.Request) -> web.StreamResponse:
     record = request[RECORD]
     try:
-        _check_path(request)
-        team = _authenticate(request)
+        team = _admitted(request)
         body = await _read(request)
         record.read_at = time.perf_counter()
     except Refused as refused:
