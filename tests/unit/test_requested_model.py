@@ -25,5 +25,5 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "body", "model"), CASES, ids=[c[0] for c in CASES])
 def test_the_requested_model_is_what_a_parse_reads(name: str, body: dict[str, object], model: str | None) -> None:
-    assert _requested_model(orjson.dumps(body), None) == model
-    assert _requested_model(orjson.dumps(body, option=orjson.OPT_INDENT_2), None) == model
+    assert _requested_model(orjson.dumps(body)) == model
+    assert _requested_model(orjson.dumps(body, option=orjson.OPT_INDENT_2)) == model

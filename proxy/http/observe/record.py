@@ -25,7 +25,6 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects import Planned
 from proxy.engine.plan.decide import Decision
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import Gate
@@ -200,11 +199,6 @@ class Record:
     def add(self, event: Event) -> None:
         self.events.append(event)
 
-    def sending(self) -> None:
-        """The request goes upstream (the first time counts)."""
-        if self.sent_at is None:
-            self.sent_at = time.perf_counter()
-
     @property
     def overhead_ms(self) -> float:
         """The wall time the proxy added: from the body being in to the request going upstream (or,
@@ -280,9 +274,8 @@ _MODEL = re.compile(rb'"model"\s*:\s*"([\w.:/@+-]{0,200})"')
 match is a key; where there is more than one (a nested object's), the body is parsed instead."""
 
 
-def requested_model(body: bytes, analysed: Planned | None) -> str | None:
-    if analysed is not None:
-        return analysed.incoming.translation.model or None
+def requested_model(body: bytes) -> str | None:
+    """The model an unanalysed body names (an analysed one's is its translation's)."""
     if len(body) > MODEL_BODY_LIMIT or not body.lstrip().startswith(b"{"):
         return None
     found = _MODEL.findall(body)

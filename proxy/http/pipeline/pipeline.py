@@ -141,8 +141,10 @@ async def proxy_v1(request: web.Request) -> web.StreamResponse:
     headers.popall(settings.server.key_header, None)
     dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
     analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None
-    if record.operation is not None:
-        record.model = requested_model(body, analysed)
+    if analysed is not None:
+        record.model = analysed.incoming.translation.model or None
+    elif record.operation is not None:
+        record.model = requested_model(body)
     try:
         return await _choose(request, body, headers, analysed)
     except UpstreamFailure as failure:

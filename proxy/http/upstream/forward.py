@@ -187,13 +187,14 @@ async def send(request: web.Request, body: bytes, headers: CIMultiDict[str]) -> 
         url = target_url(base.rstrip("/").removesuffix("/v1"), raw.raw_path.lstrip("/"), raw.raw_query_string)
     else:
         url = target_url(base, raw.raw_path.removeprefix("/v1/"), raw.raw_query_string)
-    request[RECORD].sending()
-    started = time.perf_counter()
+    record, started = request[RECORD], time.perf_counter()
+    if record.sent_at is None:  # the first time it goes up counts
+        record.sent_at = started
     session = request.app[SESSION]
     upstream = await open_upstream(
         session, request.method, url, headers, body, runtime.timeouts, runtime.tls, context.team.named
     )
-    request[RECORD].upstream_ms = (time.perf_counter() - started) * 1000
+    record.upstream_ms = (time.perf_counter() - started) * 1000
     return upstream
 
 
