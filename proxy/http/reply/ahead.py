@@ -19,7 +19,7 @@ from aiohttp import web
 
 from proxy.dialects import Dialect
 from proxy.http.runtime.appkeys import RECORD
-from proxy.http.upstream.forward import cut_agent, downstream_headers, rewritten_headers
+from proxy.http.upstream.forward import cut_agent, hop_free, rewritten_headers
 
 __all__ = ["Ahead", "ClientGone"]
 
@@ -52,7 +52,7 @@ class Ahead:
             return held
         if self.response is None:
             record = self._request[RECORD]
-            headers = rewritten_headers(downstream_headers(upstream.headers), record, streamed=True)
+            headers = rewritten_headers(hop_free(upstream.headers), record, streamed=True)
             self.response = web.StreamResponse(status=upstream.status, headers=headers)
             self.opened = True
         try:

@@ -55,7 +55,7 @@ from proxy.http.reply.steps import (
 )
 from proxy.http.runtime.appkeys import CONTEXT, RECORD
 from proxy.http.runtime.tenancy import Timeouts
-from proxy.http.upstream.forward import downstream_headers, relay, send
+from proxy.http.upstream.forward import hop_free, relay, send
 from proxy.http.upstream.network import UpstreamFailure, next_chunk
 
 __all__ = ["reply_stage"]
@@ -152,7 +152,7 @@ async def _answer(
     back as what was held (the rest is to be relayed)."""
     dialect, rules, timeouts = planned.incoming.dialect, planned.decision.reply, request[CONTEXT].runtime.timeouts
     record = request[RECORD]
-    out = downstream_headers(upstream.headers)
+    out = hop_free(upstream.headers)
     if is_streaming(upstream.headers):
         held, judgement = await _watch(upstream, timeouts, dialect, rules, ahead, record)
         return held if judgement is None else Reply(upstream.status, out, held, True, judgement)

@@ -27,8 +27,8 @@ from proxy.http.upstream.network import UpstreamFailure, next_chunk, open_upstre
 __all__ = [
     "HOP_BY_HOP",
     "cut_agent",
-    "downstream_headers",
     "forward",
+    "hop_free",
     "relay",
     "rewritten_headers",
     "send",
@@ -55,8 +55,9 @@ HOP_BY_HOP = frozenset(
 _RECOMPUTED = frozenset({"host", "content-length"})
 
 
-def _filtered(headers: CIMultiDictProxy[str], drop: frozenset[str]) -> CIMultiDict[str]:
-    """`headers` without the hop-by-hop ones, those `Connection` names, and `drop`."""
+def hop_free(headers: CIMultiDictProxy[str], drop: frozenset[str] = frozenset()) -> CIMultiDict[str]:
+    """`headers` without the hop-by-hop ones, those `Connection` names, and `drop`: the upstream's
+    response headers as they go to the agent (Content-Length stays: bytes are kept)."""
     dropped = HOP_BY_HOP | drop | set(map(str.strip, headers.get("Connection", "").lower().split(",")))
     out: CIMultiDict[str] = CIMultiDict()
     for name, value in headers.items():
@@ -71,17 +72,12 @@ def upstream_headers(
     """The agent's headers minus hop-by-hop ones; `Host`/`Content-Length` are set for the upstream.
     `api_key` replaces the agent's Authorization; without one, the agent's goes up only when
     `client_authorization` (see `Runtime.client_authorization_passes`)."""
-    headers = _filtered(incoming, _RECOMPUTED)
+    headers = hop_free(incoming, _RECOMPUTED)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     elif not client_authorization:
         headers.popall("Authorization", None)
     return headers
-
-
-def downstream_headers(upstream: CIMultiDictProxy[str]) -> CIMultiDict[str]:
-    """The upstream's response headers minus hop-by-hop ones (Content-Length stays: bytes are kept)."""
-    return _filtered(upstream, frozenset())
 
 
 def target_url(base_url: str, tail: str, query_string: str) -> URL:
@@ -125,7 +121,7 @@ async def relay(
 
     try:
         if response is None:
-            headers = downstream_headers(upstream.headers)
+            headers = hop_free(upstream.headers)
             headers.update(marks(record))
             if is_streaming(upstream.headers):
                 headers["X-Accel-Buffering"] = "no"
