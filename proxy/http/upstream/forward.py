@@ -112,13 +112,7 @@ async def relay(
     """
     record, timeouts = request[RECORD], request[CONTEXT].runtime.timeouts
     response, end = opened, StreamEnd(upstream.headers.get("Content-Type", ""))
-
-    async def write(out: web.StreamResponse, chunk: bytes) -> None:
-        await out.write(chunk)
-        if end.feed(chunk) and record.delivered is None:
-            record.end(complete)
-            record.delivered = out.status
-
+    chunks = iter(held)
     try:
         if response is None:
             headers = hop_free(upstream.headers)
@@ -127,10 +121,11 @@ async def relay(
                 headers["X-Accel-Buffering"] = "no"
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
             await response.prepare(request)
-        for chunk in held:
-            await write(response, chunk)
-        while chunk := await next_chunk(upstream, timeouts):
-            await write(response, chunk)
+        while chunk := next(chunks, b"") or await next_chunk(upstream, timeouts):  # what is held goes first
+            await response.write(chunk)
+            if end.feed(chunk) and record.delivered is None:
+                record.end(complete)
+                record.delivered = response.status
         record.end(complete)
         record.delivered = response.status
         await response.write_eof()
