@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -50,14 +50,14 @@ class _Failed(Exception):
     pass
 
 
-def _guarded(request: web.Request, step: Callable[[], T]) -> T:
+def _guarded(request: web.Request, step: Callable[..., T], *args: Any) -> T:
     """Run one synchronous step of the analysis, its CPU time counted; an exception in it is
     `analysis_failed`, running past the budget `analysis_abandoned` (`Behind` is the caller's)."""
     record = request[RECORD]
     clock = request.app[GC].work_clock
     started = clock()
     try:
-        return step()
+        return step(*args)
     except Behind:
         raise
     except Exception as exc:
@@ -118,22 +118,22 @@ def _store_error(request: web.Request, team: str, conversation: str) -> None:
         request[RECORD].add(Faulted(Fault.STORE_FAILING, None, {**fields, "error": health.error}))
 
 
-async def _step(request: web.Request, thread: bool, name: str, step: Callable[[], T]) -> T:
-    """One step of the analysis on the event loop (said on the record to hold it: `Held`, with its
-    conversation as known once it is over), or in a worker thread (`pipeline.offload` decides), the
-    collector paused meanwhile (`GcAccounting.paused`)."""
+async def _step(request: web.Request, thread: bool, name: str, step: Callable[..., T], *args: Any) -> T:
+    """`step(*args)`, one step of the analysis, on the event loop (said on the record to hold it:
+    `Held`, with its conversation as known once it is over), or in a worker thread
+    (`pipeline.offload` decides), the collector paused meanwhile (`GcAccounting.paused`)."""
     if not thread:
         record = request[RECORD]
         started = time.perf_counter()
         try:
-            return _guarded(request, step)
+            return _guarded(request, step, *args)
         finally:
             conversation = record.conversation or request.headers.get(CONVERSATION_HEADER)
             record.add(Held(name, time.perf_counter() - started, conversation))
 
     def offloaded() -> T:
         with request.app[GC].paused():
-            return _guarded(request, step)
+            return _guarded(request, step, *args)
 
     return await asyncio.to_thread(offloaded)
 
@@ -149,14 +149,11 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     budget = Budget.of(context.runtime.settings.limits.analysis_budget_ms / 1000)  # wall time, from now
     size = len(body)
     shared = context.runtime.shared
+    parses = shared.spans.parses
     store = request.app[STORES].verdicts
     whose: list[Request] = []  # whose request it is, once read
 
-    def read_body() -> Incoming | None:
-        return parse(dialect, body, shared.spans.parses)  # what it adds to its conversation's last body, only
-
-    def fold_then_plan(read: Callable[[], Incoming | None]) -> tuple[Incoming, Folded, Planned | None] | None:
-        incoming = read()
+    def fold_then_plan(incoming: Incoming | None) -> tuple[Incoming, Folded, Planned | None] | None:
         if incoming is None:
             return None
         whose.append(engine.request(incoming.translation, request.headers, team.name))
@@ -168,16 +165,13 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
 
     try:
         with shared.footprint.analysing(size):
+            # parsed from what it adds to its conversation's last body, only (`dialects.parse`)
             if in_thread(size, None):  # parsed there too
-                parsed = await _step(
-                    request, True, "analysis", lambda: fold_then_plan(lambda: parse(dialect, body, shared.spans.parses))
-                )
+                parsed = await _step(request, True, "analysis", lambda: fold_then_plan(parse(dialect, body, parses)))
             else:
-                read = await _step(
-                    request, False, "analysis (parse)", lambda: parse(dialect, body, shared.spans.parses)
-                )
+                read = await _step(request, False, "analysis (parse)", parse, dialect, body, parses)
                 fresh = fresh_chars(read.translation.messages) if read is not None else None
-                parsed = await _step(request, in_thread(size, fresh), "analysis", lambda: fold_then_plan(lambda: read))
+                parsed = await _step(request, in_thread(size, fresh), "analysis", fold_then_plan, read)
             if parsed is None:
                 # not JSON, no transcript, or (Responses) history kept upstream by previous_response_id
                 request[RECORD].add(
