@@ -19,7 +19,6 @@ from proxy.dialects import continued
 from proxy.dialects.changes import REMOVED, Array, Change, Kept, Value, applied, kept_or_fresh
 from proxy.dialects.chat_reply import ChatReplyWatcher, arguments_of, calls_of, first_choice
 from proxy.dialects.lines import LineScanner, sse_payloads
-from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
 from proxy.dialects.structured import Structured, response_format
@@ -210,8 +209,7 @@ class Chat:
         content = message.get("content")
         return ReplyView(content if isinstance(content, str) else "", calls_of(message), arguments_of(message))
 
-    def reply_watcher(self) -> ReplyWatcher:
-        return ChatReplyWatcher()
+    reply_watcher = ChatReplyWatcher
 
     def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         payload = orjson.loads(body)

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
+from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.engine.plan.reply import ReplyView
 
 __all__ = ["ChatReplyWatcher", "arguments_of", "calls_of", "first_choice"]
@@ -57,7 +57,7 @@ class ChatReplyWatcher:
 
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text = TextSoFar()
+        self._text = ""
         self._calls: dict[int, str | None] = {}
         self._arguments: dict[int, list[str]] = {}
 
@@ -67,7 +67,7 @@ class ChatReplyWatcher:
             if not isinstance(delta, dict):
                 continue
             if isinstance(delta.get("content"), str):
-                self._text.add(delta["content"])
+                self._text += delta["content"]
             for position, call in enumerate(delta.get("tool_calls") or ()):
                 index = call.get("index", position) if isinstance(call, dict) else position
                 name = calls_of({"tool_calls": [call]})[0]
@@ -83,4 +83,4 @@ class ChatReplyWatcher:
     def view(self) -> ReplyView:
         order = sorted(self._calls)
         arguments = tuple("".join(self._arguments.get(i, ())) for i in order)
-        return ReplyView(self._text.text, tuple(self._calls[i] for i in order), arguments)
+        return ReplyView(self._text, tuple(self._calls[i] for i in order), arguments)

@@ -18,8 +18,7 @@ import orjson
 
 from proxy.dialects import continued
 from proxy.dialects.chat import read_messages, write_messages
-from proxy.dialects.lines import LineScanner, TextSoFar, ndjson_payloads
-from proxy.dialects.protocol import ReplyWatcher
+from proxy.dialects.lines import LineScanner, ndjson_payloads
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.structured import ollama_format
 from proxy.engine.plan.handback import Handback
@@ -54,7 +53,7 @@ def _arguments(message: dict[str, Any]) -> list[str]:
 class _Watcher:
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text = TextSoFar()
+        self._text = ""
         self._calls: list[str | None] = []
         self._arguments: list[str] = []
 
@@ -64,13 +63,13 @@ class _Watcher:
             if not isinstance(message, dict):
                 continue
             if isinstance(message.get("content"), str):
-                self._text.add(message["content"])
+                self._text += message["content"]
             self._calls.extend(_names(message))
             self._arguments.extend(_arguments(message))
 
     @property
     def view(self) -> ReplyView:
-        return ReplyView(self._text.text, tuple(self._calls), tuple(self._arguments))
+        return ReplyView(self._text, tuple(self._calls), tuple(self._arguments))
 
 
 def _tool_calls(calls: Sequence[SalvagedCall]) -> list[dict[str, Any]]:
@@ -109,8 +108,7 @@ class Ollama:
             content if isinstance(content, str) else "", tuple(_names(message)), tuple(_arguments(message))
         )
 
-    def reply_watcher(self) -> ReplyWatcher:
-        return _Watcher()
+    reply_watcher = _Watcher
 
     def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         payload = orjson.loads(body)

@@ -66,7 +66,7 @@ class Dialect(Protocol):
         ...
 
     def reply_watcher(self) -> ReplyWatcher:
-        """A fresh watcher for one streamed reply."""
+        """A fresh watcher for one streamed reply (a dialect's watcher class is this)."""
         ...
 
     def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:

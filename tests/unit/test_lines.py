@@ -7,20 +7,8 @@ import pytest
 from replies import reply_bytes
 
 from proxy.dialects import CHAT, OLLAMA, RESPONSES, Dialect
-from proxy.dialects.lines import TextSoFar
 
 PIECES = ["{", '"name"', ": ", '"ls"', "}", "", " and then", " some prose ✓"]
-
-
-def test_the_text_so_far_is_every_piece_in_order_however_often_it_is_read() -> None:
-    text = TextSoFar()
-    assert text.text == ""
-    for n, piece in enumerate(PIECES):
-        text.add(piece)
-        if n % 3 != 1:  # read after some pieces, not others
-            assert text.text == "".join(PIECES[: n + 1])
-    assert text.text == "".join(PIECES)
-    assert text.text == "".join(PIECES)  # a read changes nothing
 
 
 def _chunk(dialect: Dialect, piece: str) -> bytes:

@@ -12,7 +12,6 @@ import orjson
 
 from proxy.dialects.anthropic import reply, request, stream, write
 from proxy.dialects.changes import applied
-from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
 from proxy.engine.plan.handback import Handback
@@ -48,8 +47,7 @@ class Anthropic:
     def read_reply(self, body: bytes) -> ReplyView | None:
         return reply.read_reply(body)
 
-    def reply_watcher(self) -> ReplyWatcher:
-        return reply.Watcher()
+    reply_watcher = reply.Watcher
 
     def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         return reply.salvaged(body, calls, ids)

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
+from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import ReplyView
 from proxy.engine.text.salvage import SalvagedCall
@@ -52,7 +52,7 @@ class Watcher:
 
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text = TextSoFar()
+        self._text = ""
         self._calls: dict[int, str | None] = {}
         self._arguments: dict[int, list[str]] = {}
 
@@ -68,7 +68,7 @@ class Watcher:
                     self._arguments[index] = [_arguments(block)] if isinstance(given, dict) and given else []
             elif kind == "content_block_delta" and isinstance(delta := event.get("delta"), dict):
                 if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                    self._text.add(delta["text"])
+                    self._text += delta["text"]
                 elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
                     self._arguments.setdefault(index if isinstance(index, int) else -1, []).append(
                         delta["partial_json"]
@@ -78,7 +78,7 @@ class Watcher:
     def view(self) -> ReplyView:
         order = sorted(self._calls)
         arguments = tuple("".join(self._arguments.get(i, ())) for i in order)
-        return ReplyView(self._text.text, tuple(self._calls[i] for i in order), arguments)
+        return ReplyView(self._text, tuple(self._calls[i] for i in order), arguments)
 
 
 def _tool_uses(calls: Sequence[SalvagedCall], ids: Sequence[str]) -> list[dict[str, Any]]:

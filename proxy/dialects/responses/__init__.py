@@ -9,7 +9,6 @@ from typing import Any
 import orjson
 
 from proxy.dialects import continued
-from proxy.dialects.protocol import ReplyWatcher
 from proxy.dialects.responses import reply, request
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
@@ -45,8 +44,7 @@ class Responses:
     def read_reply(self, body: bytes) -> ReplyView | None:
         return reply.read_reply(body)
 
-    def reply_watcher(self) -> ReplyWatcher:
-        return reply.Watcher()
+    reply_watcher = reply.Watcher
 
     def salvaged(self, body: bytes, calls: Sequence[SalvagedCall], ids: Sequence[str]) -> bytes:
         return reply.salvaged(body, calls, ids)

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects.lines import LineScanner, TextSoFar, sse_payloads
+from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.engine.plan.handback import Handback
 from proxy.engine.plan.reply import ReplyView
 from proxy.engine.text.salvage import SalvagedCall
@@ -64,7 +64,7 @@ def _is_call(item: Any) -> bool:
 class Watcher:
     def __init__(self) -> None:
         self._scanner = LineScanner()
-        self._text = TextSoFar()
+        self._text = ""
         self._calls: dict[str, str | None] = {}
         self._arguments: dict[str, list[str]] = {}
 
@@ -74,7 +74,7 @@ class Watcher:
                 continue
             kind = event.get("type")
             if kind == "response.output_text.delta" and isinstance(event.get("delta"), str):
-                self._text.add(event["delta"])
+                self._text += event["delta"]
             elif kind == "response.output_item.added" and _is_call(event.get("item")):
                 name = event["item"].get("name")
                 self._calls[str(event.get("output_index"))] = name if isinstance(name, str) and name else None
@@ -89,7 +89,7 @@ class Watcher:
     @property
     def view(self) -> ReplyView:
         arguments = tuple("".join(self._arguments.get(i, ())) for i in self._calls)
-        return ReplyView(self._text.text, tuple(self._calls.values()), arguments)
+        return ReplyView(self._text, tuple(self._calls.values()), arguments)
 
 
 def _call_items(calls: Sequence[SalvagedCall], ids: Sequence[str], status: str = "completed") -> list[dict[str, Any]]:
