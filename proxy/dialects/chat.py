@@ -184,8 +184,7 @@ class Chat:
     name = "chat"
     structured = True
 
-    def read(self, data: dict[str, Any]) -> Translation | None:
-        return read_messages(data)
+    read = staticmethod(read_messages)
 
     def write(
         self,

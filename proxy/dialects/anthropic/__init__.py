@@ -26,8 +26,7 @@ class Anthropic:
     name = "anthropic"
     structured = False
 
-    def read(self, data: dict[str, Any]) -> Translation | None:
-        return request.read(data)
+    read = staticmethod(request.read)
 
     def write(
         self,

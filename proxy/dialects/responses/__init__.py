@@ -24,8 +24,7 @@ class Responses:
     name = "responses"
     structured = True
 
-    def read(self, data: dict[str, Any]) -> Translation | None:
-        return request.read(data)
+    read = staticmethod(request.read)
 
     def write(
         self,
