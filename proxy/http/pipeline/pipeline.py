@@ -24,7 +24,6 @@ from proxy.http.observe.record import Armed, requested_model
 from proxy.http.pipeline.analysis import analyse, remember_stall
 from proxy.http.reply.stage import reply_stage
 from proxy.http.runtime.appkeys import CONTEXT, RECORD, RUNTIME, Context
-from proxy.http.runtime.tenancy import Team
 from proxy.http.upstream.forward import forward, upstream_headers
 from proxy.http.upstream.network import UpstreamFailure
 from proxy.http.upstream.replies import error_reply, handback_reply
@@ -54,16 +53,18 @@ class Refused(Exception):
             self.response.force_close()
 
 
-def _admitted(request: web.Request) -> Team:
-    """The team whose key the request carries (everyone is `default` without teams), for a path that
-    stays below `/v1/` or `/api/`: one with a `.` or `..` segment (as sent, or percent-encoded)
-    could climb out of it upstream, with the team's key attached."""
+def _admitted(request: web.Request) -> CIMultiDict[str]:
+    """The headers the request goes upstream with, once admitted: its team is the one whose key it
+    carries (everyone is `default` without teams), and its path stays below `/v1/` or `/api/` (one
+    with a `.` or `..` segment, as sent or percent-encoded, could climb out of it upstream, with the
+    team's key attached). The team's upstream key replaces the agent's Authorization; without one,
+    a proxy key in it is not sent on (`Runtime.team_for`), nor ever the proxy's key header."""
     segments = request.path.split("/")
     if "." in segments or ".." in segments:
         message = "the request path has a '.' or '..' segment; send a normalised path below /v1/ or /api/"
         raise Refused(request, Outcome.PATH_REFUSED, message)
     runtime = request.app[RUNTIME].current
-    team = runtime.team_for(request.headers)
+    team, passes = runtime.team_for(request.headers)
     if team is None:
         header = runtime.settings.server.key_header
         given = request.headers.get(header) or request.headers.get("Authorization", "")[7:].strip()
@@ -73,7 +74,9 @@ def _admitted(request: web.Request) -> Team:
     request[CONTEXT] = Context(runtime, team)
     record = request[RECORD]
     record.team, record.upstream = team.name, team.upstream
-    return team
+    headers = upstream_headers(request.headers, team.upstream_key, passes)
+    headers.popall(runtime.settings.server.key_header, None)
+    return headers
 
 
 async def _read(request: web.Request) -> bytes:
@@ -128,17 +131,13 @@ async def _choose(
 async def proxy_v1(request: web.Request) -> web.StreamResponse:
     record = request[RECORD]
     try:
-        team = _admitted(request)
+        headers = _admitted(request)
         body = await _read(request)
         record.read_at = time.perf_counter()
     except Refused as refused:
         record.end(refused.outcome)
         return refused.response
-    runtime = request[CONTEXT].runtime
-    settings = runtime.settings
-    passes = runtime.client_authorization_passes(team, request.headers)
-    headers = upstream_headers(request.headers, team.upstream_key, passes)
-    headers.popall(settings.server.key_header, None)
+    settings = request[CONTEXT].runtime.settings
     dialect = ROUTES.get(request.path.rstrip("/")) if request.method == "POST" else None
     analysed = await analyse(request, body, dialect) if settings.repair.enabled and dialect is not None else None
     if analysed is not None:

@@ -162,29 +162,25 @@ class Runtime:
         """No teams configured: everyone is the default team."""
         return not self.by_key
 
-    def team_for(self, headers: Mapping[str, str]) -> Team | None:
-        """The request's team, or None when teams are configured and no known key was sent."""
+    def team_for(self, headers: Mapping[str, str]) -> tuple[Team | None, bool]:
+        """The request's team (None when teams are configured and no known key was sent), and whether
+        the agent's own Authorization may go upstream as sent (when the team has no upstream key to
+        put there instead): a proxy key never does, unless the team opts in (`forward_client_key`);
+        any other value does (without teams there are no proxy keys)."""
         if not self.by_key:  # no teams configured: everyone is the default team
-            return self.teams[DEFAULT_TEAM]
-        candidates = [headers.get(self.settings.server.key_header, "")]
+            return self.teams[DEFAULT_TEAM], True
         authorization = headers.get("Authorization", "")
+        candidates = [headers.get(self.settings.server.key_header, "")]
         if authorization[:7].lower() == "bearer ":
             candidates.append(authorization[7:].strip())
         for key in candidates:
             name = self.by_key.get(key) if key else None
             if name is not None:
-                return self.teams[name]
-        return None
-
-    def client_authorization_passes(self, team: Team, headers: Mapping[str, str]) -> bool:
-        """Whether the agent's own Authorization may go upstream as sent (when `team` has no upstream
-        key to put there instead): a proxy key never does, unless the team opts in
-        (`forward_client_key`); any other value does (without teams there are no proxy keys)."""
-        if team.forward_client_key:
-            return True
-        value = headers.get("Authorization", "").strip()
-        token = value[7:].strip() if value[:7].lower() == "bearer " else value
-        return token not in self.by_key
+                team = self.teams[name]
+                value = authorization.strip()
+                token = value[7:].strip() if value[:7].lower() == "bearer " else value
+                return team, team.forward_client_key or token not in self.by_key
+        return None, False
 
     def rebuild(self, settings: Settings) -> Runtime:
         """The runtime for new settings, on this one's state cache and token counter."""

@@ -71,7 +71,7 @@ def upstream_headers(
 ) -> CIMultiDict[str]:
     """The agent's headers minus hop-by-hop ones; `Host`/`Content-Length` are set for the upstream.
     `api_key` replaces the agent's Authorization; without one, the agent's goes up only when
-    `client_authorization` (see `Runtime.client_authorization_passes`)."""
+    `client_authorization` (see `Runtime.team_for`)."""
     headers = hop_free(incoming, _RECOMPUTED)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
