@@ -35,10 +35,10 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from proxy.dialects import Dialect, Planned
-from proxy.engine.plan.reply import Hold, Judgement, ReplyRules, holding, judge, settled
+from proxy.dialects import Planned
+from proxy.engine.plan.reply import Hold, Judgement, holding, judge, settled
 from proxy.http.observe.outcome import Fault, Outcome
-from proxy.http.observe.record import Faulted, GateEnded, Record
+from proxy.http.observe.record import Faulted, GateEnded
 from proxy.http.observe.usage import is_streaming
 from proxy.http.reply.ahead import Ahead, ClientGone
 from proxy.http.reply.delivery import Reply, deliver, stopped
@@ -118,7 +118,9 @@ async def _attempted(
                 return await relay(request, upstream, complete=step.end)
             if step is not None:
                 return step
-            answer = await _answer(request, upstream, planned, ahead if attempt.gate is None else None)
+            if not is_streaming(upstream.headers):
+                return await _whole(request, upstream, planned)
+            answer = await _watch(request, upstream, planned, ahead if attempt.gate is None else None)
             if isinstance(answer, Reply):
                 return answer
             return await relay(request, upstream, answer, ahead.response)  # released: the rest as it comes
@@ -144,62 +146,51 @@ async def _unreadable(upstream: aiohttp.ClientResponse, timeouts: Timeouts) -> b
     return unreadable_as_call(body[:_ERROR_READ])
 
 
-async def _answer(
-    request: web.Request, upstream: aiohttp.ClientResponse, planned: Planned, ahead: Ahead | None
-) -> Reply | list[bytes]:
-    """The reply read: whole, or a stream held while it may still be acted on (its text sent
-    `ahead`, when given, while only a call or its end may be); a stream released early comes
-    back as what was held (the rest is to be relayed)."""
-    dialect, rules, timeouts = planned.incoming.dialect, planned.decision.reply, request[CONTEXT].runtime.timeouts
-    record = request[RECORD]
-    out = hop_free(upstream.headers)
-    if is_streaming(upstream.headers):
-        held, judgement = await _watch(upstream, timeouts, dialect, rules, ahead, record)
-        return held if judgement is None else Reply(upstream.status, out, held, True, judgement)
+async def _whole(request: web.Request, upstream: aiohttp.ClientResponse, planned: Planned) -> Reply:
+    """The reply read whole, and judged (one the proxy cannot read, as nothing to act on)."""
+    dialect, timeouts = planned.incoming.dialect, request[CONTEXT].runtime.timeouts
     chunks = []
     while chunk := await next_chunk(upstream, timeouts):
         chunks.append(chunk)
     try:
         view = dialect.read_reply(b"".join(chunks))
-        judgement = judge(view, rules) if view is not None else Judgement()
+        judgement = judge(view, planned.decision.reply) if view is not None else Judgement()
     except Exception as exc:
-        record.add(Faulted(Fault.READ_FAILED, exc, {"dialect": dialect.name}))
+        request[RECORD].add(Faulted(Fault.READ_FAILED, exc, {"dialect": dialect.name}))
         judgement = Judgement()
-    return Reply(upstream.status, out, chunks, False, judgement)
+    return Reply(upstream.status, hop_free(upstream.headers), chunks, False, judgement)
 
 
 async def _watch(
-    upstream: aiohttp.ClientResponse,
-    timeouts: Timeouts,
-    dialect: Dialect,
-    rules: ReplyRules,
-    ahead: Ahead | None,
-    record: Record,
-) -> tuple[list[bytes], Judgement | None]:
-    """Hold a stream while it may still be acted on; its text goes `ahead`, when given, while
-    only a call or its end can be. (held, None): released, relay the rest; (held, judgement): it
-    ended while held (held: what did not go ahead)."""
-    watcher = dialect.reply_watcher()
+    request: web.Request, upstream: aiohttp.ClientResponse, planned: Planned, ahead: Ahead | None
+) -> Reply | list[bytes]:
+    """A stream held while it may still be acted on, its text sent `ahead` (when given) while only a
+    call or its end can be: what was held (not sent ahead) once it is released (the rest is to be
+    relayed), or the reply, when it ended while held (its chunks: what did not go ahead)."""
+    dialect, rules, timeouts = planned.incoming.dialect, planned.decision.reply, request[CONTEXT].runtime.timeouts
+    record, watcher = request[RECORD], dialect.reply_watcher()
     held: list[bytes] = []
-    hold = Hold.REPLY
+    judgement: Judgement | None = None
     while chunk := await next_chunk(upstream, timeouts):
         held.append(chunk)
         try:
             watcher.feed(chunk)
-            early = settled(watcher.view, rules)
-            if early is not None:
+            judgement = settled(watcher.view, rules)
+            if judgement is not None:
                 upstream.close()  # the model ran on past its call: stop the generation
-                return held, early
+                break
             hold = holding(watcher.view, rules)
         except Exception as exc:
             record.add(Faulted(Fault.READ_FAILED, exc, {"dialect": dialect.name}))
             hold = Hold.NONE
         if hold is Hold.NONE:
-            return held, None
+            return held
         if hold is Hold.TEXT_AHEAD and ahead is not None:
             held = await ahead.send(upstream, held)
-    try:
-        return held, judge(watcher.view, rules)
-    except Exception as exc:
-        record.add(Faulted(Fault.READ_FAILED, exc, {"dialect": dialect.name}))
-        return held, Judgement()
+    if judgement is None:
+        try:
+            judgement = judge(watcher.view, rules)
+        except Exception as exc:
+            record.add(Faulted(Fault.READ_FAILED, exc, {"dialect": dialect.name}))
+            judgement = Judgement()
+    return Reply(upstream.status, hop_free(upstream.headers), held, True, judgement)
