@@ -17,15 +17,15 @@ __all__ = ["LineScanner", "ndjson_payloads", "sse_payloads"]
 
 
 class LineScanner:
-    """Feeds on raw bytes; gives back each complete line (without its line ending)."""
+    """Feeds on raw bytes; gives back each complete line, without its `\n` (a `\r` before it stays:
+    every reader strips what it reads, `sse_payloads`, `ndjson_payloads` and the usage reader alike)."""
 
     def __init__(self) -> None:
         self._pending = b""
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        self._pending += chunk
-        *lines, self._pending = self._pending.split(b"\n")
-        return [line.rstrip(b"\r") for line in lines]
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        return lines
 
 
 def sse_payloads(scanner: LineScanner, chunk: bytes) -> Iterator[Any]:

@@ -27,6 +27,20 @@ def test_each_dialects_watcher_sees_the_text_so_far_after_every_chunk(dialect: D
         assert watcher.view.text == "".join(PIECES[: n + 1])
 
 
+@pytest.mark.parametrize("dialect", [CHAT, RESPONSES, OLLAMA], ids=lambda d: d.name)
+def test_each_dialects_watcher_reads_crlf_line_ends_as_lf(dialect: Dialect) -> None:
+    """A server ending its lines with CRLF, an end cut between the two: the same text and call."""
+    call = [("bash", {"command": "ls -la"})]
+    lf = b"".join(reply_bytes(dialect.name, "", call, stream=True)) + _chunk(dialect, "some prose")
+    crlf = lf.replace(b"\n", b"\r\n")
+    watchers = dialect.reply_watcher(), dialect.reply_watcher()
+    watchers[0].feed(lf)
+    for i in range(0, len(crlf), 3):
+        watchers[1].feed(crlf[i : i + 3])
+    assert watchers[1].view == watchers[0].view
+    assert watchers[0].view.calls == ("bash",) and watchers[0].view.text.endswith("some prose")
+
+
 def _split_chat_call(arguments: str) -> list[bytes]:
     """A chat call streamed as servers stream it: its name first, its arguments in pieces."""
 

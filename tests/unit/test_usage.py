@@ -35,6 +35,12 @@ def test_a_chat_stream_read_however_it_is_cut(piece: int) -> None:
     assert read(CHAT_STREAM, True, piece) == Usage("m1", 9, 2, ("stop",))
 
 
+@pytest.mark.parametrize("piece", [0, 1, 7])
+def test_a_stream_with_crlf_line_ends_reads_as_with_lf(piece: int) -> None:
+    """A server ending its lines with CRLF: the reader strips the CR the line scanner leaves."""
+    assert read(CHAT_STREAM.replace(b"\n", b"\r\n"), True, piece) == Usage("m1", 9, 2, ("stop",))
+
+
 def test_a_whole_chat_reply() -> None:
     body = orjson.dumps(
         {
