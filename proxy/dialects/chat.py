@@ -17,7 +17,7 @@ import orjson
 
 from proxy.dialects import continued
 from proxy.dialects.changes import REMOVED, Array, Change, Kept, Value, applied, kept_or_fresh
-from proxy.dialects.chat_reply import ChatReplyWatcher, arguments_of, calls_of, first_choice
+from proxy.dialects.chat_reply import ChatReplyWatcher, calls_in, first_choice
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.dialects.spans import SpanMemory
 from proxy.dialects.splice import SpliceError, splice
@@ -206,7 +206,7 @@ class Chat:
         if not isinstance(message, dict):
             return None
         content = message.get("content")
-        return ReplyView(content if isinstance(content, str) else "", calls_of(message), arguments_of(message))
+        return ReplyView(content if isinstance(content, str) else "", *calls_in(message))
 
     reply_watcher = ChatReplyWatcher
 

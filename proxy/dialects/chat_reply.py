@@ -10,39 +10,37 @@ import orjson
 from proxy.dialects.lines import LineScanner, sse_payloads
 from proxy.engine.plan.reply import ReplyView
 
-__all__ = ["ChatReplyWatcher", "arguments_of", "calls_of", "first_choice"]
+__all__ = ["ChatReplyWatcher", "call_parts", "calls_in", "first_choice"]
 
 
-def calls_of(part: Any) -> tuple[str | None, ...]:
-    """The names of the calls in a message or delta (None while a streamed call has no name yet)."""
-    if not isinstance(part, dict):
-        return ()
+def call_parts(call: Any, legacy: bool = False) -> tuple[str | None, str]:
+    """One call's name and arguments: an entry of `tool_calls` (named by its `function`), or
+    (`legacy`) a `function_call`. The name is None while a streamed call has none yet (a legacy
+    call's may be ""); the arguments are JSON text, "" where none came."""
+    if not isinstance(call, dict):
+        return None, ""
+    named = call if legacy else call.get("function")
+    name = named.get("name") if isinstance(named, dict) else None
+    function = call.get("function", call)
+    value = function.get("arguments") if isinstance(function, dict) else None
+    arguments = value if isinstance(value, str) else orjson.dumps(value).decode() if isinstance(value, dict) else ""
+    return (name if isinstance(name, str) and (name or legacy) else None), arguments
+
+
+def calls_in(message: dict[str, Any]) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
+    """The names and the arguments of a message's calls, in order: its `tool_calls`, then a legacy
+    `function_call`."""
     names: list[str | None] = []
-    for call in part.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, dict) else None
-        name = function.get("name") if isinstance(function, dict) else None
-        names.append(name if isinstance(name, str) and name else None)
-    legacy = part.get("function_call")
-    if isinstance(legacy, dict):
-        names.append(legacy.get("name") if isinstance(legacy.get("name"), str) else None)
-    return tuple(names)
-
-
-def arguments_of(part: Any) -> tuple[str, ...]:
-    """Each call's arguments in a message or delta, as JSON text ("" where none came)."""
-    if not isinstance(part, dict):
-        return ()
-    found: list[str] = []
-    for call in [
-        *(part.get("tool_calls") or ()),
-        *([part["function_call"]] if isinstance(part.get("function_call"), dict) else []),
-    ]:
-        function = call.get("function", call) if isinstance(call, dict) else None
-        value = function.get("arguments") if isinstance(function, dict) else None
-        found.append(
-            value if isinstance(value, str) else orjson.dumps(value).decode() if isinstance(value, dict) else ""
-        )
-    return tuple(found)
+    arguments: list[str] = []
+    for call in message.get("tool_calls") or ():
+        name, given = call_parts(call)
+        names.append(name)
+        arguments.append(given)
+    if isinstance(message.get("function_call"), dict):
+        name, given = call_parts(message["function_call"], legacy=True)
+        names.append(name)
+        arguments.append(given)
+    return tuple(names), tuple(arguments)
 
 
 def first_choice(payload: Any) -> dict[str, Any] | None:
@@ -70,14 +68,15 @@ class ChatReplyWatcher:
                 self._text += delta["content"]
             for position, call in enumerate(delta.get("tool_calls") or ()):
                 index = call.get("index", position) if isinstance(call, dict) else position
-                name = calls_of({"tool_calls": [call]})[0]
+                name, piece = call_parts(call)
                 if self._calls.get(index) is None:
                     self._calls[index] = name
-                self._arguments.setdefault(index, []).append(arguments_of({"tool_calls": [call]})[0])
+                self._arguments.setdefault(index, []).append(piece)
             if isinstance(delta.get("function_call"), dict):
+                name, piece = call_parts(delta["function_call"], legacy=True)
                 if self._calls.get(0) is None:
-                    self._calls[0] = calls_of(delta)[0]
-                self._arguments.setdefault(0, []).append(arguments_of(delta)[0])
+                    self._calls[0] = name
+                self._arguments.setdefault(0, []).append(piece)
 
     @property
     def view(self) -> ReplyView:

@@ -73,3 +73,15 @@ def test_each_dialect_reads_a_whole_or_streamed_calls_arguments(dialect: Dialect
     for chunk in reply_bytes(dialect.name, "", call, stream=True):
         watcher.feed(chunk)
     assert [orjson.loads(a) for a in watcher.view.arguments] == [{"command": "ls -la"}]
+
+
+def test_a_chat_delta_with_a_tool_call_and_a_legacy_function_call_reads_each_its_own() -> None:
+    """Each call is read by itself (`call_parts`): the legacy call at index 0 gets its own name and
+    arguments, not the first tool call's again."""
+    legacy = {"name": "old", "arguments": '{"x": 1}'}
+    tool = {"index": 1, "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+    delta = {"tool_calls": [tool], "function_call": legacy}
+    watcher = CHAT.reply_watcher()
+    watcher.feed(b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": delta}]}) + b"\n\n")
+    assert watcher.view.calls == ("old", "bash")
+    assert watcher.view.arguments == ('{"x": 1}', '{"command": "ls"}')
