@@ -75,8 +75,7 @@ class UsageReader:
     JSON body); `usage` says what it used so far."""
 
     def __init__(self, streamed: bool) -> None:
-        self._streamed = streamed
-        self._scanner = LineScanner()
+        self._scanner = LineScanner() if streamed else None  # a whole body is read whole, not by lines
         self._whole: list[bytes] | None = None if streamed else []
         self._size = 0
         self._model: str | None = None
@@ -92,7 +91,7 @@ class UsageReader:
             else:
                 self._whole.append(chunk)
             return
-        if not self._streamed:
+        if self._scanner is None:
             return
         for line in self._scanner.feed(chunk):
             if self._model is not None and not _WORTH_PARSING.search(line):
