@@ -16,13 +16,18 @@ Counted, over the proxy's modules (`proxy/`), and over its HTTP layer (`proxy/ht
               entries in one module count once)
 
 The bound (issue #53) is on the route outside the engine: at most 80 stops and 26 files per
-request (`--check 80 26`). Measured on this machine:
+request (`--check 80 26`); `tests/integration/test_route_stops.py` holds it (issue #64). Measured
+on this machine:
 
     commit    request        outside the engine      proxy/http/ alone
     f9fdefc   non-streamed   87 stops, 21 files      74 stops, 17 files
               streamed       91 stops, 21 files      67 stops, 17 files
     b7e2f50   non-streamed   73 stops, 23 files      60 stops, 19 files
               streamed       80 stops, 21 files      56 stops, 17 files
+    a96372d   non-streamed   86 stops, 26 files      71 stops, 21 files
+              streamed       97 stops, 25 files      71 stops, 20 files
+    aa86512   non-streamed   76 stops, 25 files      63 stops, 21 files
+              streamed       80 stops, 25 files      61 stops, 20 files
 
 Run: python bench/route_stops.py [--check STOPS FILES]   (from the repository root, any commit:
 the app is found where it lives then); `--check` exits 1 when either request passes more stops
