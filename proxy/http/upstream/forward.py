@@ -112,7 +112,7 @@ async def relay(
     """
     record, timeouts = request[RECORD], request[CONTEXT].runtime.timeouts
     response, end = opened, StreamEnd(upstream.headers.get("Content-Type", ""))
-    chunks = iter(held)
+    chunks = filter(None, held)  # an empty one would read as the end of what is held
     try:
         if response is None:
             headers = hop_free(upstream.headers)
