@@ -61,6 +61,11 @@ ENGINE = PACKAGE + "engine/"
 """The engine's analysis (folding, detectors, the plan) is not the route's: its work is the same
 whatever the HTTP layer does; counted apart."""
 
+BESIDE = ("proxy/http/runtime/stalls.py", "look")
+"""The event-loop watcher's tick: a task on a timer beside every request, not on any request's
+route. Counted, it made the streamed request's stops vary by 2 between runs (`Watch.seen`, `look`:
+80 or 82 at 62ffdd4), as the tick fell inside the traced request or not; left out with what it calls."""
+
 _APP = ("proxy.http.serving.app", "proxy.http.app")
 _TENANCY = ("proxy.http.runtime.tenancy", "proxy.http.tenancy")
 _LOGS = ("proxy.http.observe.logs", "proxy.http.logs")
@@ -131,10 +136,16 @@ class Route:
     files: list[str] = field(default_factory=list)
     """The module of each entry (a coroutine resumed included), consecutive repeats folded."""
 
+    beside: int = 0
+    """Depth inside the process's periodic work (`BESIDE`), which no request's route holds."""
+
     def profile(self, frame: types.FrameType, event: str, _arg: object) -> None:
-        if event != "call":
-            return
         code = frame.f_code
+        if code.co_filename.endswith(BESIDE[0]) and code.co_qualname == BESIDE[1]:
+            self.beside += 1 if event == "call" else -1 if event == "return" else 0
+            return
+        if event != "call" or self.beside > 0:
+            return
         if not code.co_filename.startswith(PACKAGE):
             return
         self.stops.setdefault((code.co_filename, code.co_firstlineno, code.co_qualname), None)
