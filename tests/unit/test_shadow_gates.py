@@ -194,6 +194,8 @@ def test_a_redone_edit_outlives_another_edit_of_its_file_that_leaves_its_text_al
     assert _redone(Chat().turn(first).turn(test_run()).turn(back).turn(test_run()), first[1]) is None
     over = edit(old="int(a + b + 1)", new="int(a) + int(b)")
     assert _redone(Chat().turn(first).turn(test_run()).turn(over).turn(test_run()), first[1]) is None
+    again = edit(old="return a + b + 1", new="return (a + b)")  # it landed: the replaced text was back
+    assert _redone(Chat().turn(first).turn(test_run()).turn(again).turn(test_run()), first[1]) is None
 
 
 def test_a_redone_edit_is_not_refused_before_a_check_failed_after_it_nor_once_the_file_shows_its_text() -> None:
