@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -198,7 +199,13 @@ def exchanged(tap: Path | None, arm: str, since: int) -> tuple[int, int] | None:
 def one_run(
     base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path, salvage: bool = False
 ) -> Run:
-    root = copy_repo(repo, workdir / f"{repo}-{style}-{start}-{seed}-{time.monotonic_ns()}")
+    # One path for every arm's run of a seed (the last one's copy removed first): the path is in
+    # the prompt, and a nonce in it made the arms' prompts differ where the proxy said the same
+    # (quota seed 2, twenty-fifth run: the same held edit asked for word for word, answered two
+    # ways), so a difference between arms came from the sampler as much as from the proxy.
+    parent = workdir / f"{repo}-{style}-{start}-{seed}"
+    shutil.rmtree(parent, ignore_errors=True)
+    root = copy_repo(repo, parent)
     edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
     messages = start_messages(root, style) if start == "scratch" else stuck_start(root, style, edits)
     return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed, salvage=salvage)
