@@ -143,9 +143,8 @@ def _left(made: Made, paths: tuple[str, ...], texts: tuple[str, str] | None) -> 
 
 
 def _untouched(made: Made, texts: tuple[str, str] | None) -> bool:
-    """Another replace of `made`'s file leaves it as made: it does not put back the text `made`
-    replaced, nor change the text it wrote, nor replace that text again (it landed, so the text
-    was back: `repair-proxy demo`'s model replaces one line five ways in turn)."""
+    """Another replace of `made`'s file leaves it as made: it neither puts back nor replaces again
+    the text `made` replaced (landed, it shows the text was back), nor changes the text it wrote."""
     if made.texts is None or texts is None or not all(t.strip() for t in (*made.texts, texts[0])):
         return False
     (old, new), (later_old, later_new) = made.texts, texts
