@@ -6,6 +6,7 @@ scenarios (must trip, must not) in tests/scenarios/.
 
 from __future__ import annotations
 
+import copyreg
 from collections.abc import Mapping
 
 from proxy.engine.detectors import (
@@ -49,6 +50,7 @@ __all__ = [
     "Refusal",
     "Trip",
     "TurnFacts",
+    "registered",
 ]
 
 REGISTRY: tuple[Pattern, ...] = (
@@ -72,3 +74,15 @@ REGISTRY: tuple[Pattern, ...] = (
 )
 """Every pattern, in the order their trips are planned."""
 BY_NAME: Mapping[str, Pattern] = {d.name: d for d in REGISTRY}
+
+
+def registered(name: str) -> Pattern:
+    """The registered pattern of this name (how a pickled trip's pattern is read back)."""
+    return BY_NAME[name]
+
+
+PICKLE_CODE = 240
+"""`registered` in pickle's extension registry (`copyreg`: 240-255 are for private use): a state
+with trips pickles it as two bytes, not the 40 of its module and name (`Detector.__reduce__`)."""
+copyreg.add_extension(__name__, registered.__name__, PICKLE_CODE)
+

@@ -136,9 +136,10 @@ def the_tripped_tool(trip: Trip, _levers: Levers) -> frozenset[str]:
     return frozenset({trip.tool}) if trip.tool else frozenset()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Detector(Generic[S, Opts]):
-    """One pattern, whole."""
+    """One pattern, whole: registered once (`proxy.engine.detectors.REGISTRY`), the same object
+    wherever it is met (equal only to itself), and the one its trips carry."""
 
     name: str
     initial: S
@@ -185,6 +186,16 @@ class Detector(Generic[S, Opts]):
     """Its next step (`writing.failure_reads.next_step`: the read the failure points at, then the held
     edit) is what the finish and action gates ask for on a live failure nothing has changed since;
     only while it acts (in shadow, a gate asks for a call, any: issue 61)."""
+
+    def __repr__(self) -> str:
+        return f"Detector({self.name!r})"
+
+    def __reduce__(self) -> tuple[Callable[[str], Pattern], tuple[str]]:
+        """Pickled as its name, read back as the registered detector of that name: a trip in a
+        conversation state shared between workers (`state.codec`) costs a name, not a pattern."""
+        from proxy.engine.detectors import registered  # noqa: PLC0415 - the registry imports this module
+
+        return registered, (self.name,)
 
     @property
     def ladder(self) -> Ladder:
