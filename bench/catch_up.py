@@ -47,9 +47,9 @@ def both_ways(run: Run, policy: Policy) -> tuple[set[tuple[str, int]], set[tuple
     for index in range(len(run.requests)):
         planned = plan_offline(engine, CHAT, _body(run, index), {})
         if planned is not None:
-            stepwise |= {(t.pattern, t.turn) for t in planned.decision.new_trips}
+            stepwise |= {(t.pattern.name, t.turn) for t in planned.decision.new_trips}
     planned = plan_offline(Engine.of(policy), CHAT, _body(run, len(run.requests) - 1), {})
-    at_once = {(t.pattern, t.turn) for t in planned.decision.state.trips} if planned is not None else set()
+    at_once = {(t.pattern.name, t.turn) for t in planned.decision.state.trips} if planned is not None else set()
     return stepwise, at_once
 
 

@@ -206,7 +206,7 @@ def arm_body(body: dict[str, Any], arm: str, tokens: TokenCounter) -> tuple[byte
     engine = Engine(policy_from_mapping({"repair": {"placement": arm}}, f"efficacy {arm}"), StateCache(10, 60), tokens)
     planned = plan_offline(engine, CHAT, raw, {})
     assert planned is not None and planned.decision.edit is not None, f"{arm}: the proxy did not inject"
-    trips = [t.pattern for t in planned.decision.new_trips]
+    trips = [t.pattern.name for t in planned.decision.new_trips]
     assert trips == ["stuck_same_diagnostic"], trips
     return planned.body, [i.text for i in planned.decision.placed]
 

@@ -42,7 +42,7 @@ from measures import Measured, Tripped, loops, measure, observed_turns  # noqa: 
 
 from proxy.dialects import CHAT, plan_offline  # noqa: E402
 from proxy.engine.core import Engine  # noqa: E402
-from proxy.engine.detectors import BY_NAME  # noqa: E402
+from proxy.engine.detectors import pattern_of  # noqa: E402
 from proxy.engine.plan.reply import ReplyView, judge  # noqa: E402
 from proxy.engine.state.failure import RepairState  # noqa: E402
 from proxy.engine.text.messages import content_text  # noqa: E402
@@ -230,16 +230,16 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
         repair = decision.state.repair
         for trip in decision.new_trips:
             if trip.action is Action.OBSERVE:
-                out.detected.append(f"{trip.pattern}@{trip.turn}")  # waiting to be confirmed: says nothing
+                out.detected.append(f"{trip.pattern.name}@{trip.turn}")  # waiting to be confirmed: says nothing
                 continue
             text = decision.halt.text if decision.halt is not None else texts.get(trip.turn, "")
             out.fired.append(
-                Fired(run.key, index, trip.turn, trip.pattern, trip.action.value, trip.detail, text, trip.shadow)
+                Fired(run.key, index, trip.turn, trip.pattern.name, trip.action.value, trip.detail, text, trip.shadow)
             )
-            asks = BY_NAME[trip.pattern].asks
+            asks = pattern_of(trip).asks
             tripped.append(
                 Tripped(
-                    trip.pattern,
+                    trip.pattern.name,
                     asks,
                     trip.turn,
                     trip.since,

@@ -186,7 +186,9 @@ async def _demo(out: Callable[[str], None], policy: str) -> int:
                     )
                 if trips := headers.get("X-Repair-Trips"):
                     actions = (
-                        [f"{t.pattern} -> {t.action.value}" for t in state.trips if t.turn == turn - 1] if state else []
+                        [f"{t.pattern.name} -> {t.action.value}" for t in state.trips if t.turn == turn - 1]
+                        if state
+                        else []
                     )
                     out(f"        TRIP {', '.join(actions) or trips}")
                     for note in (m for m in (state.injections if state else ()) if m.turn == turn - 1):

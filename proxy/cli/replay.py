@@ -66,7 +66,7 @@ def to_record(index: int, decision: Decision | None) -> dict[str, Any]:
         "state": decision.state.repair.as_dict(),
         "trips": [
             {
-                "pattern": t.pattern,
+                "pattern": t.pattern.name,
                 "action": t.action.value,
                 "shadow": t.shadow,
                 "turn": t.turn,

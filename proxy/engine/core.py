@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from proxy.engine.detectors import BY_NAME, Trip
+from proxy.engine.detectors import Trip, pattern_of
 from proxy.engine.plan.decide import Decision, Effects, Request, decide, passed
 from proxy.engine.plan.handback import memory_text
 from proxy.engine.plan.rules import Rules
@@ -157,7 +157,7 @@ class Engine:
             self.cache.put((request.team, request.conversation), state)
         effects = Effects(
             record_verdict=any(
-                t.acting and (BY_NAME[t.pattern].remembered or t.action is Action.HALT) for t in folded.new_trips
+                t.acting and (pattern_of(t).remembered or t.action is Action.HALT) for t in folded.new_trips
             ),
             clear_verdict=passed(folded.before, state),
             outcomes=state.outcomes[
@@ -189,8 +189,8 @@ class Engine:
         return tuple(
             Injection(
                 t.anchor,
-                t.pattern,
-                BY_NAME[t.pattern].remedy(t, RemedyContext(repair, vocabulary, fit, offered)),
+                t.pattern.name,
+                pattern_of(t).remedy(t, RemedyContext(repair, vocabulary, fit, offered)),
                 placement,
                 t.turn,
             )

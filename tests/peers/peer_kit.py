@@ -152,7 +152,7 @@ def replay(convo: Convo, policy: Policy | None = None) -> list[Fired]:
         body = {"model": "peer-model", "messages": convo.messages[:cut], "tools": convo.tools}
         planned = plan_offline(engine, CHAT, orjson.dumps(body), {})
         assert planned is not None, f"the engine could not read the request of {cut} messages"
-        fired.extend(Fired(cut, t.pattern, t.action.value, t.detail) for t in planned.decision.new_trips)
+        fired.extend(Fired(cut, t.pattern.name, t.action.value, t.detail) for t in planned.decision.new_trips)
     return fired
 
 

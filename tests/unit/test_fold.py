@@ -16,7 +16,7 @@ RULES = Rules.of(default_policy())
 
 def fold(state: ConversationState, messages: list[dict[str, object]]) -> tuple[ConversationState, list[str]]:
     caught = fold_messages(state, messages, RULES)
-    return caught.state, [t.pattern for t, _ in caught.trips]
+    return caught.state, [t.pattern.name for t, _ in caught.trips]
 
 
 def thrash() -> Chat:

@@ -103,7 +103,7 @@ def plans(requests: list[list[dict[str, Any]]], tools: bool, *, shipped: bool = 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_third_complaint_in_a_row_is_seen_and_the_fourth_trips_in_every_shape(shape: str) -> None:
     decisions = plans(SHAPES[shape](4), tools=shape != "kept (mini-swe-agent 1.x)")
-    trips = [[(t.pattern, t.action.value) for t in d.new_trips] for d in decisions]
+    trips = [[(t.pattern.name, t.action.value) for t in d.new_trips] for d in decisions]
     said = "nudge" if shape == "kept (mini-swe-agent 1.x)" else "force"  # a text agent has no tool to pin
     assert trips == [[], [], [("format_error_loop", "observe")], [("format_error_loop", said)]]
     assert not decisions[2].placed and decisions[3].placed
@@ -186,14 +186,14 @@ def _same_words_after_replies(first_call: bool) -> list[list[dict[str, Any]]]:
 
 def test_the_same_words_after_three_call_less_replies_trip_where_a_call_was_read() -> None:
     decisions = plans(_same_words_after_replies(first_call=True), tools=True)
-    assert "format_error_loop" in [t.pattern for t in decisions[-1].new_trips]  # monologue (shadow) too
+    assert "format_error_loop" in [t.pattern.name for t in decisions[-1].new_trips]  # monologue (shadow) too
 
 
 def test_the_same_words_where_no_call_was_ever_read_do_not_trip() -> None:
     """Corpus test part, AutoCodeRover: no tools, calls in a format we do not read; its repeated
     words were about the answer's content, and there was no call to ask for."""
     decisions = plans(_same_words_after_replies(first_call=False), tools=False)
-    assert all("format_error_loop" not in [t.pattern for t in d.new_trips] for d in decisions)
+    assert all("format_error_loop" not in [t.pattern.name for t in d.new_trips] for d in decisions)
 
 
 MISSING = "Missing required parameters for function 'bash': {'timeout'}\n[Error occurred in processing last action]"
@@ -224,12 +224,12 @@ def test_rejections_sent_one_per_request_in_place_of_dropped_replies_trip_at_the
     the first of each request's new messages was taken for the start of the conversation (nothing
     before it), not for a message in place of a reply, and the count never passed one."""
     decisions = plans(rejected_one_per_request(3, replies_kept=False), tools=True)
-    assert [[t.pattern for t in d.new_trips] for d in decisions] == [[], [], ["format_error_loop"]]
+    assert [[t.pattern.name for t in d.new_trips] for d in decisions] == [[], [], ["format_error_loop"]]
 
 
 def test_rejections_each_after_a_call_the_agent_ran_do_not_trip() -> None:
     decisions = plans(rejected_one_per_request(3, replies_kept=True), tools=True)
-    assert all("format_error_loop" not in [t.pattern for t in d.new_trips] for d in decisions)
+    assert all("format_error_loop" not in [t.pattern.name for t in d.new_trips] for d in decisions)
 
 
 def test_after_calls_turned_down_for_their_arguments_the_instruction_shows_no_example_without_them() -> None:
@@ -245,5 +245,5 @@ def test_after_replies_with_no_call_the_instruction_shows_an_example_call() -> N
 
 def test_as_shipped_the_third_complaint_trips_in_shadow_and_changes_nothing() -> None:
     decision = plans(dropped(3), tools=True, shipped=True)[-1]
-    assert [(t.pattern, t.shadow) for t in decision.new_trips] == [("format_error_loop", True)]
+    assert [(t.pattern.name, t.shadow) for t in decision.new_trips] == [("format_error_loop", True)]
     assert decision.edit is None and not decision.placed

@@ -170,13 +170,13 @@ def assert_one_call(directive: str, body: dict[str, Any], named: bool = True) ->
 
 def _force_text(planned: Planned, pattern: str | None = None) -> str:
     decision = planned.decision
-    forced = [t for t in decision.new_trips if t.action.value == "force" and pattern in (None, t.pattern)]
-    assert forced, [(t.pattern, t.action.value) for t in decision.new_trips]
-    return next(i.text for i in reversed(decision.placed) if i.pattern == forced[-1].pattern)
+    forced = [t for t in decision.new_trips if t.action.value == "force" and pattern in (None, t.pattern.name)]
+    assert forced, [(t.pattern.name, t.action.value) for t in decision.new_trips]
+    return next(i.text for i in reversed(decision.placed) if i.pattern == forced[-1].pattern.name)
 
 
 def _forced(planned: Planned, pattern: str) -> bool:
-    return any(t.pattern == pattern and t.action.value == "force" for t in planned.decision.new_trips)
+    return any(t.pattern.name == pattern and t.action.value == "force" for t in planned.decision.new_trips)
 
 
 def _until_forced(agent: Agent, step: Callable[[Agent], Agent], pattern: str, policy: str = "") -> Planned:

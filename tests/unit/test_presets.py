@@ -152,7 +152,7 @@ def test_preset_classifies_its_agents_calls(agent: str) -> None:
 def test_preset_trips_on_a_real_same_failure_loop(agent: str) -> None:
     """test, edit, test, edit, test with the same failure trips stuck_same_diagnostic on the last request only."""
     eng = engine(load_policy(ROOT / "policies" / f"{agent}.toml"))
-    trips = [[t.pattern for t in analyse(eng, body).decision.new_trips] for body in transcript(agent)]  # type: ignore[union-attr]
+    trips = [[t.pattern.name for t in analyse(eng, body).decision.new_trips] for body in transcript(agent)]  # type: ignore[union-attr]
     assert trips == [[], [], [], [], [], ["stuck_same_diagnostic"]]
 
 

@@ -880,7 +880,7 @@ def _trips(case: Case) -> list[str]:
         chat.turn(*turn)
         planned = analyse(engine, chat.bytes())
         assert planned is not None
-        tripped += [t.pattern for t in planned.decision.new_trips]
+        tripped += [t.pattern.name for t in planned.decision.new_trips]
         repair = planned.decision.state.repair
     if repair.reverify_owed and not unseen_by(repair):
         tripped.append(OWED)

@@ -53,7 +53,10 @@ def test_how_a_request_ends(ends: tuple[Outcome, ...], outcome: Outcome) -> None
 
 def _decided(conversation: str = "c1", trips: tuple[str, ...] = ()) -> Any:
     """A decision as the marks and the observer read it (its conversation and trips)."""
-    new_trips = tuple(SimpleNamespace(pattern=p, action=SimpleNamespace(value="nudge"), turn=1, count=1) for p in trips)
+    new_trips = tuple(
+        SimpleNamespace(pattern=SimpleNamespace(name=p), action=SimpleNamespace(value="nudge"), turn=1, count=1)
+        for p in trips
+    )
     state = SimpleNamespace(
         injections=(), repair=SimpleNamespace(last_diagnostic_signature=None, same_diagnostic_streak=0)
     )

@@ -44,7 +44,7 @@ def _trips(turns: list[tuple[str, str]], policy: dict[str, Any] | None = None) -
         chat.turn(("run_shell_command", {"command": command}, printed))
         planned = analyse(engine, chat.bytes())
         assert planned is not None
-        found += [(index, t.pattern, t.action.value, t.shadow) for t in planned.decision.new_trips]
+        found += [(index, t.pattern.name, t.action.value, t.shadow) for t in planned.decision.new_trips]
     return found
 
 
@@ -106,7 +106,7 @@ def test_a_pattern_in_shadow_trips_and_changes_nothing() -> None:
         chat.turn(("run_shell_command", {"command": command}, printed))
         planned = analyse(engine, chat.bytes())
         assert planned is not None
-        shadowed += [t for t in planned.decision.new_trips if t.pattern == "stuck_same_diagnostic"]
+        shadowed += [t for t in planned.decision.new_trips if t.pattern.name == "stuck_same_diagnostic"]
         assert planned.decision.edit is None, "a shadow trip changed the request"
         assert planned.decision.halt is None
     assert shadowed and all(t.shadow for t in shadowed)

@@ -35,9 +35,9 @@ def test_a_conversation_spread_over_engines_is_decided_as_by_one(name: str, engi
     for alone, shared, (_body, turns) in zip(one, spread, requests, strict=True):
         assert shared.body == alone.body
         assert (shared.decision.halt is None) == (alone.decision.halt is None)
-        reported = [(t.pattern, t.turn) for t in shared.decision.new_trips]
+        reported = [(t.pattern.name, t.turn) for t in shared.decision.new_trips]
         if turns:
-            assert reported == [(t.pattern, t.turn) for t in alone.decision.new_trips]
+            assert reported == [(t.pattern.name, t.turn) for t in alone.decision.new_trips]
             assert shared.decision.effects == alone.decision.effects
 
 

@@ -34,7 +34,7 @@ def replay(bodies: list[bytes]) -> list[tuple[int, list[str]]]:
         planned = analyse(eng, body)
         assert planned is not None
         out.append(
-            (planned.decision.state.repair.same_diagnostic_streak, [t.pattern for t in planned.decision.new_trips])
+            (planned.decision.state.repair.same_diagnostic_streak, [t.pattern.name for t in planned.decision.new_trips])
         )
     return out
 

@@ -124,7 +124,7 @@ def trips(bodies: list[bytes]) -> list[list[str]]:
     for body in bodies:
         planned = analyse(engine, body)
         assert planned is not None
-        out.append([t.pattern for t in planned.decision.new_trips])
+        out.append([t.pattern.name for t in planned.decision.new_trips])
     return out
 
 
@@ -247,7 +247,7 @@ def _actions(bodies: list[bytes]) -> list[str]:
     for body in bodies:
         planned = analyse(engine, body)
         assert planned is not None
-        out += [f"{t.pattern}:{t.action.value}" for t in planned.decision.new_trips]
+        out += [f"{t.pattern.name}:{t.action.value}" for t in planned.decision.new_trips]
     return out
 
 
@@ -281,7 +281,9 @@ def test_swe_agent_0s_elided_observations_are_results_whose_words_are_gone() -> 
     assert [u.text for u in users] == [TASK]
     assert [t.calls[0].result for t in turns][:-1] == [""] * (len(PROGRESS) - 1)
     planned = analyse(Engine.of(load_policy("swe_agent")), orjson.dumps({**body, "messages": messages}))
-    assert planned is not None and not [t for t in planned.decision.state.trips if t.pattern == "format_error_loop"]
+    assert planned is not None and not [
+        t for t in planned.decision.state.trips if t.pattern.name == "format_error_loop"
+    ]
 
 
 def test_swe_agent_0s_observations_not_cut_keep_their_words() -> None:

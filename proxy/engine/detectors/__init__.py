@@ -50,6 +50,7 @@ __all__ = [
     "Refusal",
     "Trip",
     "TurnFacts",
+    "pattern_of",
     "registered",
 ]
 
@@ -86,3 +87,11 @@ PICKLE_CODE = 240
 with trips pickles it as two bytes, not the 40 of its module and name (`Detector.__reduce__`)."""
 copyreg.add_extension(__name__, registered.__name__, PICKLE_CODE)
 
+
+def pattern_of(trip: Trip) -> Pattern:
+    """The pattern that made `trip`, with what the plan asks of it (its remedy, `force`,
+    `restrict`): the state keeps it as a `Folding`, a type that cannot name those."""
+    pattern = trip.pattern
+    if not isinstance(pattern, Detector):
+        raise TypeError(f"{pattern.name}: a trip's pattern is not a detector")
+    return pattern

@@ -4,8 +4,9 @@ A `Detector` bundles a pattern's pure fold over its own frozen state, its option
 ladder and any knob of its own, with their defaults and types: a `Ladder` subclass the
 policy's `[patterns.<name>]` table is validated against), its episode rule, the instruction
 it injects, what `force` pins and what `restrict` takes away, and whether its aftermath is
-watched or remembered. The engine, the fold and the plan only look detectors up; a pattern's
-name is written in its own file and in policy files.
+watched or remembered. The fold drives the registered detectors in order, and every trip
+carries the detector that made it: the engine and the plan call its hooks through the trip,
+never by its name, which is written in its own file and in policy files.
 """
 
 from __future__ import annotations

@@ -48,7 +48,9 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"{call.call.name} polled {state.count} times in a row"
-            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), tool=call.call.name))
+            trips.append(
+                facts.trip(DETECTOR, action, detail, state.count, subject=call.describe(), tool=call.call.name)
+            )
     return state, trips
 
 

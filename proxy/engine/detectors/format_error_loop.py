@@ -112,7 +112,7 @@ def on_user(state: State, facts: UserFacts, ladder: Ladder, _policy: Policy) -> 
         return state, []
     detail = f"the agent rejected {state.count} replies in a row for making no valid call"
     return state, [
-        facts.trip(NAME, action, detail, state.count, excerpt=excerpt(facts.text), slip=slip(facts.answered))
+        facts.trip(DETECTOR, action, detail, state.count, excerpt=excerpt(facts.text), slip=slip(facts.answered))
     ]
 
 

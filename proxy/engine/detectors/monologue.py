@@ -66,7 +66,9 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         return state, []
     kind = "text-only reply" if words else "empty reply"
     detail = f"the same {kind} {state.count} times in a row"
-    return state, [facts.trip(NAME, action, detail, state.count, excerpt=excerpt(" ".join(facts.turn.text.split())))]
+    return state, [
+        facts.trip(DETECTOR, action, detail, state.count, excerpt=excerpt(" ".join(facts.turn.text.split())))
+    ]
 
 
 def on_user(state: State, facts: UserFacts, _ladder: Ladder, _policy: Policy) -> tuple[State, list[Trip]]:

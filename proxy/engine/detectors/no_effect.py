@@ -147,7 +147,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         detail = f"after {state.count} writes `{call.command}` {shape}"
         trips.append(
             facts.trip(
-                NAME,
+                DETECTOR,
                 action,
                 detail,
                 state.count,

@@ -117,7 +117,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         detail = f"a cycle of {period} calls went round {(repeated + period) // period} times with unchanged results"
         trips.append(
             facts.trip(
-                NAME,
+                DETECTOR,
                 action,
                 detail,
                 count,

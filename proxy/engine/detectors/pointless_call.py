@@ -112,7 +112,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"{state.count} calls that cannot do anything: the last one, because {why.reason}"
-            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=why.reason))
+            trips.append(facts.trip(DETECTOR, action, detail, state.count, subject=call.describe(), excerpt=why.reason))
     return state, trips
 
 

@@ -158,7 +158,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         "over what was read (the same read showing the same thing)"
     )
     subject = state.reads[0][0] if state.reads else ""
-    return state, [facts.trip(NAME, action, detail, state.run, subject=subject, since=state.began)]
+    return state, [facts.trip(DETECTOR, action, detail, state.run, subject=subject, since=state.began)]
 
 
 def on_user(state: State, facts: UserFacts, _ladder: Options, _policy: Policy) -> tuple[State, list[Trip]]:

@@ -236,7 +236,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"{state.count} edit(s) made again on a file as the same edit had left it"
-            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=paths[0]))
+            trips.append(facts.trip(DETECTOR, action, detail, state.count, subject=call.describe(), excerpt=paths[0]))
     return state, trips
 
 

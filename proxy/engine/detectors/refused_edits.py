@@ -71,7 +71,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         detail = f"{state.count} edits of {named} refused in a row, none landed"
         trips.append(
             facts.trip(
-                NAME,
+                DETECTOR,
                 action,
                 detail,
                 state.count,

@@ -71,7 +71,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, policy: Policy) -> tupl
             detail = f"the same call succeeded {state.count} times in a row"
             trips.append(
                 facts.trip(
-                    NAME,
+                    DETECTOR,
                     action,
                     detail,
                     state.count,

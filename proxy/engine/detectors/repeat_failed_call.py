@@ -142,7 +142,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         )
         trips.append(
             facts.trip(
-                NAME,
+                DETECTOR,
                 action,
                 detail,
                 count,

@@ -82,7 +82,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
             detail = f"{call.call.name} returned the same output {len(run)} times in a row"
             trips.append(
                 facts.trip(
-                    NAME,
+                    DETECTOR,
                     action,
                     detail,
                     len(run),

@@ -50,7 +50,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     if action is None:
         return state, []
     detail = f"the same failing call returned the same output {state.count} times"
-    return state, [facts.trip(NAME, action, detail, state.count)]
+    return state, [facts.trip(DETECTOR, action, detail, state.count)]
 
 
 def remedy(trip: Trip, context: RemedyContext) -> str:

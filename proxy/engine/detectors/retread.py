@@ -77,7 +77,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         retraced = [s for s in steps if s.turn >= since and s.kind != _POLL][-_QUOTED:]
         trips.append(
             facts.trip(
-                NAME,
+                DETECTOR,
                 action,
                 f"{count} calls in a row the agent had made before, each printing what it printed then",
                 count,

@@ -117,7 +117,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         f"{state.edits} edit turn(s) on a live failure, then {state.away} turn(s) of other work "
         "without re-running the failing check"
     )
-    return state, [facts.trip(NAME, action, detail, state.away, since=state.since)]
+    return state, [facts.trip(DETECTOR, action, detail, state.away, since=state.since)]
 
 
 def remedy(_trip: Trip, context: RemedyContext) -> str:

@@ -131,7 +131,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         f"the same failure came back {after} times in a row; "
         f"{facts.after.edits_on_failure} edit(s) since it appeared did not change it"
     )
-    return state, [facts.trip(NAME, action, detail, after, since=facts.after.failing_since)]
+    return state, [facts.trip(DETECTOR, action, detail, after, since=facts.after.failing_since)]
 
 
 def remedy(_trip: Trip, context: RemedyContext) -> str:

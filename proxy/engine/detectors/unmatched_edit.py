@@ -86,7 +86,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
         action = ladder.action_at(state.count)
         if action is not None:
             detail = f"{state.count} substitution(s) of text their file does not have"
-            trips.append(facts.trip(NAME, action, detail, state.count, subject=call.describe(), excerpt=found[0]))
+            trips.append(facts.trip(DETECTOR, action, detail, state.count, subject=call.describe(), excerpt=found[0]))
     return state, trips
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from proxy.engine.detectors import BY_NAME, Levers, Refusal, Trip
+from proxy.engine.detectors import Levers, Refusal, Trip, pattern_of
 from proxy.engine.plan.action import nagged
 from proxy.engine.plan.gates import reply_rules
 from proxy.engine.plan.handback import Handback, handback_text, refused_text
@@ -103,7 +103,7 @@ def _restricted(tail_trips: list[Trip], levers: Levers) -> list[str] | None:
         return None
     drop: set[str] = set()
     for trip in restricting:
-        drop |= BY_NAME[trip.pattern].restrict(trip, levers)
+        drop |= pattern_of(trip).restrict(trip, levers)
     kept = sorted(levers.offered - drop)
     return kept if kept and len(kept) < len(levers.offered) else None
 
@@ -114,7 +114,7 @@ def _climbed(trip: Trip, levers: Levers, rules: Rules) -> Trip:
     comes after, not the same words again."""
     if trip.action is not Action.RESTRICT or _restricted([trip], levers) is not None:
         return trip
-    above = rules.options[trip.pattern].above(trip.count)
+    above = rules.options[trip.pattern.name].above(trip.count)
     return trip if above is None or above is Action.RESTRICT else replace(trip, action=above)
 
 
@@ -183,7 +183,7 @@ def decide(
     halt = next((t for t in tail_trips if t.action is Action.HALT), None)
     if halt is not None:
         text = handback_text(halt, state.repair, state.turns, state.progress.describe())
-        handback = _handback(rules, request, state, text, halt.pattern, halt.turn)
+        handback = _handback(rules, request, state, text, halt.pattern.name, halt.turn)
         return Decision(request, state, new_trips, handback, None, (), ReplyRules(), effects)
     forcing = any(t.action is Action.FORCE for t in tail_trips)
     levers = Levers(

@@ -64,7 +64,7 @@ def memory_text(verdict: Verdict, counter: TokenCounter, budget: int) -> str:
 
 def handback_text(trip: Trip, state: RepairState, turns: int, progress: str = "") -> str:
     """The incomplete hand-back's message: why it stopped, what is failing, what was tried."""
-    return _text(f"{trip.pattern} ({trip.detail}), after {turns} turn(s).", state, progress)
+    return _text(f"{trip.pattern.name} ({trip.detail}), after {turns} turn(s).", state, progress)
 
 
 def refused_text(refusal: Refusal, state: RepairState, turns: int, progress: str = "") -> str:

@@ -52,9 +52,6 @@ class Rules:
     def episodic(self) -> frozenset[str]:
         return frozenset(p.name for p in self.patterns if p.episodic)
 
-    def pattern(self, name: str) -> Pattern:
-        return BY_NAME[name]
-
     def acts(self, pattern: Pattern) -> bool:
         """`pattern` acts under this policy (not in shadow)."""
         return self.options[pattern.name].mode is Mode.ACT

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.engine.detectors import BY_NAME, Forced, Levers, Trip
+from proxy.engine.detectors import Forced, Levers, Trip, pattern_of
 from proxy.engine.plan.callschema import call_schema
 from proxy.engine.plan.rules import Rules
 from proxy.engine.state.conversation import ConversationState, Injection
@@ -21,7 +21,7 @@ __all__ = ["Turn", "forced_schema", "forced_tool", "held_retry", "retry"]
 def forced_tool(tail_trips: list[Trip], levers: Levers) -> Forced | None:
     """`force` pins the next call, as the last forcing pattern chooses."""
     forced = [t for t in tail_trips if t.action is Action.FORCE]
-    return BY_NAME[forced[-1].pattern].force(forced[-1], levers) if forced else None
+    return pattern_of(forced[-1]).force(forced[-1], levers) if forced else None
 
 
 def forced_schema(rules: Rules, tools: list[Any] | None, forced: Forced | None) -> dict[str, Any] | None:

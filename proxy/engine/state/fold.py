@@ -79,7 +79,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
         _timeline_outcome(turn, outcome),
         (after.last_diagnostic_signature or "")[:12],
         after.same_diagnostic_streak,
-        tuple(f"{t.pattern}:{t.action.value}" + (" (shadow)" if t.shadow else "") for t in trips),
+        tuple(f"{t.pattern.name}:{t.action.value}" + (" (shadow)" if t.shadow else "") for t in trips),
     )
     watches, outcomes = _watch(state, after, turn.ordinal, trips, rules)
     return (
@@ -93,7 +93,7 @@ def fold_turn(state: ConversationState, turn: ObservedTurn, rules: FoldRules) ->
             turns=turn.ordinal,
             folded=(*state.folded, *numbered(state.folded, [call_identity(c.call) for c in turn.calls]))[-FOLDED_IDS:],
             trips=(*state.trips, *trips)[-TRIPS_KEPT:],
-            tripped=state.tripped | {t.pattern for t in trips if t.acting},
+            tripped=state.tripped | {t.pattern.name for t in trips if t.acting},
             last_anchor=turn.anchor,
             progress=progress,
             timeline=(*state.timeline, row)[-TIMELINE_TURNS:],
@@ -115,7 +115,7 @@ def _as_written(trips: list[Trip], protocol: str, rules: FoldRules) -> list[Trip
 
 def _written(trip: Trip, rules: FoldRules) -> Trip:
     if trip.action is Action.RESTRICT:
-        above = rules.options[trip.pattern].above(trip.count)
+        above = rules.options[trip.pattern.name].above(trip.count)
         if above is not None and above not in _PINNING:
             return replace(trip, action=above)
     return replace(trip, action=Action.NUDGE)
@@ -123,9 +123,9 @@ def _written(trip: Trip, rules: FoldRules) -> Trip:
 
 def _shadowed(trips: list[Trip], rules: FoldRules) -> list[Trip]:
     """Trips of patterns in shadow marked so: they are recorded and counted, and act on nothing."""
-    if not any(rules.options[t.pattern].mode is Mode.SHADOW for t in trips):
+    if not any(rules.options[t.pattern.name].mode is Mode.SHADOW for t in trips):
         return trips
-    return [replace(t, shadow=True) if rules.options[t.pattern].mode is Mode.SHADOW else t for t in trips]
+    return [replace(t, shadow=True) if rules.options[t.pattern.name].mode is Mode.SHADOW else t for t in trips]
 
 
 def _timeline_outcome(turn: ObservedTurn, outcome: str) -> str:
@@ -155,8 +155,8 @@ def _watch(
         else:
             still.append(w)
     for trip in trips:
-        if rules.pattern(trip.pattern).watched and trip.acts is not Action.HALT and trip.action is not Action.OBSERVE:
-            still.append(Watch(trip.pattern, trip.turn, after.last_diagnostic_signature or ""))
+        if trip.pattern.watched and trip.acts is not Action.HALT and trip.action is not Action.OBSERVE:
+            still.append(Watch(trip.pattern.name, trip.turn, after.last_diagnostic_signature or ""))
     return tuple(still), tuple(done)
 
 
@@ -201,7 +201,7 @@ def fold_user(state: ConversationState, message: UserMessage, rules: FoldRules) 
         user_texts=state.user_texts if repeated else (*state.user_texts, digest)[-USER_TEXTS_KEPT:],
         episode_start=state.episode_start if repeated or nudge else state.turns,
         trips=(*state.trips, *trips)[-TRIPS_KEPT:],
-        tripped=state.tripped | {t.pattern for t in trips if t.acting},
+        tripped=state.tripped | {t.pattern.name for t in trips if t.acting},
         last_anchor=trips[-1].anchor if trips else state.last_anchor,
     ), trips
 

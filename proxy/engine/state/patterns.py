@@ -3,7 +3,9 @@
 The detectors (`proxy.engine.detectors`, one file per pattern) implement `Folding`; the
 compiled policy (`proxy.engine.plan.rules.Rules`) implements `FoldRules`. The fold depends on
 these two interfaces, not on the detectors themselves, so the state and its fold sit below
-the patterns that plug into it.
+the patterns that plug into it. A trip carries the pattern that made it as a `Folding`: what
+the fold reads of it (its name, whether it is watched); the plan reaches its remedy, `force`
+and `restrict` through `proxy.engine.detectors.pattern_of`, whose types this layer cannot name.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class Stateful(Protocol, Generic[S_co]):
 class Trip:
     """One pattern firing on one turn."""
 
-    pattern: str
+    pattern: Folding
+    """The pattern that fired (a registered detector: its `name` is what records, logs and
+    headers show, and a pickled trip carries only that name)."""
     action: Action
     detail: str
     """Why, in words generated from the state (never prompt text beyond the failure snippet)."""
@@ -91,7 +95,7 @@ class TurnFacts:
 
     def trip(
         self,
-        pattern: str,
+        pattern: Folding,
         action: Action,
         detail: str,
         count: int,
@@ -165,7 +169,9 @@ class UserFacts:
     """A call of the model's was read earlier in the conversation (a tool call, or one written in
     a text protocol we know): the agent has a way to call that we can name."""
 
-    def trip(self, pattern: str, action: Action, detail: str, count: int, *, excerpt: str = "", slip: str = "") -> Trip:
+    def trip(
+        self, pattern: Folding, action: Action, detail: str, count: int, *, excerpt: str = "", slip: str = ""
+    ) -> Trip:
         """A trip of `pattern` on this message, anchored right after it."""
         return Trip(
             pattern,
@@ -226,5 +232,3 @@ class FoldRules(Protocol):
     def episodic(self) -> frozenset[str]:
         """The names of the episodic patterns."""
         ...
-
-    def pattern(self, name: str) -> Folding: ...

@@ -41,7 +41,7 @@ def marks(record: Record) -> dict[str, str]:
         return {}
     out = {CONVERSATION_HEADER: decision.request.conversation}
     if decision.new_trips:
-        out[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern for t in decision.new_trips))
+        out[TRIPS_HEADER] = ",".join(dict.fromkeys(t.pattern.name for t in decision.new_trips))
     retries: dict[str, int] = {}
     salvaged = None
     for event in record.events:

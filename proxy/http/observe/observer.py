@@ -165,12 +165,12 @@ def _trips(decision: Decision, metrics: Metrics, log_prompts: bool) -> None:
     repair = decision.state.repair
     signature = repair.last_diagnostic_signature
     for trip in decision.new_trips:
-        metrics.trips.labels(trip.pattern, trip.action.value, "shadow" if trip.shadow else "act", team).inc()
-        said = [i.text for i in decision.state.injections if i.turn == trip.turn and i.pattern == trip.pattern]
+        metrics.trips.labels(trip.pattern.name, trip.action.value, "shadow" if trip.shadow else "act", team).inc()
+        said = [i.text for i in decision.state.injections if i.turn == trip.turn and i.pattern == trip.pattern.name]
         log.info(
             "repair_trip",
             injected=said if log_prompts else None,
-            pattern=trip.pattern,
+            pattern=trip.pattern.name,
             action=trip.action.value,
             shadow=trip.shadow,
             team=team,
@@ -220,7 +220,7 @@ def _request(record: Record, status: int, metrics: Metrics, _otel: Otel | None, 
         "conversation": record.conversation,  # known before the analysis: named when it fails too
         "team": record.team,
         "analysed": analysed,
-        "trips": [] if decision is None else list(map(attrgetter("pattern"), decision.new_trips)),
+        "trips": [] if decision is None else list(map(attrgetter("pattern.name"), decision.new_trips)),
         "end": record.outcome.value,
     }
     log.info("request", **fields)

@@ -92,8 +92,8 @@ def _decided(span: Span, decision: Decision, arm: str | None, at: int) -> None:
     holdout arm, nor with a hand-back)."""
     actions = {}
     for trip in decision.new_trips:
-        actions[(trip.turn, trip.pattern)] = trip.action.value
-        event: dict[str, Any] = {"repair_proxy.pattern": trip.pattern, "repair_proxy.action": trip.action.value}
+        actions[(trip.turn, trip.pattern.name)] = trip.action.value
+        event: dict[str, Any] = {"repair_proxy.pattern": trip.pattern.name, "repair_proxy.action": trip.action.value}
         event |= {"repair_proxy.turn": trip.turn, "repair_proxy.count": trip.count, "repair_proxy.shadow": trip.shadow}
         span.add_event("repair_proxy.trip", event, timestamp=at)
     if arm == "holdout" or decision.halt is not None:

@@ -51,7 +51,7 @@ def _summary(conversation: str, state: ConversationState) -> dict[str, Any]:
         "state": state.repair.as_dict(),
         "current_failure": state.repair.current_failure(),
         "last_trips": [
-            {"pattern": t.pattern, "action": t.action.value, "shadow": t.shadow, "turn": t.turn}
+            {"pattern": t.pattern.name, "action": t.action.value, "shadow": t.shadow, "turn": t.turn}
             for t in state.trips[-5:]
         ],
     }
