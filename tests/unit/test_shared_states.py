@@ -163,6 +163,24 @@ def test_a_row_that_is_no_state_is_a_miss(shared: SharedStates) -> None:
     assert shared.load(KEY) is None
 
 
+def test_a_state_other_code_packed_is_a_miss(shared: SharedStates, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row written before a deploy (or by a worker not yet upgraded) unpickles without an error
+    and may still be wrong for this code (a trip's pattern once a name, now the detector): not
+    read, the conversation folded again. Must still read: a row this code packed."""
+    import pickle
+
+    from proxy.engine.state import codec
+
+    shared.store(KEY, ConversationState(turns=4))
+    assert shared.load(KEY) == ConversationState(turns=4)
+    with sqlite3.connect(shared.path) as db:  # as the code before the mark packed it: a good pickle
+        db.execute("UPDATE states SET body = ?", (pickle.dumps(ConversationState(turns=4)),))
+    assert shared.load(KEY) is None
+    shared.store(KEY, ConversationState(turns=5))
+    monkeypatch.setattr(codec, "MARK", bytes(len(codec.MARK)))  # this code changed since it packed
+    assert shared.load(KEY) is None
+
+
 def test_an_expired_row_is_a_miss(tmp_path: Path) -> None:
     states = SharedStates(tmp_path / "s.sqlite", max_bytes=1 << 20, ttl_seconds=3600)
     states.store(KEY, ConversationState(turns=4))

@@ -8,7 +8,10 @@ to write and twice as long to read. A 24-turn state packs to about 6 KB in 29 us
 31 us; a 100-turn state to 16 KB, 46 and 50 us (timeline rows as objects, before: 56 / 43 and
 131 / 98 us). A class with a `__reduce__` of its own pickles as it says (a trip's pattern, a
 registered detector, as its name). Only bytes this process or its sibling workers packed are
-ever unpacked.
+ever unpacked, and only when they begin with this code's mark (`MARK`): a state another version
+packed (a worker not yet upgraded, a row in the shared file from before a deploy) may unpickle
+without an error and still be wrong for this code (a trip's pattern a name where the code now
+reads an object), so it is not read at all, and the conversation is folded again.
 """
 
 from __future__ import annotations
@@ -18,11 +21,28 @@ import io
 import operator
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import xxhash
 
 from proxy.engine.state.conversation import ConversationState
 
-__all__ = ["pack", "unpack"]
+__all__ = ["MARK", "pack", "unpack"]
+
+
+def _mark() -> bytes:
+    """8 bytes that change with the engine's code: every state and its detectors' states live there."""
+    engine = Path(__file__).resolve().parents[1]
+    digest = xxhash.xxh3_64()
+    for source in sorted(engine.rglob("*.py")):
+        digest.update(source.relative_to(engine).as_posix().encode())
+        digest.update(source.read_bytes())
+    return digest.digest()
+
+
+MARK = _mark()
+"""The mark a packed state begins with: the engine's sources, digested once (about 6 ms)."""
 
 Arguments = Callable[[Any], tuple[Any, ...]]
 _ARGUMENTS: dict[type, Arguments | None] = {}
@@ -54,14 +74,17 @@ class _Pickler(pickle.Pickler):
 
 def pack(state: ConversationState) -> bytes:
     out = io.BytesIO()
+    out.write(MARK)
     _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
     return out.getvalue()
 
 
 def unpack(data: bytes) -> ConversationState:
-    """The state `pack` wrote; `ValueError` for bytes that are not one."""
+    """The state `pack` wrote; `ValueError` for bytes that are not one, or that other code packed."""
+    if data[: len(MARK)] != MARK:
+        raise ValueError("not a state this code packed")
     try:
-        state = pickle.loads(data)
+        state = pickle.loads(memoryview(data)[len(MARK) :])
     except Exception as exc:
         raise ValueError(f"not a packed state: {exc}") from exc
     if not isinstance(state, ConversationState):
