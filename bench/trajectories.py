@@ -647,7 +647,7 @@ def loop_recall(replays: list[Replayed]) -> str:
                 continue
             resolved = [r for r in replays if r.run.part == part and r.run.resolved and kind_of(r.run.model) == kind]
             spoke = [r for r in resolved if any(not f.shadow and not f.pattern.startswith("gate:") for f in r.fired)]
-            patterns = ", ".join(f"{p} {n}" for p, n in by.most_common())
+            patterns = ", ".join(f"{p} {n}" for p, n in sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))
             lines.append(
                 f"  {part} {kind}: {len(runs)} runs, {found} loops; acted on {_share(acted, found)}, "
                 f"with shadow patterns {_share(would, found)} ({patterns or 'none'}); resolved runs a pattern "
