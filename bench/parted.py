@@ -42,6 +42,8 @@ class Parting(NamedTuple):
     by: str
     """`proxy`, `sampler` or `same`."""
     solved: tuple[bool, bool]
+    said: tuple[str, str] = ("", "")
+    """Where the proxy parted them: the last message of each arm's request there."""
 
 
 def _canon(value: Any) -> str:
@@ -64,6 +66,12 @@ def _tap(folder: Path, arm: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _last(exchange: dict[str, Any]) -> str:
+    tail = (exchange.get("request") or {}).get("tail") or [{}]
+    content = tail[-1].get("content")
+    return content if isinstance(content, str) else json.dumps(tail[-1])
+
+
 def partings(record: Path, taps: Path, arms: tuple[str, str]) -> list[Parting]:
     rows = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
     runs = {(r["arm"], r["repo"], r["seed"]): r for r in rows if "arm" in r}
@@ -74,8 +82,10 @@ def partings(record: Path, taps: Path, arms: tuple[str, str]) -> list[Parting]:
         if arm != arms[0] or other is None or run.get("tap") is None or other.get("tap") is None:
             continue
         (a0, a1), (b0, b1) = run["tap"], other["tap"]
-        at, by = parting(tapped[arms[0]][a0:a1], tapped[arms[1]][b0:b1])
-        found.append(Parting(repo, seed, at, by, (outcome(run) == "solved", outcome(other) == "solved")))
+        first, second = tapped[arms[0]][a0:a1], tapped[arms[1]][b0:b1]
+        at, by = parting(first, second)
+        said = (_last(first[at]), _last(second[at])) if by == "proxy" else ("", "")
+        found.append(Parting(repo, seed, at, by, (outcome(run) == "solved", outcome(other) == "solved"), said))
     return found
 
 
@@ -84,6 +94,9 @@ def main() -> None:
     parser.add_argument("record", type=Path)
     parser.add_argument("taps", type=Path)
     parser.add_argument("--arms", default="noblock,full", help="the two arms, as recovery.py names them")
+    parser.add_argument(
+        "--said", action="store_true", help="where the proxy parted two runs, what each arm's request ended with"
+    )
     args = parser.parse_args()
     arms = tuple(args.arms.split(","))
     assert len(arms) == 2, "two arms"
@@ -91,6 +104,9 @@ def main() -> None:
     print(f"{'repo':<10} seed  parted at  by        right ({arms[0]}, {arms[1]})")
     for p in found:
         print(f"{p.repo:<10} {p.seed:>4}  {p.at:>9}  {p.by:<8}  {p.solved[0]!s:<5} {p.solved[1]!s}")
+        if args.said and p.by == "proxy":
+            for arm, text in zip(arms, p.said, strict=True):
+                print(f"    {arm}: {text[-400:]!r}")
     by = Counter(p.by for p in found)
     differ = Counter(p.by for p in found if p.solved[0] != p.solved[1])
     print(
