@@ -196,6 +196,22 @@ def exchanged(tap: Path | None, arm: str, since: int) -> tuple[int, int] | None:
         return since, sum(1 for _ in f)
 
 
+def clear_cache(model: str) -> None:
+    """One short request straight to the model server, so a run's first prompt shares next to nothing
+    with what the server's prompt cache holds. Llama.cpp reuses the cached prefix of the last prompt;
+    its numbers, computed in other batches (generated a token at a time, or read in another run's
+    chunks), differ in the last bits from a fresh read, and the sampler's draw with them: in the
+    twenty-sixth run, quota seed 1's arms got equal requests and one answered `finish`, the other
+    nothing, the second arm's run having started on the first's cached prompt. With this, each arm's
+    run reads its prompts in the same chunks, and equal requests get equal answers."""
+    body = json.dumps({"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "temperature": 0})
+    request = urllib.request.Request(
+        f"{model.rstrip('/')}/chat/completions", body.encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=120) as response:
+        response.read()
+
+
 def one_run(
     base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path, salvage: bool = False
 ) -> Run:
@@ -321,6 +337,7 @@ def main() -> None:
                         with fresh as serving:
                             logged[arm] = 0 if new else logged[arm]  # a fresh proxy's log starts anew
                             salvage = arm == "alone"
+                            clear_cache(model)
                             run = one_run(serving[arm], repo, style, start, seed, args.turns, Path(tmp), salvage)
                         warned, logged[arm] = events(Path(tmp) / f"{arm}.log", logged[arm])
                         exchanges = exchanged(args.tap, arm, tapped[arm])
