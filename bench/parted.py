@@ -9,7 +9,11 @@ until the first that differs. Then:
   because of an earlier step of the proxy's): the arms' difference from here is the proxy's;
 - `sampler`: the requests are equal and the replies are not: the model answered the same
   prompt two ways, so what follows is the sampler's, not the proxy's;
-- `same`: one run is a prefix of the other (or they are equal).
+- `same`: the two runs are equal, exchange for exchange. Where one is the other and more, the
+  proxy parted them: given the same replies the agent does the same, so the longer run went on
+  because its proxy asked the model again (a gate, the block rung) where the other passed the
+  reply on, on the last turn (countdown seed 3, twenty-seventh run: the re-ask was answered
+  right).
 
 The run's own path, the tool-call ids the proxy mints, pytest's durations and objects'
 addresses are set aside when comparing (records before `tiny_agent.steady` carried them; the
@@ -57,7 +61,11 @@ def parting(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> tuple[
             return at, "proxy"
         if _canon(a.get("reply")) != _canon(b.get("reply")):
             return at, "sampler"
-    return min(len(first), len(second)), "same"
+    if len(first) != len(
+        second
+    ):  # equal so far, and one went on: the proxy asked again where the other passed the reply on
+        return min(len(first), len(second)), "proxy"
+    return len(first), "same"
 
 
 def _tap(folder: Path, arm: str) -> list[dict[str, Any]]:
@@ -84,7 +92,9 @@ def partings(record: Path, taps: Path, arms: tuple[str, str]) -> list[Parting]:
         (a0, a1), (b0, b1) = run["tap"], other["tap"]
         first, second = tapped[arms[0]][a0:a1], tapped[arms[1]][b0:b1]
         at, by = parting(first, second)
-        said = (_last(first[at]), _last(second[at])) if by == "proxy" else ("", "")
+        said = ("", "")
+        if by == "proxy":
+            said = tuple(_last(run_[at]) if at < len(run_) else "(the run had ended)" for run_ in (first, second))  # type: ignore[assignment]
         found.append(Parting(repo, seed, at, by, (outcome(run) == "solved", outcome(other) == "solved"), said))
     return found
 
