@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from regrade import outcome
+from tiny_agent import steady
 
-_NOISE = re.compile(r"bench-runs/[\w.-]+/[\w.-]+|call_rp\w+|call_\w{16,}|0x[0-9a-f]{6,16}|\bin \d+\.\d+s\b")
+_NAMES = re.compile(r"bench-runs/[\w.-]+/[\w.-]+|call_rp\w+|call_\w{16,}")
+"""The run's folder and the tool-call ids the proxy mints (the output's own noise is `steady`'s)."""
 
 
 class Parting(NamedTuple):
@@ -51,7 +53,7 @@ class Parting(NamedTuple):
 
 
 def _canon(value: Any) -> str:
-    return _NOISE.sub("", json.dumps(value, sort_keys=True))
+    return _NAMES.sub("", steady(json.dumps(value, sort_keys=True)))
 
 
 def parting(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> tuple[int, str]:
@@ -61,9 +63,8 @@ def parting(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> tuple[
             return at, "proxy"
         if _canon(a.get("reply")) != _canon(b.get("reply")):
             return at, "sampler"
-    if len(first) != len(
-        second
-    ):  # equal so far, and one went on: the proxy asked again where the other passed the reply on
+    if len(first) != len(second):
+        # equal so far, and one went on: its proxy asked again where the other passed the reply on
         return min(len(first), len(second)), "proxy"
     return len(first), "same"
 
@@ -74,8 +75,11 @@ def _tap(folder: Path, arm: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _last(exchange: dict[str, Any]) -> str:
-    tail = (exchange.get("request") or {}).get("tail") or [{}]
+def _said(run: list[dict[str, Any]], at: int) -> str:
+    """The last message of the run's request at exchange `at`."""
+    if at >= len(run):
+        return "(the run had ended)"
+    tail = (run[at].get("request") or {}).get("tail") or [{}]
     content = tail[-1].get("content")
     return content if isinstance(content, str) else json.dumps(tail[-1])
 
@@ -92,9 +96,7 @@ def partings(record: Path, taps: Path, arms: tuple[str, str]) -> list[Parting]:
         (a0, a1), (b0, b1) = run["tap"], other["tap"]
         first, second = tapped[arms[0]][a0:a1], tapped[arms[1]][b0:b1]
         at, by = parting(first, second)
-        said = ("", "")
-        if by == "proxy":
-            said = tuple(_last(run_[at]) if at < len(run_) else "(the run had ended)" for run_ in (first, second))  # type: ignore[assignment]
+        said = (_said(first, at), _said(second, at)) if by == "proxy" else ("", "")
         found.append(Parting(repo, seed, at, by, (outcome(run) == "solved", outcome(other) == "solved"), said))
     return found
 
