@@ -240,7 +240,13 @@ CASES = [
         ("str_replace_editor", {**BAD_EDIT[1], "old_str": "return int(a) + int(b) + 1"}),
         None,
     ),
-    Case("the same view in a run of reads that re-reads", [view(), _grep(), view()], VIEW, "read_stagnation"),
+    Case("the same view in a run of reads that re-reads", [view(), _grep(), view(), _grep()], VIEW, "read_stagnation"),
+    Case("the read just made, again", [test_run(), view()], VIEW, "repeat_call"),
+    Case("the search just made, again", [view(), _grep()], _grep()[:2], "repeat_call"),
+    Case("the read just made, a failed edit since", [view(), _failed_edit()], VIEW, None),
+    Case("the read just made, a command since", [view(), _touch()], VIEW, None),
+    Case("the read just made, another range of it", [view()], (VIEW[0], {**VIEW[1], "view_range": [1, 2]}), None),
+    Case("a command just run, again", [_touch()], _touch()[:2], None),
     Case("the same view once, in a run that has not re-read", [view(), _grep()], VIEW, None),
     Case(
         "an edit that changes nothing, after one already sent",
@@ -907,3 +913,39 @@ def test_an_empty_reply_after_a_command_bash_could_not_parse_is_not_asked_for_th
     assert ("re-run the failing check" in directive) is rerun_asked
     if not rerun_asked:
         assert edit_.pinned == {"command": Shaped(HELD_SED)}
+
+
+def test_a_read_refused_as_just_made_asks_for_the_failure_s_next_step_not_a_fix() -> None:
+    """With a failure live, the re-ask names the read the failure points at, held, and says
+    nothing of a fix (none was made); with none, it asks for the change the read was for."""
+    live = judge(ReplyView("", (VIEW[0],), (orjson.dumps(VIEW[1]).decode(),)), _rules([test_run(), view()]))
+    assert live.refusal is not None and live.refusal.pattern == "repeat_call"
+    assert "is the call you just made" in live.refusal.reason
+    assert live.refusal.instead.startswith("Next, read the failing test")
+    assert live.refusal.pinned is not None and live.refusal.pinned.arguments["path"] == "/workspace/tests/test_parse.py"
+    assert not live.refusal.halts  # a read is never the stop rung's
+    quiet = judge(ReplyView("", (VIEW[0],), (orjson.dumps(VIEW[1]).decode(),)), _rules([view()]))
+    assert quiet.refusal is not None and quiet.refusal.pinned is None
+    assert quiet.refusal.instead == "Use what it showed: make the change it points to, or run the check."
+
+
+def test_the_failure_s_own_read_refused_again_is_not_asked_for() -> None:
+    """The read the failure points at, just made, proposed again: the re-ask does not name it."""
+    test_file = ("str_replace_editor", {"command": "view", "path": "/workspace/tests/test_parse.py"})
+    seen = view(path="/workspace/tests/test_parse.py", content="def test_addition():\n    assert parse('1+2') == 3\n")
+    judged = judge(ReplyView("", (test_file[0],), (orjson.dumps(test_file[1]).decode(),)), _rules([test_run(), seen]))
+    assert judged.refusal is not None and judged.refusal.pattern == "repeat_call"
+    pinned = judged.refusal.pinned
+    assert pinned is None or pinned.arguments.get("path") != "/workspace/tests/test_parse.py"
+
+
+def test_the_read_just_made_beside_a_new_call_passes() -> None:
+    """Alone it is refused; proposed with a new search in the same reply (Claude Code's parallel
+    calls, corpus: GLM-4.7-Flash on beeware__briefcase-2212) the reply takes a new step too, and a
+    refusal would take that away with it."""
+    rules = _rules([test_run(), view()])
+    grep = orjson.dumps(_grep()[1]).decode()
+    alone = judge(ReplyView("", (VIEW[0],), (orjson.dumps(VIEW[1]).decode(),)), rules)
+    beside = judge(ReplyView("", (VIEW[0], "execute_bash"), (orjson.dumps(VIEW[1]).decode(), grep)), rules)
+    assert alone.refusal is not None and alone.refusal.pattern == "repeat_call"
+    assert beside.refusal is None

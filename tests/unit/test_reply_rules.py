@@ -25,10 +25,16 @@ def rules_for(chat: Chat, policy: Policy | None = None, **extra: Any) -> ReplyRu
 
 
 def test_mid_task_with_nothing_failing_arms_the_action_gate_for_empty_replies_only() -> None:
-    rules = rules_for(Chat().turn(view()))
+    rules = rules_for(Chat().turn(bash("ls /workspace", "src\ntests")).turn(edit()))
     assert set(rules.gates) == {Gate.ACTION}
     assert (rules.empty_gate, rules.prose_gate) == (Gate.ACTION, None)
     assert rules.offered.keys() == {"execute_bash", "str_replace_editor"}
+
+
+def test_after_a_read_the_block_rung_is_armed_for_that_read_again() -> None:
+    """`repeat_call` may refuse the read just made: the rung is armed after a read, not after an edit."""
+    assert set(rules_for(Chat().turn(view())).gates) == {Gate.ACTION, Gate.BLOCK}
+    assert Gate.BLOCK not in rules_for(Chat().turn(view()).turn(edit())).gates
 
 
 def test_a_person_waiting_for_an_answer_holds_only_a_reply_meant_as_a_call() -> None:

@@ -47,7 +47,7 @@ def refuser(rules: Rules, turn: Turn, translation: Translation, fit: Callable[[s
 
     def refuse(calls: Sequence[tuple[str, str]]) -> Refusal | None:
         for name, raw in calls:
-            proposal = propose(name, raw, rules.classifier, volatile)
+            proposal = propose(name, raw, rules.classifier, volatile, alone=len(calls) == 1)
             for judge in judges:
                 if (refusal := judge(proposal, context)) is not None:
                     return refusal

@@ -52,6 +52,8 @@ class Proposal:
     """Tool name and sorted-key arguments, as `ObservedCall.key` (volatile keys dropped)."""
     command: str | None
     writes: tuple[Write, ...]
+    alone: bool = True
+    """The only call its reply proposes (a refusal that takes the whole reply away takes no other)."""
 
     def describe(self) -> str:
         """`tool {"arg": ...}` or the shell command, as the model wrote it."""
@@ -71,8 +73,9 @@ class Proposal:
         return value if isinstance(value, str) else None
 
 
-def propose(name: str, raw: str, classifier: Classifier, volatile: frozenset[str]) -> Proposal:
-    """`name` called with the JSON text `raw`, read as the fold would read it once made."""
+def propose(name: str, raw: str, classifier: Classifier, volatile: frozenset[str], *, alone: bool = True) -> Proposal:
+    """`name` called with the JSON text `raw`, read as the fold would read it once made; `alone`:
+    the only call of its reply."""
     arguments, raw_text = parse_arguments(raw)
     cls = classifier.classify(name, arguments)
     return Proposal(
@@ -83,4 +86,5 @@ def propose(name: str, raw: str, classifier: Classifier, volatile: frozenset[str
         call_key(name, arguments, raw_text, volatile),
         classifier.command(name, arguments),
         cls.writes,
+        alone,
     )

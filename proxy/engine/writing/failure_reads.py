@@ -207,10 +207,10 @@ def expected(step: Step) -> str:
     return expected_behaviour(step.state, step.lines) if step.lines is not None else ""
 
 
-def next_step(step: Step, vocabulary: Vocabulary | None, stated: bool = True) -> str:
-    """What to do instead of running the failing check again: read what the failure points at
-    and has not been read, else make a different change that does what is expected (`expected`,
-    said first unless `stated` is False: a caller that fits it beside the step as its quote)."""
+def next_step(step: Step, vocabulary: Vocabulary | None, stated: bool = True, *, hold: bool = True) -> str:
+    """Instead of the failing check again: read what the failure points at and has not been read,
+    else make a different change that does what is expected (`expected`, said first unless `stated`
+    is False: a caller that quotes it); without `hold`, no "do not edit again" before a read."""
     state = step.state
     edited = ", ".join(dict.fromkeys(p.rsplit("/", 1)[-1] for p in state.edited_since_failure))
     read = next_read(step, vocabulary)
@@ -241,11 +241,11 @@ def next_step(step: Step, vocabulary: Vocabulary | None, stated: bool = True) ->
         read_all = "the failing test and the code it exercises" if target is not None else "the failing test"
         return f"You have read {read_all}. {said}Make {change}{how}. Then re-run {failing_call(state)}."
     what, call = read
-    hold = f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix."
+    held = (f"Do not edit {edited} again yet." if edited else "Do not repeat the same fix.") if hold else ""
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
     # changed the next action far more often than advice or a bare JSON object did.
     ask = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
-    return f"{hold} {ask}"
+    return f"{held} {ask}".lstrip()
 
 
 def next_kind(step: Step) -> CallKind:
