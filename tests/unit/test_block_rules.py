@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from chat import OPENHANDS_TOOLS, Chat, edit, test_run, view
+from chat import OPENHANDS_TOOLS, Chat, bash, edit, test_run, view
 from scenario_loader import acting, analyse
 from scenario_loader import engine as engine_of
 
@@ -949,3 +949,13 @@ def test_the_read_just_made_beside_a_new_call_passes() -> None:
     beside = judge(ReplyView("", (VIEW[0], "execute_bash"), (orjson.dumps(VIEW[1]).decode(), grep)), rules)
     assert alone.refusal is not None and alone.refusal.pattern == "repeat_call"
     assert beside.refusal is None
+
+
+def test_a_command_read_by_its_filter_is_no_read_to_refuse() -> None:
+    """`pip install -e . | tail -2` is classified a read by its `tail`; run again it installs
+    again: never refused as the read just made. `cat f | grep x` reads, and is."""
+    install = _install()
+    assert judge(ReplyView("", (install[0],), (orjson.dumps(install[1]).decode(),)), _rules([install])).refusal is None
+    look = bash("cat /workspace/src/parse.py | grep -n return", "3:    return int(a) + int(b) + 1")
+    refused = judge(ReplyView("", (look[0],), (orjson.dumps(look[1]).decode(),)), _rules([look])).refusal
+    assert refused is not None and refused.pattern == "repeat_call"

@@ -94,7 +94,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, policy: Policy) -> tup
             state = State()  # a failed call between: the loop, if any, is a longer round (ping_pong's)
             continue  # failed, or could not run: `repeat_failed_call`'s
         same = call.key == state.key and call.digest == state.digest
-        look = call.kind in _LOOKS  # and it succeeded: a failed call left the loop above
+        look = call.kind in _LOOKS and call.segments <= _LOOKS  # `pip install . | tail` reads no file
         state = State(call.key, call.digest, state.count + 1 if same else 1, look)
         action = ladder.action_at(state.count)
         if action is not None:
