@@ -24,14 +24,18 @@ from proxy.engine.reading.pywrites import Guarded
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
-__all__ = ["COMMAND_CHARS", "CallClass", "Classifier", "command_of"]
+__all__ = ["COMMAND_CHARS", "PATH_ARGS", "CallClass", "Classifier", "command_of"]
 
 COMMAND_CHARS = 4096
 """How much of a shell command is read to classify it."""
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
 _BY_PROGRAM = (CallKind.FINISH, CallKind.SEARCH, CallKind.READ, CallKind.POLL)
 """Kinds a segment has by the program it starts with: its patterns name the program."""
-_PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "notebook_path")
+PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath")
+"""The arguments in which tools name the file they act on, first found first. Its readers add their
+own: the file an editor writes may be a notebook (`notebook_path`), what a call reads a directory
+(`dir_path`); the agent's vocabulary takes these alone (a directory lister is no file reader)."""
+_WRITTEN_ARGS = (*PATH_ARGS, "notebook_path")
 _WHOLE_VALUES = frozenset({"create", "write", "overwrite"})
 _WHOLE_NAMES = ("write", "create")
 
@@ -55,7 +59,7 @@ class CallClass:
 
 def _editor_writes(name: str, arguments: Mapping[str, Any] | None, value: str | None = None) -> tuple[Write, ...]:
     """The file an editing tool writes: whole when it creates or writes a file, else in place."""
-    path = next((v for k in _PATH_ARGS if isinstance(v := (arguments or {}).get(k), str) and v), None)
+    path = next((v for k in _WRITTEN_ARGS if isinstance(v := (arguments or {}).get(k), str) and v), None)
     if path is None:
         return ()
     whole = value in _WHOLE_VALUES if value is not None else any(w in name.lower() for w in _WHOLE_NAMES)

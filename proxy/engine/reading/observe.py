@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from proxy.engine.outputs.envelope import unwrap
 from proxy.engine.outputs.outcome import Outcome, rejected, result_outcome, test_report
 from proxy.engine.reading.canonical import call_identity, call_key, output_digest
-from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.classify import PATH_ARGS, Classifier
 from proxy.engine.reading.commands import Write
 from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.sed import script_refused
@@ -27,7 +27,7 @@ from proxy.settings.policy import DEFAULT_VOLATILE_KEYS
 
 __all__ = ["SCAN_HEAD_CHARS", "SCAN_TAIL_CHARS", "ObservedCall", "ObservedTurn", "observe", "window"]
 
-_PATH_ARGS = ("path", "file_path", "filename", "file", "target_file", "absolute_path", "filepath", "dir_path")
+_TARGET_ARGS = (*PATH_ARGS, "dir_path")
 SCAN_HEAD_CHARS = 16 * 1024
 SCAN_TAIL_CHARS = 48 * 1024
 """How much of one result is read for its outcome and evidence: its head and its tail (failure
@@ -85,7 +85,7 @@ class ObservedCall:
         """The file the call reads or writes, when it names one (an argument, the first file it
         writes, or a shell word: never one in the text an editor command puts in the file)."""
         arguments = self.call.arguments or {}
-        for name in _PATH_ARGS:
+        for name in _TARGET_ARGS:
             value = arguments.get(name)
             if isinstance(value, str) and value:
                 return value

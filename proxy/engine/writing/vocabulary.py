@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from proxy.engine.reading.classify import Classifier
+from proxy.engine.reading.classify import PATH_ARGS, Classifier
+from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
 from proxy.engine.writing.kept import definitions_kept
 from proxy.engine.writing.sed_script import SED_SCRIPT, held_script
 from proxy.engine.writing.unlike import unlike
@@ -20,10 +21,7 @@ from proxy.settings.kinds import CallKind
 
 __all__ = ["Call", "Learnt", "OneOf", "Shaped", "Vocabulary", "learn_vocabulary"]
 
-_PATH_ARGS = ("path", "file_path", "filename", "file", "absolute_path", "target_file", "filepath")
 _READ_WORDS = ("read", "view", "open", "cat")
-_OLD_ARGS = ("old_str", "old_string", "old_text", "search")
-_NEW_ARGS = ("new_str", "new_string", "new_text", "replace")
 _CONTEXT_LINES = 15
 
 
@@ -94,7 +92,7 @@ def _properties(tool: Mapping[str, Any]) -> tuple[str, dict[str, Any], list[str]
 
 
 def _path_arg(props: Mapping[str, Any]) -> str | None:
-    return next((p for p in _PATH_ARGS if p in props), None)
+    return next((p for p in PATH_ARGS if p in props), None)
 
 
 def _range_style(props: Mapping[str, Any]) -> str | None:
@@ -271,8 +269,8 @@ def _editor(
     """A tool that replaces old code with new in a file: an edit kind, a path, an old and a new
     text argument; for a tool whose one argument picks what it does, the edit value that names
     a replacement."""
-    old = next((a for a in _OLD_ARGS if a in props), None)
-    new = next((a for a in _NEW_ARGS if a in props), None)
+    old = next((a for a in OLD_ARGS if a in props), None)
+    new = next((a for a in NEW_ARGS if a in props), None)
     if path is None or old is None or new is None:
         return None
     if fixed_kind is CallKind.EDIT:
