@@ -959,3 +959,15 @@ def test_a_command_read_by_its_filter_is_no_read_to_refuse() -> None:
     look = bash("cat /workspace/src/parse.py | grep -n return", "3:    return int(a) + int(b) + 1")
     refused = judge(ReplyView("", (look[0],), (orjson.dumps(look[1]).decode(),)), _rules([look])).refusal
     assert refused is not None and refused.pattern == "repeat_call"
+
+
+def test_the_read_just_made_after_a_person_s_word_passes() -> None:
+    """A person's message after the read may have changed what it shows: not refused."""
+    proposed = ReplyView("", (VIEW[0],), (orjson.dumps(VIEW[1]).decode(),))
+    for chat, refused in (
+        (Chat().turn(view()), True),
+        (Chat().turn(view()).user("I edited parse.py myself; have another look at it."), False),
+    ):
+        planned = analyse(engine(), chat.bytes())
+        assert planned is not None
+        assert (judge(proposed, planned.decision.reply).refusal is not None) is refused
