@@ -118,7 +118,7 @@ def model_server(upstream: str | None) -> Iterator[str]:
     model = real_model.cache_dir() / "models" / real_model.QWEN_FILE
     if not real_model.server_binary().exists() or not model.exists():
         raise SystemExit("no cached llama-server build or model: python scripts/real_model.py build && fetch qwen")
-    with real_model.serve(model, template=real_model.qwen_template()) as server:
+    with real_model.serve(model, template=real_model.qwen_template(), prompt_store=False) as server:
         yield server.base_url
 
 
@@ -202,8 +202,12 @@ def clear_cache(model: str) -> None:
     its numbers, computed in other batches (generated a token at a time, or read in another run's
     chunks), differ in the last bits from a fresh read, and the sampler's draw with them: in the
     twenty-sixth run, quota seed 1's arms got equal requests and one answered `finish`, the other
-    nothing, the second arm's run having started on the first's cached prompt. With this, each arm's
-    run reads its prompts in the same chunks, and equal requests get equal answers."""
+    nothing, the second arm's run having started on the first's cached prompt. That alone was not
+    enough: llama.cpp also keeps past prompts in host memory and restored the first arm's whole
+    first prompt for the second (its log: all 1,718 tokens found, the last computed again alone;
+    twenty-eighth run, quota seed 1 parted by the sampler again). The bench's server keeps none
+    (`real_model.serve(prompt_store=False)`); this request then leaves its one slot holding nothing
+    of a run's prompts, and each arm's run reads them in the same chunks."""
     body = json.dumps({"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "temperature": 0})
     request = urllib.request.Request(
         f"{model.rstrip('/')}/chat/completions", body.encode(), {"Content-Type": "application/json"}

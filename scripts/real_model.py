@@ -183,9 +183,19 @@ class RunningServer:
 
 @contextlib.contextmanager
 def serve(
-    model: Path, port: int | None = None, context: int = 8192, template: Path | None = None
+    model: Path,
+    port: int | None = None,
+    context: int = 8192,
+    template: Path | None = None,
+    *,
+    prompt_store: bool = True,
 ) -> Iterator[RunningServer]:
-    """llama-server on 127.0.0.1 with `model`, tool-call templates on, stopped on exit."""
+    """llama-server on 127.0.0.1 with `model`, tool-call templates on, stopped on exit. Without
+    `prompt_store`, the server keeps no prompts in host memory (`--cache-ram 0`): its one slot
+    holds only the last prompt. With the store (llama.cpp's default, 8 GiB), a prompt equal to one
+    served before is restored whole and only its last token computed again, alone, where the first
+    time it was read in chunks: the logits differ in their last bits and the sampler's draw with
+    them (recovery bench, twenty-eighth run: quota seed 1's arms, equal requests, two answers)."""
     binary = server_binary()
     if not binary.exists():
         raise Unavailable(f"no llama-server build at {binary}; run: python scripts/real_model.py build")
@@ -213,6 +223,8 @@ def serve(
     ]
     if template is not None:
         command += ["--chat-template-file", str(template)]
+    if not prompt_store:
+        command += ["--cache-ram", "0"]
     log = (cache_dir() / "llama-server.log").open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
