@@ -10,11 +10,11 @@ Remedy: quote the result the agent already has and ask for a different next step
 `restrict` takes the repeated tool away for one request.
 
 Block: once a read or search has succeeded `block` times in a row (default `BLOCK`: the call just
-made), a reply proposing that very call again, and nothing else, is refused: nothing has run since, so it would show
-what its result right above shows. The re-ask names the live failure's next step where that is
-another call, else asks for the change the read was for. Never a poll, a command that is no read
-or search (a build, a script: its output may move on), or a call that failed; a person's new message
-starts over (`episodic`).
+made), a reply proposing that very call again, and nothing else, is refused: nothing has run
+since, so it would show what its result right above shows. The re-ask names the live failure's
+next step where that is another call, else asks for the change the read was for. Never a poll, a
+command that is no read or search (a build, a script: its output may move on), or a call that
+failed; a person's new message starts over (`episodic`).
 
 Must never fire on: read, write, read (any distinct call between resets the count, a failing
 one too: the same read after each failed patch checks whether it landed, corpus, mini-swe-agent
