@@ -3,14 +3,24 @@ two caches shrink to what is left, so the process stays within idle plus the bou
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from chat import Chat, test_run
 
 from proxy.dialects import CHAT, plan_offline
+from proxy.dialects.prefix import CHARGE
+from proxy.dialects.spans import PARSES_SHARE
 from proxy.engine.core import Engine
 from proxy.engine.text.tokens import TOKENIZER_BYTES
-from proxy.http.runtime.footprint import MAX_WORKING_SHARE, WORKING_FACTOR, WORKING_WINDOW, Footprint, Shares
+from proxy.http.runtime.footprint import (
+    HELD_FACTOR,
+    MAX_WORKING_SHARE,
+    WORKING_FACTOR,
+    WORKING_WINDOW,
+    Footprint,
+    Shares,
+)
 from proxy.http.runtime.tenancy import Shared
 from proxy.settings.config import load_settings
 from proxy.settings.policy import default_policy
@@ -57,6 +67,35 @@ def test_not_charged_again_for_a_body_no_larger_than_the_most_analysed_at_once(t
             pass
     assert s.footprint.working == WORKING_FACTOR * MB
     assert caches(s) == before
+
+
+def test_a_transcript_held_parsed_is_charged_its_parse_not_the_working_memory_of_parsing_it(tmp_path: Path) -> None:
+    """Catch-ups queued (a worker holds up to eight transcripts parsed): charged as analyses, eight
+    760 KB transcripts took 119 MB of the default bound and the last parses' share fell below what
+    thirty conversations of that size need, so every one of their bodies was parsed whole."""
+    size = 760 * 1024
+    s = shared(tmp_path, bound=256 << 20)
+    with s.footprint.analysing(size), contextlib.ExitStack() as held:  # the request that queued the last
+        for _ in range(8):
+            held.enter_context(s.footprint.holding(size))
+        assert s.footprint.working == WORKING_FACTOR * size + int(HELD_FACTOR * size) * 8
+    assert s.spans.max_bytes is not None
+    assert PARSES_SHARE * s.spans.max_bytes > 30 * CHARGE * size  # room for thirty conversations' last parses
+    as_analyses = shared(tmp_path, bound=256 << 20)
+    with contextlib.ExitStack() as held:
+        for _ in range(9):
+            held.enter_context(as_analyses.footprint.analysing(size))
+    assert as_analyses.spans.max_bytes is not None
+    assert PARSES_SHARE * as_analyses.spans.max_bytes < 30 * CHARGE * size
+
+
+def test_a_held_transcript_is_no_analysis_in_the_window_that_brings_the_charge_down(tmp_path: Path) -> None:
+    footprint, _calls, _s = released(tmp_path)
+    analyse(footprint, MB)
+    for _ in range(WORKING_WINDOW + 1):
+        with footprint.holding(1024):
+            pass
+    assert footprint.working == WORKING_FACTOR * MB  # no window has passed: nothing was analysed
 
 
 def test_working_memory_takes_at_most_its_share_of_what_the_tokenizer_leaves(tmp_path: Path) -> None:

@@ -206,6 +206,6 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
 
 def _catch_up(request: web.Request, engine: Engine, asked: Request, folding: Folding, size: int) -> bool:
     """The conversation caught up beside the traffic (False: one is under way for it, or as many as
-    a worker runs at once), its transcript's working memory charged meanwhile."""
-    charged = request[CONTEXT].runtime.shared.footprint.analysing(size)
+    a worker runs at once), its transcript charged as held parsed meanwhile."""
+    charged = request[CONTEXT].runtime.shared.footprint.holding(size)
     return request.app[CATCH_UPS].start(engine, asked, folding, charged)

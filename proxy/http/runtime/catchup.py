@@ -67,7 +67,7 @@ class _Job:
     request: Request
     folding: Folding
     charged: contextlib.ExitStack
-    """The transcript's working memory, charged from when it is queued to when it is read."""
+    """The transcript, charged as held parsed (`Footprint.holding`) from when it is queued to when it is read."""
 
 
 class CatchUps:
@@ -99,7 +99,7 @@ class CatchUps:
     def start(
         self, engine: Engine, request: Request, folding: Folding, charged: AbstractContextManager[object]
     ) -> bool:
-        """Catch `request`'s conversation up beside the traffic (`charged`: its working memory, held
+        """Catch `request`'s conversation up beside the traffic (`charged`: its parsed transcript, held
         until it is read). False when it is queued already, or `MOST` are."""
         key = (request.team, request.conversation)
         if key in self._queued or len(self._queued) >= self.most:

@@ -3,7 +3,9 @@
 The bound is shared out, in this order:
 
 1. The tokenizer: `TOKENIZER_BYTES`, charged from the start, whether it is loaded yet or not.
-2. Working memory: `WORKING_FACTOR` times the most body bytes analysed at once, lately.
+2. Working memory: `WORKING_FACTOR` times the most body bytes analysed at once, lately, plus
+   `HELD_FACTOR` times the bytes of the transcripts held parsed meanwhile (queued to be caught
+   up beside the traffic: parsed already, and charged as such while they wait).
    Parsing and planning a body allocates several times its size, and glibc keeps what is
    freed for the next request rather than giving it back (giving it back after every large
    request costs about 1.7 ms of trimming and page faults: see the README). Never more than
@@ -25,7 +27,7 @@ conversations come and however large their transcripts grow, up to bodies of abo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from proxy.dialects import SpanMemory
@@ -33,7 +35,7 @@ from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import ConversationState
 from proxy.engine.text.tokens import TOKENIZER_BYTES
 
-__all__ = ["MAX_WORKING_SHARE", "WORKING_FACTOR", "WORKING_WINDOW", "Footprint", "Shares"]
+__all__ = ["HELD_FACTOR", "MAX_WORKING_SHARE", "WORKING_FACTOR", "WORKING_WINDOW", "Footprint", "Shares"]
 
 WORKING_FACTOR = 20
 """Bytes of working memory charged per body byte analysed. Measured (`serve`, VmRSS, the cache
@@ -41,6 +43,12 @@ bounded far above what it held): one worker's first body of 546 KB, 1,092 KB or 
 8.5, 13.6 and 29.6 MB beyond what a small body leaves (the tokenizer and parsers): 12.5 to 15.6
 times; the next bodies of the same size up to 2.7 MB more (fragmentation, about 2.5 times the
 body). Bodies under 200 KB leave under 1 MB."""
+HELD_FACTOR = 1.5
+"""Bytes charged per body byte of a transcript held parsed while it waits to be caught up (its
+parse: 1.41 times the body, measured with tracemalloc, `dialects.prefix.CHARGE`). Charged as a
+body analysed (`WORKING_FACTOR`), the eight a worker may queue took 119 MB at 600 messages, and the
+last parses' share fell to 18 MB for the next `WORKING_WINDOW` analyses: fewer than the thirty
+conversations of `bench/turn_cost.py`, so each of them, read least recently used, was parsed whole."""
 MAX_WORKING_SHARE = 0.75
 """The most of the bound past the tokenizer that working memory is charged: the caches keep
 at least the rest (they only save work: a state not cached is folded again)."""
@@ -83,25 +91,35 @@ class Footprint:
         self._spans = spans
         self._release = release
         self._in_flight = 0
+        """The working bytes charged for what is analysed or held now."""
         self._peak = 0
-        """The most body bytes analysed at once that the charge stands for."""
+        """The most working bytes charged at once that the charge stands for."""
         self._window_peak = 0
         self._window_count = 0
         self._shares = Shares.of(bound, 0)
 
     @property
     def working(self) -> int:
-        """The working memory charged: `WORKING_FACTOR` times the most body bytes analysed at
-        once lately, up to its share."""
+        """The working memory charged: the most charged at once lately (`WORKING_FACTOR` per body
+        byte analysed, `HELD_FACTOR` per byte of a transcript held), up to its share."""
         return self._shares.working
 
-    @contextmanager
-    def analysing(self, size: int) -> Iterator[None]:
+    def analysing(self, size: int) -> AbstractContextManager[None]:
         """Around the analysis of a body of `size` bytes (bodies analysed at the same time add
-        up); the caches shrink first when this is the most analysed at once so far."""
-        self._in_flight += size
+        up); the caches shrink first when this is the most charged at once so far."""
+        return self._charged(size * WORKING_FACTOR, analysis=True)
+
+    def holding(self, size: int) -> AbstractContextManager[None]:
+        """Around a transcript of a body of `size` bytes held parsed (a catch-up's, from when it is
+        queued to when it is read): its parse, not the working memory of parsing it (that was the
+        request's, charged as it was analysed)."""
+        return self._charged(int(size * HELD_FACTOR), analysis=False)
+
+    @contextmanager
+    def _charged(self, working: int, analysis: bool) -> Iterator[None]:
+        self._in_flight += working
         self._window_peak = max(self._window_peak, self._in_flight)
-        self._window_count += 1
+        self._window_count += analysis
         try:
             if self._in_flight > self._peak:
                 self._charge(self._in_flight)
@@ -113,10 +131,10 @@ class Footprint:
                 self._window_peak, self._window_count = self._in_flight, 0
             yield
         finally:
-            self._in_flight -= size
+            self._in_flight -= working
 
     def _charge(self, peak: int) -> None:
         self._peak = peak
-        self._shares = Shares.of(self._bound, peak * WORKING_FACTOR)
+        self._shares = Shares.of(self._bound, peak)
         self._states.resize(self._shares.states)
         self._spans.resize(self._shares.spans)
