@@ -24,6 +24,7 @@ from proxy.engine.core import Engine
 from proxy.engine.state.fold import Folding
 from proxy.http.runtime.appkeys import CATCH_UPS, RUNTIME
 from proxy.http.runtime.catchup import BEHIND
+from proxy.http.runtime.footprint import HELD_FACTOR, WORKING_FACTOR
 
 ACTING = completion(
     "", tool_calls=[{"id": "c", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}]
@@ -163,3 +164,32 @@ async def test_overhead_ms_is_the_wall_time_the_proxy_added(
     line = _lines(events, "request")[0]
     assert line["overhead_ms"] >= 50 > line["analysis_cpu_ms"]
     assert line["overhead_ms"] <= line["total_ms"]
+
+
+async def test_conversations_queued_to_be_caught_up_are_charged_as_held_not_as_analysed(
+    proxy: TestServer, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three first seen long, queued at once (each turn's reading made slow, so they wait): the
+    working charge is one body analysed and three held, not three analysed. Charged as analyses,
+    eight queued 600-message catch-ups shrank the last parses' share below thirty conversations,
+    and every one of their bodies was then parsed whole (bench/turn_cost.py, 808b083)."""
+    upstream.reply_with(json_reply(ACTING))
+    step = Folding.step
+
+    def slow(self: Folding) -> None:
+        time.sleep(0.005)
+        step(self)
+
+    monkeypatch.setattr(Folding, "step", slow)
+    footprint = proxy.app[RUNTIME].current.shared.footprint
+    bodies = [_long_chat(40, f"queued{n}").bytes() for n in range(3)]
+    with structlog.testing.capture_logs() as events:
+        for body in bodies:
+            await post(proxy, body)
+        queued, working = len(proxy.app[CATCH_UPS]), footprint.working
+        await _caught_up(proxy)
+    assert [e["end"] for e in _lines(events, "request")] == ["catching_up"] * 3
+    assert queued >= 2
+    largest = max(len(body) for body in bodies)
+    assert working <= WORKING_FACTOR * largest + HELD_FACTOR * sum(len(body) for body in bodies)
+    assert working < WORKING_FACTOR * 2 * min(len(body) for body in bodies)
