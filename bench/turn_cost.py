@@ -34,8 +34,9 @@ request = utime+stime of the target's processes and their children over the time
 number (for direct: the upstream's, per request it served, from all targets). For the proxies, from their own log
 (stderr): `analysis_abandoned` for a conversation already seen (the analysis of a conversation's later request
 given up) and for a first seen one, and `event_loop_stall`s, over the load's requests; over the timed ones, the
-requests sent up unanalysed while their conversation was read beside the traffic (`catching up`), and the p50 of
-the log's `total_ms` and `overhead_ms`, beside what the client saw. For scale, the median time
+requests sent up unanalysed while their conversation was read beside the traffic (`catching up`), the bodies
+parsed whole rather than from their conversation's last parse (`read whole`: a bound too small for the
+conversations in turn shows here), and the p50 of the log's `total_ms` and `overhead_ms`, beside what the client saw. For scale, the median time
 of one orjson.loads of the largest body of each size. Then the issue's bars, for repair_on, workers=2 and each
 repair_on@DIR ("added" as above):
   added p50 / relay's added p50, at the smallest size                           bar <= 1.5x
@@ -243,8 +244,9 @@ def from_log(log: Path, start: int, timed_from: int) -> Numbers:
     """From a proxy's log, past byte `start`: `abandoned_seen` (analysis_abandoned on a request of a
     conversation that had a request before), `abandoned_first`, `stalls` (event_loop_stall); past byte
     `timed_from` (the timed requests): `catching_up` (requests sent up unanalysed while their conversation
-    was read beside the traffic) and the p50 of the log's `total_ms` (`log total`) and `overhead_ms`
-    (`log overhead`)."""
+    was read beside the traffic), `read_whole` (bodies parsed whole, not from their conversation's last
+    parse; NaN from a proxy whose log does not say) and the p50 of the log's `total_ms` (`log total`) and
+    `overhead_ms` (`log overhead`)."""
     counts: Counter[str] = Counter()
     seen: set[str] = set()
     said: dict[str, list[float]] = {"total_ms": [], "overhead_ms": []}
@@ -264,10 +266,13 @@ def from_log(log: Path, start: int, timed_from: int) -> Numbers:
                     counts["abandoned_seen" if conversation in seen else "abandoned_first"] += 1
                 if timed:
                     counts["catching_up"] += end == "catching_up"
+                    counts["read_whole"] += event.get("read") == "whole"
+                    counts["read_said"] += "read" in event
                     for key, values in said.items():
                         values.append(float(event.get(key, math.nan)))
                 seen.add(conversation)
     result = {what: float(counts[what]) for what in ("abandoned_seen", "abandoned_first", "catching_up", "stalls")}
+    result["read_whole"] = float(counts["read_whole"]) if counts["read_said"] else math.nan
     result["log total"] = statistics.median(said["total_ms"]) if said["total_ms"] else math.nan
     result["log overhead"] = statistics.median(said["overhead_ms"]) if said["overhead_ms"] else math.nan
     return result
@@ -385,6 +390,7 @@ COLUMNS = {
     "abandoned_seen": "aband. seen",
     "abandoned_first": "aband. 1st",
     "catching_up": "catching up",
+    "read_whole": "read whole",
     "stalls": "stalls",
 }
 
@@ -465,7 +471,8 @@ def report(runs: list[Numbers], sizes: list[int], names: list[str], heading: str
             print(f"  {name:<20}" + "".join(f"{cell(f'{size} {name} {metric}'):>{width}}" for metric in COLUMNS))
     print("  (CPU for direct: the upstream's, per request it served; log total/overh.: p50 of the proxy's total_ms")
     print("  and overhead_ms for the timed requests; 1st seen: added over direct by each conversation's first request;")
-    print("  aband./stalls over all requests, catching up over the timed ones: from the proxy's log)\n\nbars")
+    print("  aband./stalls over all requests; catching up, read whole (parsed whole, not from the conversation's last")
+    print("  parse) over the timed ones: from the proxy's log)\n\nbars")
     for label in [key for key in runs[0] if ": " in key]:
         print(f"  {label}: {cell(label)}")
 

@@ -60,6 +60,8 @@ class Incoming:
     body: bytes
     data: dict[str, Any]
     translation: Translation
+    in_part: bool = False
+    """Read from its conversation's last parse, only what it adds parsed (`prefix.ParseMemory`)."""
 
     def write(self, edit: Edit | None, memory: SpanMemory | None = None, key: tuple[str, str] = ("", "")) -> bytes:
         """The body to send: the original bytes when nothing is edited."""
@@ -82,7 +84,7 @@ def parse(dialect: Dialect, body: bytes, memory: ParseMemory | None = None) -> I
     With a `memory`, a body that extends one parsed lately is read from its parse (only what it
     adds is parsed), and a body parsed whole is kept for the next."""
     key = TRANSCRIPTS.get(dialect.name)
-    data = None if memory is None or key is None else memory.read(body, key)
+    data, in_part = (None, False) if memory is None or key is None else memory.reading(body, key)
     if data is None:
         try:
             data = loads_piecewise(body) if len(body) >= LARGE_BODY else orjson.loads(body)
@@ -91,7 +93,7 @@ def parse(dialect: Dialect, body: bytes, memory: ParseMemory | None = None) -> I
         if memory is not None and key is not None and isinstance(data, dict):
             memory.keep(body, data, key)
     translation = dialect.read(data) if isinstance(data, dict) else None
-    return None if translation is None else Incoming(dialect, body, data, translation)
+    return None if translation is None else Incoming(dialect, body, data, translation, in_part)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,8 +137,13 @@ class ParseMemory:
     def read(self, body: bytes, key: str) -> dict[str, Any] | None:
         """`body`'s JSON object when it extends a kept parse (kept on: the next body reads on from it),
         else None (parse it whole, then `keep`)."""
+        return self.reading(body, key)[0]
+
+    def reading(self, body: bytes, key: str) -> tuple[dict[str, Any] | None, bool]:
+        """`read`, and whether only what the body adds was parsed (False for a conversation's second
+        body, parsed whole to find where its transcript ends)."""
         if len(body) < self._min_bytes:
-            return None
+            return None, False
         with self._lock:
             entries = list(reversed(self._entries.items()))
         for number, (entry, charged) in entries:
@@ -153,8 +158,8 @@ class ParseMemory:
                     self._bytes -= charged
                 self._add(kept, len(body))
                 self.hits += isinstance(entry, _Kept)
-            return data
-        return None
+            return data, isinstance(entry, _Kept)
+        return None, False
 
     def keep(self, body: bytes, data: dict[str, Any], key: str) -> None:
         """A body parsed whole: kept, for its conversation's next body to find where it ends."""

@@ -193,3 +193,19 @@ async def test_conversations_queued_to_be_caught_up_are_charged_as_held_not_as_a
     largest = max(len(body) for body in bodies)
     assert working <= WORKING_FACTOR * largest + HELD_FACTOR * sum(len(body) for body in bodies)
     assert working < WORKING_FACTOR * 2 * min(len(body) for body in bodies)
+
+
+async def test_the_request_line_says_whether_the_body_was_read_from_its_conversations_last_parse(
+    proxy: TestServer, upstream: Upstream
+) -> None:
+    """A conversation's first body is kept as bytes and its second parsed whole (where its transcript
+    ends is found from the two); from the third on only what a body adds is parsed. The line says
+    which, so a bound too small for the conversations in turn (each body parsed whole) shows in the log."""
+    upstream.reply_with(json_reply(ACTING))
+    chat = Chat(system="You are a careful coding agent. " * 2500)  # past prefix.MIN_BYTES
+    with structlog.testing.capture_logs() as events:
+        for _ in range(3):
+            status, _, _ = await post(proxy, chat.turn(test_run()).bytes())
+            assert status == 200
+        await post(proxy, b'{"model": "m", "messages": "not a list"}')
+    assert [line.get("read") for line in _lines(events, "request")] == ["whole", "whole", "in part", None]

@@ -216,6 +216,7 @@ def _request(record: Record, status: int, metrics: Metrics, _otel: Otel | None, 
         "upstream_ms": None if record.upstream_ms is None else round(record.upstream_ms, 2),
         "overhead_ms": round(record.overhead_ms, 3),
         "analysis_cpu_ms": round(record.analysis_cpu_ms, 3),
+        "read": record.read,
         "total_ms": round((time.perf_counter() - record.started) * 1000, 2),
         "conversation": record.conversation,  # known before the analysis: named when it fails too
         "team": record.team,

@@ -191,6 +191,9 @@ class Record:
     """When the request first went upstream (its retries are the upstream's time)."""
     analysis_cpu_ms: float = 0.0
     """CPU time the analysis's steps took, each in its own thread, the collector's left out."""
+    read: str | None = None
+    """How the analysis read the body: `whole`, or `in part` (from its conversation's last parse,
+    only what it adds parsed); None: not read."""
     delivered: int | None = None
     """The reply's status once the agent has it whole (its stream's last event, or its whole body,
     written: `upstream.ends`). An agent that leaves after that did not leave early (not `client_gone`)."""

@@ -156,6 +156,7 @@ async def analyse(request: web.Request, body: bytes, dialect: Dialect) -> Planne
     def fold_then_plan(incoming: Incoming | None) -> tuple[Incoming, Folded, Planned | None] | None:
         if incoming is None:
             return None
+        request[RECORD].read = "in part" if incoming.in_part else "whole"
         whose.append(engine.request(incoming.translation, request.headers, team.name))
         request[RECORD].add(Identified(whose[0].conversation))  # whose it is, known before it is folded
         folded = engine.fold(whose[0], budget, behind=BEHIND)
