@@ -92,12 +92,38 @@ CLASSIFIER = Classifier(default_policy().classify)
         # the submit word printed after a check is no submission: its output comes first
         ("python -m pytest -q && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", CallKind.VERIFY, False),
         ("git diff && echo MINI_SWE_AGENT_FINAL_OUTPUT", CallKind.READ, False),
+        # a filter reading a pipe reads no file: the command is what its program does
+        ("gradle build 2>&1 | tail -40", CallKind.OTHER, False),
+        ("pip install -e . | tail -2", CallKind.OTHER, False),
+        ("mvn package | grep -v WARNING | head -20", CallKind.OTHER, False),
+        # after a read or a search, a filter is a look too (the strongest kind, as before)
+        ("cat src/parse.py | grep -n def", CallKind.SEARCH, False),
+        ("ls src | head", CallKind.READ, False),
+        # `||` runs the next command instead, on no pipe: its `tail` reads its file
+        ("make install || tail -5 build.log", CallKind.READ, False),
+        # a segment that writes is no filter (`tee` writes the files it names)
+        ("make install | tee build.log", CallKind.EDIT, True),
     ],
 )
 def test_shell_commands(command: str, kind: CallKind, mutates: bool) -> None:
     """A shell command's kind is its strongest segment's; any writing segment makes it mutating."""
     result = CLASSIFIER.classify("bash", {"command": command})
     assert (result.kind, result.mutates) == (kind, mutates)
+
+
+@pytest.mark.parametrize(
+    ("command", "segments"),
+    [
+        ("python -m pytest -x 2>&1 | tail -30", {CallKind.VERIFY}),
+        ("pip install -e . | tail -2", {CallKind.OTHER}),
+        ("find . -name '*.py' | head", {CallKind.SEARCH, CallKind.READ}),
+        ("pytest -q; tail -20 log.txt", {CallKind.VERIFY, CallKind.READ}),
+    ],
+)
+def test_the_segments_a_command_is_read_by(command: str, segments: set[CallKind]) -> None:
+    """What `repeat_call` asks before it refuses a read made again (every segment a look): a filter
+    of a program's output is none of its segments, so `pip install -e . | tail -2` is no look."""
+    assert CLASSIFIER.classify("bash", {"command": command}).segments == segments
 
 
 @pytest.mark.parametrize(

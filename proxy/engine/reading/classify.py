@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.engine.reading.commands import Write, read_command
+from proxy.engine.reading.commands import Segment, Write, read_command
 from proxy.engine.reading.pywrites import Guarded
 from proxy.settings.kinds import CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
@@ -28,6 +28,13 @@ __all__ = ["COMMAND_CHARS", "PATH_ARGS", "CallClass", "Classifier", "command_of"
 
 COMMAND_CHARS = 4096
 """How much of a shell command is read to classify it."""
+_FILTERS = frozenset(
+    {"tail", "head", "grep", "egrep", "fgrep", "rg", "sort", "uniq", "wc", "cut", "awk", "sed", "tr", "nl"}
+    | {"column", "cat", "less", "more", "tac", "fold", "fmt", "jq", "tee"}
+)
+"""Programs that, reading a pipe, print a part or a form of what came in (`tee` also writes the
+files it names: a segment that writes is never a filter)."""
+_LOOKS = frozenset({CallKind.READ, CallKind.SEARCH})
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
 _BY_PROGRAM = (CallKind.FINISH, CallKind.SEARCH, CallKind.READ, CallKind.POLL)
 """Kinds a segment has by the program it starts with: its patterns name the program."""
@@ -80,6 +87,15 @@ def command_of(arguments: Mapping[str, Any] | None, names: tuple[str, ...]) -> s
                 return str(words[2])
             return " ".join(words)
     return None
+
+
+def _filters(segment: Segment) -> bool:
+    """A segment that only filters what the one before it printed (`| tail -20`, `| grep -v warn`):
+    it reads no file, so beside a program that is no read or search it gives the command no kind of
+    its own (`./gradlew test | tail -20` runs the build and reads nothing; `pip install -e . | tail
+    -2` installs; before, their `tail` made them reads). After a read or a search it is one too:
+    `cat f.py | grep foo` searches, as before."""
+    return segment.piped and not segment.writes and segment.program in _FILTERS
 
 
 class Classifier:
@@ -165,6 +181,9 @@ class Classifier:
         `COMMAND_CHARS` are read."""
         read = read_command(command[:COMMAND_CHARS])
         kinds = [self._segment_kind(s.text, s.script is not None, bool(s.writes)) for s in read.segments]
+        produced = [k for k, s in zip(kinds, read.segments, strict=True) if not _filters(s)]
+        if any(k not in _LOOKS for k in produced):  # `./gradlew test | tail`: the build's output, filtered
+            kinds = produced
         found = set(kinds)
         writes = read.writes
         mutates = bool(writes) or CallKind.EDIT in found

@@ -85,6 +85,8 @@ class Segment:
     """The files this segment writes."""
     guarded: tuple[Guarded, ...] = ()
     """The files its inline Python program writes under an `if`, if its output tells that ran."""
+    piped: bool = False
+    """It reads the output of the segment before it (`pytest | tail -20`: `tail` does)."""
 
     @property
     def program(self) -> str:
@@ -262,7 +264,7 @@ def _read(command: str, depth: int = 0) -> Command:
     segments: list[Segment] = []
     writes: list[Write] = []
     removes: list[str] = []
-    for part, line in split_segments(text):
+    for part, line, piped in split_segments(text):
         words = _without_noise(shell_words(part))
         if not words or words[0] in _SETS_DIR or words[0] in _SETS_ENV:
             continue
@@ -286,9 +288,8 @@ def _read(command: str, depth: int = 0) -> Command:
         written = (*redirected, *in_place, *coded)
         writes.extend(written)
         removes.extend(removed)
-        noise = len(part) - len(part.lstrip())
-        text = _strip_noise(part[noise:])
-        segments.append(Segment(tuple(words), text, stdin, script, code is not None, written, program.guarded))
+        text = _strip_noise(part.lstrip())
+        segments.append(Segment(tuple(words), text, stdin, script, code is not None, written, program.guarded, piped))
     return Command(tuple(segments), tuple(writes), tuple(removes))
 
 

@@ -142,7 +142,7 @@ def _sole_sed(command: str) -> list[str] | None:
     """The words of the one `sed` that `command` runs; None when it runs none or several."""
     if "sed" not in command:
         return None
-    seds = [argv for argv in (words(part) for part, _line in split_segments(command)) if _is_sed(argv)]
+    seds = [argv for argv in (words(part) for part, _line, _piped in split_segments(command)) if _is_sed(argv)]
     return seds[0] if len(seds) == 1 else None
 
 
@@ -225,5 +225,5 @@ def script_refused(command: str, output: str) -> bool:
     failed on one of its files (`can't read`): it may have changed the others."""
     if rejected_because(output) is None:
         return False
-    argvs = [words(part) for part, _line in split_segments(command)]
+    argvs = [words(part) for part, _line, _piped in split_segments(command)]
     return sum(_is_sed(argv) for argv in argvs) == 1 and all(_is_sed(argv) or argv[:1] == ["cd"] for argv in argvs)

@@ -38,12 +38,14 @@ def take_heredocs(command: str) -> tuple[str, dict[int, str]]:
     return "\n".join(kept), bodies
 
 
-def split_segments(text: str) -> list[tuple[str, int]]:
-    """The segments of `text` outside quotes, each with the line it starts on."""
-    parts: list[tuple[str, int]] = []
+def split_segments(text: str) -> list[tuple[str, int, bool]]:
+    """The segments of `text` outside quotes, each with the line it starts on and whether it reads
+    the output of the one before it (`a | b`: b does; `a || b` does not)."""
+    parts: list[tuple[str, int, bool]] = []
     current: list[str] = []
     quote = ""
     line = start = 0
+    piped = False
     at = 0
     while at < len(text):
         char = text[at]
@@ -63,8 +65,9 @@ def split_segments(text: str) -> list[tuple[str, int]]:
             current.append(text[at : at + 2])
             at += 1
         elif char in "\n;" or text.startswith(("&&", "||"), at) or (char == "|" and text[at - 1] != ">"):
-            parts.append(("".join(current), start))
+            parts.append(("".join(current), start, piped))
             current = []
+            piped = char == "|" and not text.startswith("||", at)
             if char == "\n":
                 line += 1
             elif text.startswith(("&&", "||"), at):
@@ -77,8 +80,8 @@ def split_segments(text: str) -> list[tuple[str, int]]:
         else:
             current.append(char)
         at += 1
-    parts.append(("".join(current), start))
-    return [(part, first) for part, first in parts if part.strip()]
+    parts.append(("".join(current), start, piped))
+    return [(part, first, reads_pipe) for part, first, reads_pipe in parts if part.strip()]
 
 
 _ESCAPED_IN_DOUBLE = frozenset({"$", "`", '"', "\\", "\n"})
