@@ -27,7 +27,7 @@ conversations come and however large their transcripts grow, up to bodies of abo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from proxy.dialects import SpanMemory
@@ -104,22 +104,14 @@ class Footprint:
         byte analysed, `HELD_FACTOR` per byte of a transcript held), up to its share."""
         return self._shares.working
 
-    def analysing(self, size: int) -> AbstractContextManager[None]:
+    @contextmanager
+    def analysing(self, size: int) -> Iterator[None]:
         """Around the analysis of a body of `size` bytes (bodies analysed at the same time add
         up); the caches shrink first when this is the most charged at once so far."""
-        return self._charged(size * WORKING_FACTOR, analysis=True)
-
-    def holding(self, size: int) -> AbstractContextManager[None]:
-        """Around a transcript of a body of `size` bytes held parsed (a catch-up's, from when it is
-        queued to when it is read): its parse, not the working memory of parsing it (that was the
-        request's, charged as it was analysed)."""
-        return self._charged(int(size * HELD_FACTOR), analysis=False)
-
-    @contextmanager
-    def _charged(self, working: int, analysis: bool) -> Iterator[None]:
+        working = size * WORKING_FACTOR
         self._in_flight += working
         self._window_peak = max(self._window_peak, self._in_flight)
-        self._window_count += analysis
+        self._window_count += 1
         try:
             if self._in_flight > self._peak:
                 self._charge(self._in_flight)
@@ -132,6 +124,21 @@ class Footprint:
             yield
         finally:
             self._in_flight -= working
+
+    @contextmanager
+    def holding(self, size: int) -> Iterator[None]:
+        """Around a transcript of a body of `size` bytes held parsed (a catch-up's, from when it is
+        queued to when it is read): its parse, not the working memory of parsing it (that was the
+        request's, charged as it was analysed). No analysis: the window does not count it."""
+        held = int(size * HELD_FACTOR)
+        self._in_flight += held
+        self._window_peak = max(self._window_peak, self._in_flight)
+        try:
+            if self._in_flight > self._peak:
+                self._charge(self._in_flight)
+            yield
+        finally:
+            self._in_flight -= held
 
     def _charge(self, peak: int) -> None:
         self._peak = peak
