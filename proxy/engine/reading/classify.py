@@ -92,7 +92,7 @@ def command_of(arguments: Mapping[str, Any] | None, names: tuple[str, ...]) -> s
 def _filters(segment: Segment) -> bool:
     """A segment that only filters what the one before it printed (`| tail -20`, `| grep -v warn`):
     it reads no file, so beside a program that is no read or search it gives the command no kind of
-    its own (`./gradlew test | tail -20` runs the build and reads nothing; `pip install -e . | tail
+    its own (`gradle build | tail -20` runs the build and reads nothing; `pip install -e . | tail
     -2` installs; before, their `tail` made them reads). After a read or a search it is one too:
     `cat f.py | grep foo` searches, as before."""
     return segment.piped and not segment.writes and segment.program in _FILTERS
@@ -182,7 +182,7 @@ class Classifier:
         read = read_command(command[:COMMAND_CHARS])
         kinds = [self._segment_kind(s.text, s.script is not None, bool(s.writes)) for s in read.segments]
         produced = [k for k, s in zip(kinds, read.segments, strict=True) if not _filters(s)]
-        if any(k not in _LOOKS for k in produced):  # `./gradlew test | tail`: the build's output, filtered
+        if any(k not in _LOOKS for k in produced):  # `gradle build | tail`: the build's output, filtered
             kinds = produced
         found = set(kinds)
         writes = read.writes
