@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Action", "Ask", "CallKind", "Mode", "Placement"]
+__all__ = ["LOOKS", "Action", "Ask", "CallKind", "Mode", "Placement"]
 
 
 class CallKind(StrEnum):
@@ -18,6 +18,10 @@ class CallKind(StrEnum):
     FINISH = "finish"
     """Ends the run (the agent's finish or submit tool)."""
     OTHER = "other"
+
+
+LOOKS = frozenset({CallKind.READ, CallKind.SEARCH})
+"""The kinds that only look: they show files (or what is in them) and change nothing."""
 
 
 class Action(StrEnum):

@@ -39,7 +39,7 @@ from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.writing.context import RemedyContext
 from proxy.engine.writing.wording import PREFIX
-from proxy.settings.kinds import Action, Ask, CallKind, Mode
+from proxy.settings.kinds import LOOKS, Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -80,7 +80,6 @@ MODE = Mode.SHADOW
 """Shadow by default: it trips, logs and counts, and says nothing (no trip on the test part: not shown
 right on agents its rule was not written against). A policy's `mode = "act"` switches it on."""
 OPTIONS = Options(after=AFTER, action=Action.NUDGE, mode=MODE, confirm=1)
-_READS = frozenset({CallKind.READ, CallKind.SEARCH})
 _MAX_PATHS = 64
 _MAX_KEYS = 256
 _NEAR = 4
@@ -127,7 +126,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, _policy: Policy) -> tu
     calls = facts.turn.calls
     if not calls or facts.read_only:
         return state, []
-    reads = [c for c in calls if c.kind in _READS]
+    reads = [c for c in calls if c.kind in LOOKS]
     if any(c.succeeded_mutation for c in calls) or len(reads) < ladder.read_share * len(calls):
         return State(), []
     keys = {f"{c.key}\x00{c.digest}" for c in reads}  # the same read showing something else is paging

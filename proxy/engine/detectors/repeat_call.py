@@ -41,7 +41,7 @@ from proxy.engine.state.failure import RepairState
 from proxy.engine.writing.context import RemedyContext
 from proxy.engine.writing.failure_reads import next_call, next_step, step_of
 from proxy.engine.writing.wording import PREFIX
-from proxy.settings.kinds import Action, CallKind, Mode
+from proxy.settings.kinds import LOOKS, Action, Mode
 from proxy.settings.policy import Ladder, Policy, Rung
 
 __all__ = ["AFTER", "DETECTOR", "HALT_AT", "NAME"]
@@ -58,7 +58,6 @@ redundant 1 of 5 (before, at the third call: 9 of 10 right but 3 of 10 redundant
 redundant 0 of 26."""
 BLOCK = 1
 """Times in a row a read has just succeeded, from which the same read proposed again is refused."""
-_LOOKS = frozenset({CallKind.READ, CallKind.SEARCH})
 
 
 class Options(Ladder):
@@ -94,7 +93,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, policy: Policy) -> tup
             state = State()  # a failed call between: the loop, if any, is a longer round (ping_pong's)
             continue  # failed, or could not run: `repeat_failed_call`'s
         same = call.key == state.key and call.digest == state.digest
-        look = call.kind in _LOOKS and call.segments <= _LOOKS  # `pip install . | tail` reads no file
+        look = call.kind in LOOKS and call.segments <= LOOKS  # `pip install . | tail` reads no file
         state = State(call.key, call.digest, state.count + 1 if same else 1, look)
         action = ladder.action_at(state.count)
         if action is not None:
@@ -129,7 +128,7 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
     """That read again: nothing has run since, it shows what it showed."""
-    if proposal.kind not in _LOOKS or proposal.key != state.key or not proposal.alone:
+    if proposal.kind not in LOOKS or proposal.key != state.key or not proposal.alone:
         return None  # beside other calls: the reply takes new steps too (corpus, Claude Code with GLM-4.7-Flash)
     times = "" if state.count == 1 else f" {state.count} times in a row"
     reason = (

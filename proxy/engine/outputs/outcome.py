@@ -22,7 +22,7 @@ import orjson
 from proxy.engine.outputs.envelope import payload
 from proxy.engine.outputs.noise import without_noise
 from proxy.engine.outputs.textscan import Marker, any_marker
-from proxy.settings.kinds import CallKind
+from proxy.settings.kinds import LOOKS, CallKind
 
 __all__ = [
     "FAIL_MARKERS",
@@ -208,7 +208,6 @@ _EDITOR_REFUSED = re.compile(
 """SWE-agent's editor turning an edit down, after the code it would have changed: the call was
 not carried out (whatever kind it was read as: an edit whose body runs code is read as a check)."""
 _USAGE = re.compile(r"\A\s*usage:\s+\S", re.IGNORECASE)
-_SHOWS_FILES = frozenset({CallKind.READ, CallKind.SEARCH})
 _USAGE_LINES = 6
 """At most this many lines, the first a usage line: a synopsis, not a program's output."""
 
@@ -264,7 +263,7 @@ def result_outcome(kind: CallKind, text: str, is_error: bool) -> Outcome:
     """How one call's result came out, judged by what kind of call made it. What the result opens
     with is read past the agent's framing (SWE-agent's `OBSERVATION:` line, `envelope.payload`)."""
     said = payload(text)
-    if is_error or _json_error(said) or rejected(said) or (kind not in _SHOWS_FILES and _usage_only(text)):
+    if is_error or _json_error(said) or rejected(said) or (kind not in LOOKS and _usage_only(text)):
         return Outcome.FAIL
     text = text if text.endswith("\n") else text + "\n"
     code = exit_code(text)

@@ -21,7 +21,7 @@ from typing import Any
 
 from proxy.engine.reading.commands import Segment, Write, read_command
 from proxy.engine.reading.pywrites import Guarded
-from proxy.settings.kinds import CallKind
+from proxy.settings.kinds import LOOKS, CallKind
 from proxy.settings.policy import Classification, NameHints, ShellPatterns
 
 __all__ = ["COMMAND_CHARS", "PATH_ARGS", "CallClass", "Classifier", "command_of"]
@@ -34,7 +34,6 @@ _FILTERS = frozenset(
 )
 """Programs that, reading a pipe, print a part or a form of what came in (`tee` also writes the
 files it names: a segment that writes is never a filter)."""
-_LOOKS = frozenset({CallKind.READ, CallKind.SEARCH})
 _PRECEDENCE = (CallKind.VERIFY, CallKind.EDIT, CallKind.SEARCH, CallKind.READ, CallKind.POLL, CallKind.FINISH)
 _BY_PROGRAM = (CallKind.FINISH, CallKind.SEARCH, CallKind.READ, CallKind.POLL)
 """Kinds a segment has by the program it starts with: its patterns name the program."""
@@ -182,7 +181,7 @@ class Classifier:
         read = read_command(command[:COMMAND_CHARS])
         kinds = [self._segment_kind(s.text, s.script is not None, bool(s.writes)) for s in read.segments]
         produced = [k for k, s in zip(kinds, read.segments, strict=True) if not _filters(s)]
-        if any(k not in _LOOKS for k in produced):  # `gradle build | tail`: the build's output, filtered
+        if any(k not in LOOKS for k in produced):  # `gradle build | tail`: the build's output, filtered
             kinds = produced
         found = set(kinds)
         writes = read.writes

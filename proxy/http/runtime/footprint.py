@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from proxy.dialects import SpanMemory
+from proxy.dialects.prefix import CHARGE
 from proxy.engine.state.cache import StateCache
 from proxy.engine.state.conversation import ConversationState
 from proxy.engine.text.tokens import TOKENIZER_BYTES
@@ -43,9 +44,9 @@ bounded far above what it held): one worker's first body of 546 KB, 1,092 KB or 
 8.5, 13.6 and 29.6 MB beyond what a small body leaves (the tokenizer and parsers): 12.5 to 15.6
 times; the next bodies of the same size up to 2.7 MB more (fragmentation, about 2.5 times the
 body). Bodies under 200 KB leave under 1 MB."""
-HELD_FACTOR = 1.5
-"""Bytes charged per body byte of a transcript held parsed while it waits to be caught up (its
-parse: 1.41 times the body, measured with tracemalloc, `dialects.prefix.CHARGE`). Charged as a
+HELD_FACTOR = CHARGE
+"""Bytes charged per body byte of a transcript held parsed while it waits to be caught up: what a
+kept parse is charged (`dialects.prefix.CHARGE`: 1.41 times the body, measured with tracemalloc). Charged as a
 body analysed (`WORKING_FACTOR`), the eight a worker may queue took 119 MB at 600 messages, and the
 last parses' share fell to 18 MB for the next `WORKING_WINDOW` analyses: fewer than the thirty
 conversations of `bench/turn_cost.py`, so each of them, read least recently used, was parsed whole."""
