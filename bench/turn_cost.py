@@ -36,9 +36,9 @@ number (for direct: the upstream's, per request it served, from all targets). Fo
 given up) and for a first seen one, and `event_loop_stall`s, over the load's requests; over the timed ones, the
 requests sent up unanalysed while their conversation was read beside the traffic (`catching up`), the bodies
 parsed whole rather than from their conversation's last parse (`read whole`: a bound too small for the
-conversations in turn shows here), and the p50 of the log's `total_ms` and `overhead_ms`, beside what the client saw. For scale, the median time
-of one orjson.loads of the largest body of each size. Then the issue's bars, for repair_on, workers=2 and each
-repair_on@DIR ("added" as above):
+conversations in turn shows here), and the p50 of the log's `total_ms` and `overhead_ms`, beside what the client
+saw. For scale, the median time of one orjson.loads of the largest body of each size. Then the issue's bars, for
+repair_on, workers=2 and each repair_on@DIR ("added" as above):
   added p50 / relay's added p50, at the smallest size                           bar <= 1.5x
   (added p50 - relay's added p50) / orjson.loads, at the largest size           bar <= 1x
   p99 / p50 of the latency, at the largest size                                  bar <= 2x

@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -191,7 +191,7 @@ class Record:
     """When the request first went upstream (its retries are the upstream's time)."""
     analysis_cpu_ms: float = 0.0
     """CPU time the analysis's steps took, each in its own thread, the collector's left out."""
-    read: str | None = None
+    read: Literal["whole", "in part"] | None = None
     """How the analysis read the body: `whole`, or `in part` (from its conversation's last parse,
     only what it adds parsed); None: not read."""
     delivered: int | None = None
