@@ -952,10 +952,14 @@ def test_the_read_just_made_beside_a_new_call_passes() -> None:
 
 
 def test_a_command_read_by_its_filter_is_no_read_to_refuse() -> None:
-    """`pip install -e . | tail -2` is classified a read by its `tail`; run again it installs
-    again: never refused as the read just made. `cat f | grep x` reads, and is."""
+    """`pip install -e . | tail -2` installs (its `tail` filters the install's output); `pip install
+    -e . && cat setup.py` is classified a read by its `cat`, and installs too: run again, either
+    installs again, never refused as the read just made. `cat f | grep x` reads, and is."""
     install = _install()
     assert judge(ReplyView("", (install[0],), (orjson.dumps(install[1]).decode(),)), _rules([install])).refusal is None
+    then_read = bash("cd /workspace && pip install -e . && cat setup.py", "Successfully installed parse-0.1\nsetup()")
+    proposed = ReplyView("", (then_read[0],), (orjson.dumps(then_read[1]).decode(),))
+    assert judge(proposed, _rules([then_read])).refusal is None
     look = bash("cat /workspace/src/parse.py | grep -n return", "3:    return int(a) + int(b) + 1")
     refused = judge(ReplyView("", (look[0],), (orjson.dumps(look[1]).decode(),)), _rules([look])).refusal
     assert refused is not None and refused.pattern == "repeat_call"

@@ -93,7 +93,7 @@ def fold(state: State, facts: TurnFacts, ladder: Options, policy: Policy) -> tup
             state = State()  # a failed call between: the loop, if any, is a longer round (ping_pong's)
             continue  # failed, or could not run: `repeat_failed_call`'s
         same = call.key == state.key and call.digest == state.digest
-        look = call.kind in LOOKS and call.segments <= LOOKS  # `pip install . | tail` reads no file
+        look = call.kind in LOOKS and call.segments <= LOOKS  # `pip install . && cat setup.py` installs
         state = State(call.key, call.digest, state.count + 1 if same else 1, look)
         action = ladder.action_at(state.count)
         if action is not None:
