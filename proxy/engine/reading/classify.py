@@ -56,8 +56,8 @@ class CallClass:
     probe: bool = False
     """A command that runs code given inline: an experiment, not a check by its name."""
     segments: frozenset[CallKind] = frozenset()
-    """A shell command's segments' kinds (`pip install -e . | tail` is read by its `tail`, and
-    installs); empty for any other call."""
+    """A shell command's segments' kinds (`pip install -e . && cat setup.py` is read by its `cat`, and
+    installs; a filter reading a pipe after another program is none of them); empty for any other call."""
     guarded: tuple[Guarded, ...] = ()
     """The files its inline Python program writes under an `if`, if its output tells that ran
     (`pywrites.Guarded`, judged when the call is observed)."""
