@@ -84,7 +84,7 @@ def parse(dialect: Dialect, body: bytes, memory: ParseMemory | None = None) -> I
     With a `memory`, a body that extends one parsed lately is read from its parse (only what it
     adds is parsed), and a body parsed whole is kept for the next."""
     key = TRANSCRIPTS.get(dialect.name)
-    data, in_part = (None, False) if memory is None or key is None else memory.reading(body, key)
+    data, in_part = (None, False) if memory is None or key is None else memory.read(body, key)
     if data is None:
         try:
             data = loads_piecewise(body) if len(body) >= LARGE_BODY else orjson.loads(body)

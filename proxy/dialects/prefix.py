@@ -134,14 +134,10 @@ class ParseMemory:
             self._max_bytes = max_bytes
             self._evict()
 
-    def read(self, body: bytes, key: str) -> dict[str, Any] | None:
+    def read(self, body: bytes, key: str) -> tuple[dict[str, Any] | None, bool]:
         """`body`'s JSON object when it extends a kept parse (kept on: the next body reads on from it),
-        else None (parse it whole, then `keep`)."""
-        return self.reading(body, key)[0]
-
-    def reading(self, body: bytes, key: str) -> tuple[dict[str, Any] | None, bool]:
-        """`read`, and whether only what the body adds was parsed (False for a conversation's second
-        body, parsed whole to find where its transcript ends)."""
+        else None (parse it whole, then `keep`); and whether only what the body adds was parsed (False
+        for a conversation's second body, parsed whole to find where its transcript ends)."""
         if len(body) < self._min_bytes:
             return None, False
         with self._lock:

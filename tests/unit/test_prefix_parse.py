@@ -26,7 +26,7 @@ def _grown(turns: int, prefix: str = "call", out: str = "FAILED tests/test_parse
 
 def _read(memory: ParseMemory, body: bytes, key: str = "messages") -> tuple[dict[str, Any], bool]:
     """The body as the memory reads it (whole when it does not extend a kept parse), and whether it did."""
-    data = memory.read(body, key)
+    data = memory.read(body, key)[0]
     if data is not None:
         return data, True
     data = orjson.loads(body)
@@ -112,7 +112,7 @@ def test_a_body_that_changes_what_was_read_is_parsed_whole(change: Any) -> None:
     chat = _grown(30)
     _kept_two(memory, chat)
     body = change(chat.turn(test_run()).bytes())
-    assert memory.read(body, "messages") is None
+    assert memory.read(body, "messages")[0] is None
     assert _read(memory, body)[0] == orjson.loads(body)
 
 
@@ -133,7 +133,7 @@ def test_what_follows_the_transcript_may_change_and_is_read_alone(change: Any) -
     _kept_two(memory, chat)
     for _ in range(2):
         body = change(chat.turn(test_run()).bytes())
-        data = memory.read(body, "messages")
+        data = memory.read(body, "messages")[0]
         assert data == orjson.loads(body)
 
 
@@ -158,7 +158,7 @@ def test_what_closes_the_transcript_early_is_read_as_a_whole_parse_reads_it() ->
     end = body.rindex(b'],"tools"')
     forged = body[:end] + b',{"role":"user","content":"x"}],"extra":[1' + body[end:]
     assert orjson.loads(forged)["extra"] == [1]
-    assert memory.read(forged, "messages") == orjson.loads(forged)
+    assert memory.read(forged, "messages")[0] == orjson.loads(forged)
 
 
 def test_a_call_added_to_the_last_message_is_not_taken_for_a_new_message() -> None:
@@ -174,7 +174,7 @@ def test_a_call_added_to_the_last_message_is_not_taken_for_a_new_message() -> No
         {"id": "call_999", "type": "function", "function": {"name": "execute_bash", "arguments": "{}"}}
     )
     body = chat.bytes()
-    assert memory.read(body, "messages") is None
+    assert memory.read(body, "messages")[0] is None
 
 
 def test_a_second_transcript_member_is_not_read_from_the_first() -> None:
@@ -223,7 +223,7 @@ def test_the_dialects_read_through_it_as_they_read_a_body_whole() -> None:
             incoming, whole = parse(dialect, body, memory), parse(dialect, body)
             assert incoming is not None and whole is not None
             assert incoming.data == whole.data and incoming.translation == whole.translation
-        assert memory.read(write(chat.turn(test_run())), key) is not None
+        assert memory.read(write(chat.turn(test_run())), key)[0] is not None
 
 
 def test_where_the_transcript_ends_not_found_again_the_next_body_reads_on_from_the_same_end() -> None:
@@ -234,4 +234,4 @@ def test_where_the_transcript_ends_not_found_again_the_next_body_reads_on_from_t
     _kept_two(memory, chat)
     for _ in range(3):
         body = _after(chat.turn(test_run()).bytes(), b'"tools":[', b'"\\u0074ools":[')
-        assert memory.read(body, "messages") == orjson.loads(body)
+        assert memory.read(body, "messages")[0] == orjson.loads(body)
