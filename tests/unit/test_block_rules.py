@@ -33,6 +33,9 @@ RUN = ("execute_bash", {"command": "cd /workspace && python -m pytest tests/test
 NOT_FOUND = (
     "ERROR:\nNo replacement was performed, old_str `return a - b` did not appear verbatim in /workspace/src/parse.py."
 )
+TWICE = "ERROR:\nNo replacement was performed, old_str `return a - b` appears 2 times in /workspace/src/parse.py."
+"""The recovery bench's editor (test part, trim seed 4 at 808b083): the same `old_str` came back with three replacements."""
+SAME_TEXTS = "ERROR:\nNo replacement was performed. `new_str` and `old_str` must be different."
 BAD_EDIT = ("str_replace_editor", {"command": "str_replace", "path": "/workspace/src/parse.py", "old_str": "return a - b", "new_str": "return a + b"})  # fmt: skip
 VIEW = ("str_replace_editor", {"command": "view", "path": "/workspace/src/parse.py"})
 
@@ -232,6 +235,36 @@ CASES = [
         "an edit that failed, an edit that applied after it, then the first again",
         [_failed_edit(), edit(), test_run()],
         BAD_EDIT,
+        None,
+    ),
+    Case(
+        "an edit whose text to replace was not found, sent with another replacement",
+        [_failed_edit()],
+        ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}),
+        "repeat_failed_call",
+    ),
+    Case(
+        "an edit whose text to replace is in the file twice, sent with another replacement",
+        [(*BAD_EDIT, TWICE)],
+        ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}),
+        "repeat_failed_call",
+    ),
+    Case(
+        "an edit turned down for its replacement, sent with another replacement",
+        [(*BAD_EDIT, SAME_TEXTS)],
+        ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}),
+        None,
+    ),
+    Case(
+        "an edit whose text to replace is in the file twice, sent to replace both",
+        [(*BAD_EDIT, TWICE)],
+        ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return int(a) + int(b)", "replace_all": True}),
+        None,
+    ),
+    Case(
+        "an edit whose text to replace was not found, sent for another file",
+        [_failed_edit()],
+        ("str_replace_editor", {**BAD_EDIT[1], "path": "/workspace/src/pars.py", "new_str": "return int(a)"}),
         None,
     ),
     Case(
@@ -514,6 +547,25 @@ def test_an_edit_refused_after_not_found_is_handed_the_lines_it_meant_whole_as_t
         in instead
     )
     assert "with old_str one of those lines, whole, and new_str that line changed as it should be" in instead
+
+
+def test_an_edit_whose_text_to_replace_is_in_the_file_twice_is_refused_with_another_replacement_and_asked_to_widen_it() -> (
+    None
+):
+    """The editor said the text to replace is there twice; the same text with another replacement
+    meets the same answer (recovery bench, test part, trim seed 4 at 808b083: three more
+    replacements, each turned down the same way). The refusal says so, and asks for the lines
+    around the one meant: not the lines it meant, which are there twice as well."""
+    twice = "     1\tdef parse(s):\n     2\t    return a - b\n     3\t\n     4\tdef other(a, b):\n     5\t    return a - b\n"
+    rules = _rules([view(content=twice), (*BAD_EDIT, TWICE)])
+    proposal = {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}
+    judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(proposal).decode(),)), rules)
+    assert judgement.refusal is not None and judgement.refusal.pattern == "repeat_failed_call"
+    assert "has the `old_str` of the edit that failed last time" in judgement.refusal.reason
+    assert "any replacement fails the same way" in judgement.refusal.reason
+    assert judgement.refusal.instead == (
+        "`old_str` is in the file more than once: add the lines around the one you mean, so it matches once."
+    )
 
 
 def test_a_refused_edit_is_asked_again_with_the_lines_it_meant_held_in_the_call_schema() -> None:

@@ -18,7 +18,13 @@ required one the call left out. Never worded as a success.
 Block: a call that failed last time (`block` times in a row, default `BLOCK`) proposed again
 exactly as it was, with nothing run successfully since, is refused: an edit whose `old_str` was
 just reported not found, a read of a file that is not there, a call the tool turned down, a
-`sed` its own parser rejected. Its instead names the argument to change. An edit whose
+`sed` its own parser rejected. Its instead names the argument to change. So is an edit that
+differs from the one just turned down only in its replacement, where the editor turned that one
+down for its text to replace (not in the file, or in it more than once: `reading.replace_refused`): the
+file is as it was, so the same text to replace meets the same answer whatever replaces it
+(recovery bench, train part: bank seed 2 in the fifteenth run, block off, one `old_str` sent three
+times with three replacements, none applied; seen first in the test part's thirtieth run, read
+while measuring: trim seed 4, "appears 2 times", then three more replacements of the same text). An edit whose
 replacement is the text it replaces is left to `pointless_call` (its re-ask says so and holds
 one line to change; copies of the lines the proxy asked to change do not count toward a
 hand-back there): an editor that turns the copy down ("`new_str` and `old_str` must be
@@ -34,6 +40,10 @@ installed, between two tries.
 Must never fire on: a failing check whose failure is the failure model's (a test run failing
 the same way is `stuck_same_diagnostic`); a failing call whose error changes; the same call
 failing again after a write landed between (counted from there); different calls failing alike.
+Never refuses: an edit with another text to replace, another file or another option (Claude
+Code's `replace_all`, which turns "2 matches" into a replace of both); the same text to replace
+after an edit turned down for its replacement ("`new_str` and `old_str` must be different") or
+after any other call ran.
 """
 
 from __future__ import annotations
@@ -48,7 +58,8 @@ from proxy.engine.detectors.calls import excerpt
 from proxy.engine.outputs.evidence import evidence
 from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.proposal import OLD_ARGS, Proposal
+from proxy.engine.reading.replace_refused import more_than_once, text_refused, without_replacement
 from proxy.engine.reading.sed import rejected_because
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.engine.state.progress import Step, episode
@@ -92,6 +103,9 @@ class State:
     cannot_run: bool = False
     """It could not run (a program or a server not there): the machine may change under it, so
     it is never refused."""
+    kept_text: str = ""
+    """Where the editor turned the failing call down for its text to replace: a digest of the
+    call without its replacement (`replace_refused.without_replacement`); empty otherwise."""
     fired: tuple[tuple[str, int], ...] = ()
     """The (call and result, count) pairs that tripped since the last write that landed: a count
     trips once."""
@@ -117,7 +131,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         if owned and call.outcome is Outcome.FAIL:
             continue  # a failing check between two tries changes nothing the failed call met
         if (call.outcome is not Outcome.FAIL and not cannot_run) or owned:
-            state = replace(state, key="", error="", count=0)
+            state = replace(state, key="", error="", count=0, kept_text="")
             continue
         error = evidence(call.result).signature
         same = call.key == state.key and error == state.error
@@ -125,8 +139,9 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         quote = excerpt(call.result)
         tool = call.call.name
         count = _recurring(steps[: first + at + 1]) if first >= 0 else state.count + 1
+        kept = without_replacement(tool, call.call.arguments) if text_refused(call.result) else ""
         state = State(
-            call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run, state.fired, start
+            call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run, kept, state.fired, start
         )
         step = steps[first + at] if first + at < len(steps) else None
         mark = (f"{step.action}:{step.result}" if step else call.key, count)
@@ -224,6 +239,9 @@ def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: Rem
     missing.sort(key=lambda a: not _named(a, error))
     if missing:
         return f"Add the required argument `{missing[0]}`."
+    old = next((a for a in arguments if a in OLD_ARGS), None)
+    if old is not None and more_than_once(quote):
+        return f"`{old}` is in the file more than once: add the lines around the one you mean, so it matches once."
     mentioned = [a for a in arguments if _named(a, error)]
     if mentioned:
         return f"Change `{mentioned[-1]}`: the error is about it."
@@ -246,12 +264,26 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
 
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
-    """The call that just failed, proposed again exactly as it was."""
-    if proposal.key != state.key or unchanging(proposal.kind, proposal.arguments) is not None:
+    """The call that just failed, proposed again exactly as it was; or, where the editor turned
+    it down for its text to replace, an edit differing from it only in its replacement."""
+    if unchanging(proposal.kind, proposal.arguments) is not None:
         return None  # a copy is `pointless_call`'s to refuse
     times = "last time" if state.count == 1 else f"the last {state.count} times"
-    reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\nSent again unchanged, it fails the same way."
-    instead = meant(proposal, context)
+    if proposal.key == state.key:
+        again = "Sent again unchanged, it fails the same way."
+        reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\n{again}"
+    elif state.kept_text and without_replacement(proposal.name, proposal.arguments) == state.kept_text:
+        old = proposal.replaced()
+        argument = old[0] if old is not None else "the text to replace"
+        reason = (
+            f"{proposal.describe()} has the `{argument}` of the edit that failed {times}, with:\n{state.quote}\n"
+            f"Nothing has changed the file since: with `{argument}` as it is, any replacement fails the same way."
+        )
+    else:
+        return None
+    # Not the lines it meant where the text is there more than once: any lines of it are too (the
+    # closest span of `return a - b`, twice in the file, is `    return a - b`, twice as well).
+    instead = meant(proposal, context) if not more_than_once(state.quote) else None
     if instead is None:
         return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context), times=state.count)
     return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.count)
