@@ -289,3 +289,33 @@ def test_with_no_refusal_to_take_the_step_from_the_finish_gate_says_its_own_evid
     assert "expects" in text and choice is None and pinned is None
     after_edit = _said(_rules(_edited(), off), Gate.FINISH)[0]
     assert "then re-run it:" in after_edit and "Nothing has changed" not in after_edit
+
+
+TEST_VIEW = view(path="/workspace/tests/test_parse.py", content="def test_addition():\n    assert parse('1+2') == 3\n")
+
+
+def _reread(chat: Chat, proposed: tuple[str, dict[str, Any], str]) -> Any:
+    raw = orjson.dumps(proposed[1]).decode()
+    return judge(ReplyView("", (proposed[0],), (raw,)), _rules(chat)).refusal
+
+
+def test_a_read_made_again_in_a_run_of_reads_that_already_re_read_is_the_rung_s_own_in_shadow_too() -> None:
+    """The failing test, then the test and the code viewed in turn (the thirtieth run's vat seed 5,
+    three rounds to the end of its turns): after the first re-read, the code proposed again with
+    nothing written since shows what it showed. Refused in shadow (`read_stagnation`'s evidence,
+    owned by the rung), never a hand-back, and asked for the failure's next step held to its call:
+    both read, the change."""
+    chat = Chat().turn(test_run()).turn(TEST_VIEW).turn(view()).turn(TEST_VIEW)
+    refusal = _reread(chat, view())
+    assert refusal is not None and refusal.pattern == "read_stagnation" and refusal.owned and not refusal.halts
+    assert "nothing has been written since" in refusal.reason
+    assert refusal.instead.startswith("You have read the failing test and the code it exercises.")
+    assert refusal.pinned is not None and refusal.pinned.arguments["command"] == "str_replace"  # the change, held
+
+
+def test_the_first_re_read_and_a_read_after_a_write_or_a_check_pass() -> None:
+    """Must not: the first read made again in a run (an agent may look back once); the same read
+    after an edit landed (it shows the change) or after the check ran (the run of reads is over)."""
+    assert _reread(Chat().turn(test_run()).turn(TEST_VIEW).turn(view()), TEST_VIEW) is None
+    assert _reread(Chat().turn(test_run()).turn(TEST_VIEW).turn(view()).turn(TEST_VIEW).turn(edit()), view()) is None
+    assert _reread(Chat().turn(TEST_VIEW).turn(view()).turn(TEST_VIEW).turn(test_run()), view()) is None

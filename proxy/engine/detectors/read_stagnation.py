@@ -18,8 +18,15 @@ the next page each time is paging, not re-reading.
 
 Block: within such a run, once it has re-read something, a read of a named file proposed again
 exactly as one of the last `block` turns made it (the same file, the same range: nothing has
-been written since) is refused: it says the same. Navigation that names no file (`goto`,
-`scroll_down`) is never refused.
+been written since) is refused: it says the same; the re-ask names the live failure's next step.
+Navigation that names no file (`goto`, `scroll_down`) is never refused. The block gate's own
+evidence (`Refusal.owned`), in shadow too, never a hand-back in shadow: what it claims is read off
+the transcript (recovery bench, train part: such a read proposed 6 times in the defaults arm of the
+twelfth to twentieth runs, leap and vowels, each passed on and showing what it showed; seen in the
+test part's thirtieth, read while measuring: vat seed 5, the test and the code viewed in turn,
+three rounds, to the end of its turns). On the corpus it refuses
+nothing (no recorded reply proposes such a read in a tool-call run; text-protocol agents are not
+judged: `judges_text` is off).
 
 Must never fire on: paging through one large file; reading many distinct files and then
 editing; a straight trail of new reads after one early re-read; a run that keeps editing; a
@@ -38,6 +45,7 @@ from proxy.engine.reading.proposal import Proposal
 from proxy.engine.state.failure import RepairState
 from proxy.engine.state.patterns import UserFacts
 from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failure_reads import next_call, next_step, step_of
 from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import LOOKS, Action, Ask, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
@@ -188,13 +196,21 @@ def blocks(state: State, _repair: RepairState, options: Options) -> bool:
     return bool(options.block) and state.reread and bool(state.recent)
 
 
-def futile(state: State, proposal: Proposal, _context: RemedyContext, options: Options) -> Refusal | None:
-    """The same read as in the last `block` turns of the run: the file has not changed."""
+def futile(state: State, proposal: Proposal, context: RemedyContext, options: Options) -> Refusal | None:
+    """The same read as in the last `block` turns of the run: the file has not changed. The re-ask
+    names the live failure's next step where that is another call (as `repeat_call`'s does)."""
     if proposal.kind is not CallKind.READ or not any(proposal.key in keys for keys in state.recent[-options.block :]):
         return None
     reason = f"{proposal.describe()} was read in the last {options.block} turns, and nothing has been written since."
-    instead = "Use what it showed: make the change you have in mind, or run the check."
-    return Refusal(NAME, reason, instead)
+    instead, pinned = "Use what it showed: make the change you have in mind, or run the check.", None
+    if context.repair.live:
+        found = step_of(context.repair)
+        call = next_call(found, context.vocabulary, context.repair.failing_tool)
+        if call is not None and call.name == proposal.name and (proposal.arguments or {}) == call.arguments:
+            call = None  # the failure's next step is this very read: no step to name but the change
+        if call is not None:
+            instead, pinned = next_step(found, context.vocabulary, hold=False), call
+    return Refusal(NAME, reason, instead, pinned=pinned, owned=True, halts=False)
 
 
 DETECTOR = Detector(
@@ -208,4 +224,6 @@ DETECTOR = Detector(
     blocks=blocks,
     futile=futile,
     asks=Ask.CHANGE,
+    gate_owned=True,  # the same read with nothing written since: the block gate's own evidence
+    owned_halts=False,
 )
