@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.reading.replace_refused import more_than_once, text_refused, without_replacement
+from proxy.engine.reading.replace_refused import absent, more_than_once, text_refused, without_replacement
 
 REFUSED = [
     (
@@ -75,3 +75,23 @@ def test_the_edit_without_its_replacement_is_the_same_whatever_replaces_and_diff
     claude = {"file_path": "/w/a.py", "old_string": "x = 1", "new_string": "x = 2"}
     assert without_replacement("Edit", claude) != without_replacement("Edit", {**claude, "replace_all": True})
     assert without_replacement("execute_bash", {"command": "sed -i 's/x = 1/x = 2/' a.py"}) == ""
+
+
+SHOWN = "Here's the result of running `cat -n` on /w/a.py:\n     1\tdef parse(s):\n     2\t    return a - b\n     3\tSEP = '+'\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "missing"),
+    [
+        ("def parse(s):\n    return a - b", False),  # there as sent
+        ("def parse(s):\n  return a - b", False),  # there but for its indentation: some editors forgive it
+        ("return  a -\tb", False),  # its runs of whitespace
+        ("SEP = \u2018+\u2019", False),  # its quotes curly
+        ("return a + b", True),  # a sign misremembered
+        ("def parse(s):\nreturn a-b", True),  # spaces taken out: no editor puts them back
+        ("     1\tdef parse(s):", False),  # the read's line number left on: there in what the read showed
+        ("", False),
+    ],
+)
+def test_a_text_is_absent_only_where_no_editor_finds_it_in_the_file_shown_whole(text: str, missing: bool) -> None:
+    assert absent(text, SHOWN) is missing

@@ -179,7 +179,8 @@ def test_a_redone_edit_is_the_same_edit_however_its_path_is_written() -> None:
     chat = Chat().turn(edit(path="src/parse.py")).turn(test_run()).turn(view())
     assert _redone(chat, edit()[1]) is not None
     other = Chat().turn(edit(path="tests/parse.py")).turn(test_run()).turn(view())
-    assert _redone(other, edit()[1]) is None  # must not: another file of that name
+    refused = _redone(other, edit()[1])  # must not: another file of that name (its text is not in the
+    assert refused is not None and refused.pattern == "unmatched_edit"  # file as seen whole: that pattern's)
 
 
 def test_a_redone_edit_outlives_another_edit_of_its_file_that_leaves_its_text_alone() -> None:
@@ -220,7 +221,8 @@ def test_in_shadow_the_rung_refuses_what_it_owns_a_no_op_edit_and_nothing_else_o
     for rules in (shadow, act):
         refusal = judge(ReplyView("", ("str_replace_editor",), (copy,)), rules).refusal
         assert refusal is not None and refusal.pattern == "pointless_call" and refusal.owned
-    assert judge(ReplyView("", ("str_replace_editor",), (placeholder,)), shadow).refusal is None
+    in_shadow = judge(ReplyView("", ("str_replace_editor",), (placeholder,)), shadow).refusal
+    assert in_shadow is not None and in_shadow.pattern == "unmatched_edit"  # not in the file seen whole
     refusal = judge(ReplyView("", ("str_replace_editor",), (placeholder,)), act).refusal
     assert refusal is not None and not refusal.owned
 
@@ -319,3 +321,34 @@ def test_the_first_re_read_and_a_read_after_a_write_or_a_check_pass() -> None:
     assert _reread(Chat().turn(test_run()).turn(TEST_VIEW).turn(view()), TEST_VIEW) is None
     assert _reread(Chat().turn(test_run()).turn(TEST_VIEW).turn(view()).turn(TEST_VIEW).turn(edit()), view()) is None
     assert _reread(Chat().turn(TEST_VIEW).turn(view()).turn(TEST_VIEW).turn(test_run()), view()) is None
+
+
+def _replace(chat: Chat, old: str) -> Any:
+    proposed = ("str_replace_editor", {**edit()[1], "old_str": old, "new_str": "return int(a) + int(b)"}, "")
+    return _reread(chat, proposed)
+
+
+def test_an_editor_s_replace_of_text_its_file_seen_whole_lacks_is_the_rung_s_own_in_shadow_too() -> None:
+    """The failing test, the code viewed whole, then a replace whose text is not in it (a sign
+    misremembered): the editor would turn it down. Refused in shadow (`unmatched_edit`'s evidence,
+    owned by the rung), never a hand-back; the re-ask holds the lines it was meant to match."""
+    chat = Chat().turn(test_run()).turn(view())
+    refusal = _replace(chat, "    return int(a) - int(b) + 1")
+    assert refusal is not None and refusal.pattern == "unmatched_edit" and refusal.owned and not refusal.halts
+    assert "is not in /workspace/src/parse.py as you last saw it whole" in refusal.reason
+    assert refusal.pinned is not None and refusal.pinned.arguments["path"] == "/workspace/src/parse.py"
+
+
+def test_a_replace_is_not_refused_where_an_editor_may_find_its_text_or_the_file_was_not_seen_whole() -> None:
+    """Must not: the text there but for its whitespace (an editor may match loosely) or its quotes;
+    the file seen in part (a range), or changed since it was seen (an edit landed); no failure live."""
+    chat = Chat().turn(test_run()).turn(view())
+    assert _replace(chat, "return int(a)  +  int(b) + 1") is None
+    assert _replace(chat, "a, b = s.split(\u2018+\u2019)") is None
+    ranged = ("str_replace_editor", {"command": "view", "path": "/workspace/src/parse.py", "view_range": [1, 2]}, view()[2])  # fmt: skip
+    assert _replace(Chat().turn(test_run()).turn(ranged), "return int(a) - int(b) + 1") is None
+    assert (
+        _replace(Chat().turn(test_run()).turn(view()).turn(edit(old="+ 1", new="+ 2")), "return int(a) - int(b)")
+        is None
+    )
+    assert _replace(Chat().turn(view()), "return int(a) - int(b) + 1") is None

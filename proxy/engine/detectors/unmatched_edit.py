@@ -16,7 +16,16 @@ an in-place edit of that file where the agent has one shell.
 Where another file the agent read has that text (the code's line sent as an edit of its test),
 the re-ask names that file and is held to an edit of it.
 
-Must never fire on: a substitution whose text is in the file; a file read in part (`sed -n`,
+So is an editor's replace whose text to replace that file, seen whole and unchanged since, does
+not have however loosely an editor matches (`replace_refused.absent`: runs of whitespace as one
+space, curly quotes as straight): the editor turns it down, and the turn is spent learning so. That
+refusal is the block gate's own evidence (`Refusal.owned`), in shadow too, never a hand-back; its
+re-ask holds the lines it was meant to match (`writing.meant`). It is no trip: the editor's own
+answer says what happened (`refused_edits`, `repeat_failed_call` count what follows). On the
+corpus it refuses nothing (report unchanged): a file seen whole, with a failure live, is rare there.
+
+Must never fire on: a substitution whose text is in the file (for a replace: in it but for its
+whitespace or quotes, which some editors forgive); a file read in part (`sed -n`,
 `head`, a view with a range, unless it printed fewer lines than asked: the file ended) or cut
 short by the harness, or changed since it was read; a substitution that is not literal but for
 `.` (a back-reference, `*`, a group).
@@ -31,12 +40,13 @@ from pydantic import Field
 from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
 from proxy.engine.outputs.excerpt import closest_span
 from proxy.engine.reading.proposal import Proposal
+from proxy.engine.reading.replace_refused import absent
 from proxy.engine.reading.sed import sought
 from proxy.engine.reading.workspace import same_file
 from proxy.engine.state.failure import RepairState
-from proxy.engine.state.seen import missed
+from proxy.engine.state.seen import missed, shown_whole
 from proxy.engine.writing.context import RemedyContext
-from proxy.engine.writing.meant import held_edit
+from proxy.engine.writing.meant import held_edit, meant
 from proxy.engine.writing.wording import PREFIX
 from proxy.settings.kinds import Action, CallKind, Mode
 from proxy.settings.policy import Ladder, Policy
@@ -111,9 +121,12 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
 
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
-    """A literal substitution of text its file, as last seen whole, does not have."""
+    """A literal substitution of text its file, as last seen whole, does not have; or an editor's
+    replace of such text (`replaced`)."""
     if proposal.kind is not CallKind.EDIT:
         return None
+    if (refusal := replaced(proposal, context)) is not None:
+        return refusal
     found = unmatched(proposal.command, tuple(w.path for w in proposal.writes), context.repair)
     if found is None:
         return None
@@ -124,6 +137,26 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
         instead = f"`{text}` is in {holder}, the file that has it: substitute it there."
         return Refusal(NAME, reason, instead, pinned=held_edit(holder, proposal.name, context))
     return Refusal(NAME, reason, _meant(text, path, shown), pinned=held_edit(path, proposal.name, context))
+
+
+def replaced(proposal: Proposal, context: RemedyContext) -> Refusal | None:
+    """An editor's replace whose text to replace its file, as last seen whole and unchanged since,
+    does not have (however loosely matched: `replace_refused.absent`): the editor turns it down. The
+    block gate's own evidence; the re-ask carries the lines it was meant to match, held (`meant`)."""
+    old = proposal.replaced()
+    path = proposal.writes[0].path if len(proposal.writes) == 1 else None
+    repair = context.repair
+    shown = shown_whole(repair.seen, repair.whole, path) if old is not None and path is not None else None
+    if old is None or path is None or shown is None or not absent(old[1], shown):
+        return None
+    reason = (
+        f"{proposal.describe()} would be turned down: its `{old[0]}` is not in {path} as you last saw it whole, "
+        "and the file has not changed since."
+    )
+    instead = meant(proposal, context)
+    if instead is None:
+        return Refusal(NAME, reason, _meant(old[1], path, shown), owned=True, halts=False)
+    return Refusal(NAME, reason, instead[0], pinned=instead[1], owned=True, halts=False)
 
 
 def _holder(command: str | None, path: str, repair: RepairState) -> str | None:
@@ -144,4 +177,6 @@ DETECTOR = Detector(
     blocks=blocks,
     futile=futile,
     judges_text=True,
+    gate_owned=True,  # an editor's replace of text its file lacks: the block gate's own evidence
+    owned_halts=False,
 )

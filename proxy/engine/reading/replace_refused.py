@@ -21,9 +21,10 @@ from typing import Any
 
 import xxhash
 
+from proxy.engine.outputs.excerpt import file_text
 from proxy.engine.reading.proposal import NEW_ARGS, OLD_ARGS
 
-__all__ = ["more_than_once", "text_refused", "without_replacement"]
+__all__ = ["absent", "more_than_once", "text_refused", "without_replacement"]
 
 _TEXT_REFUSED = re.compile(
     r"\bdid not appear verbatim\b|"  # OpenHands: no replacement was performed, old_str `x` did not appear verbatim
@@ -60,3 +61,23 @@ def without_replacement(tool: str, arguments: Mapping[str, Any] | None) -> str:
         return ""
     kept = sorted((k, repr(v)) for k, v in given.items() if k not in NEW_ARGS)
     return xxhash.xxh3_64_hexdigest(repr((tool, kept)).encode("utf-8", "replace"))
+
+
+_NUMBER = re.compile(r"^[^\S\n]*\d+(?:\t|\u2192)", re.MULTILINE)
+"""A read's line number (`cat -n`'s tab, Claude Code's arrow)."""
+_SPACE = re.compile(r"\s+")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def _loose(text: str) -> str:
+    return _SPACE.sub(" ", text.translate(_QUOTES)).strip()
+
+
+def absent(text: str, shown: str) -> bool:
+    """No editor finds `text` in a file a read `shown` whole: it is not there even with every run of
+    whitespace taken as one space and curly quotes as straight ones (editors that match loosely,
+    a read's line numbers left on or taken off). Empty text is never absent."""
+    wanted = _loose(text)
+    if not wanted:
+        return False
+    return wanted not in _loose(file_text(shown)) and wanted not in _loose(_NUMBER.sub("", shown))
