@@ -29,14 +29,14 @@ _RE_CALLS = frozenset({"compile", "search", "match", "fullmatch", "findall", "fi
 
 
 def _built() -> dict[str, Callable[[], re.Pattern[Any]]]:
-    from proxy.engine.detectors.repeat_failed_call import _naming
     from proxy.engine.reading.sed import Sought
+    from proxy.engine.writing.failed_call import naming
     from proxy.engine.writing.imports import _importing
 
     return {
         "proxy/engine/writing/imports.py:_importing[0]": lambda: _importing("calc")[0],
         "proxy/engine/writing/imports.py:_importing[1]": lambda: _importing("calc")[1],
-        "proxy/engine/detectors/repeat_failed_call.py:_naming": lambda: _naming("--file"),
+        "proxy/engine/writing/failed_call.py:naming": lambda: naming("--file"),
         "proxy/engine/reading/sed.py:pattern": lambda: Sought("return a.b", True, True, True).pattern(),
     }
 

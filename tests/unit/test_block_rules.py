@@ -250,6 +250,36 @@ CASES = [
         "repeat_failed_call",
     ),
     Case(
+        "an edit whose text to replace is in the file twice, a read, then the same edit",
+        [(*BAD_EDIT, TWICE), view()],
+        BAD_EDIT,
+        "repeat_failed_call",
+    ),
+    Case(
+        "an edit whose text to replace was not found, a read, then another replacement of it",
+        [_failed_edit(), view()],
+        ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}),
+        "repeat_failed_call",
+    ),
+    Case(
+        "an edit whose text to replace was not found, a read showing it there, then the same edit",
+        [_failed_edit(), view(content="def parse(s):\n    return a - b\n")],
+        BAD_EDIT,
+        None,
+    ),
+    Case(
+        "an edit whose text to replace is in the file twice, a read showing it once, then the same edit",
+        [(*BAD_EDIT, TWICE), view(content="def parse(s):\n    return a - b\n")],
+        BAD_EDIT,
+        None,
+    ),
+    Case(
+        "an edit whose text to replace was not found, a command that is no read, then the same edit",
+        [_failed_edit(), _touch()],
+        BAD_EDIT,
+        None,
+    ),
+    Case(
         "an edit turned down for its replacement, sent with another replacement",
         [(*BAD_EDIT, SAME_TEXTS)],
         ("str_replace_editor", {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}),
@@ -561,7 +591,7 @@ def test_an_edit_whose_text_to_replace_is_in_the_file_twice_is_refused_with_anot
     proposal = {**BAD_EDIT[1], "new_str": "return int(a) + int(b)"}
     judgement = judge(ReplyView("", ("str_replace_editor",), (orjson.dumps(proposal).decode(),)), rules)
     assert judgement.refusal is not None and judgement.refusal.pattern == "repeat_failed_call"
-    assert "has the `old_str` of the edit that failed last time" in judgement.refusal.reason
+    assert "has the `old_str` of an edit that was turned down with:" in judgement.refusal.reason
     assert "any replacement fails the same way" in judgement.refusal.reason
     assert judgement.refusal.instead == (
         "`old_str` is in the file more than once: add the lines around the one you mean, so it matches once."

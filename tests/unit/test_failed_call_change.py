@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.engine.detectors.repeat_failed_call import _change
 from proxy.engine.state.failure import RepairState
 from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failed_call import what_to_change as _change
 
 
 def _context() -> RemedyContext:

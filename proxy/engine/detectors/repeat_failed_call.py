@@ -24,7 +24,10 @@ down for its text to replace (not in the file, or in it more than once: `reading
 file is as it was, so the same text to replace meets the same answer whatever replaces it
 (recovery bench, train part: bank seed 2 in the fifteenth run, block off, one `old_str` sent three
 times with three replacements, none applied; seen first in the test part's thirtieth run, read
-while measuring: trim seed 4, "appears 2 times", then three more replacements of the same text). An edit whose
+while measuring: trim seed 4, "appears 2 times", then three more replacements of the same text). Reads between change nothing: such an
+edit is refused while only reads have run since it was turned down (shipping seed 8 in the
+thirty-first run, read while measuring: the same edit, "appears 2 times", a view, the same edit),
+unless the file as last shown has the text (once, for a text that was there more than once). An edit whose
 replacement is the text it replaces is left to `pointless_call` (its re-ask says so and holds
 one line to change; copies of the lines the proxy asked to change do not count toward a
 hand-back there): an editor that turns the copy down ("`new_str` and `old_str` must be
@@ -42,13 +45,13 @@ the same way is `stuck_same_diagnostic`); a failing call whose error changes; th
 failing again after a write landed between (counted from there); different calls failing alike.
 Never refuses: an edit with another text to replace, another file or another option (Claude
 Code's `replace_all`, which turns "2 matches" into a replace of both); the same text to replace
-after an edit turned down for its replacement ("`new_str` and `old_str` must be different") or
-after any other call ran.
+after an edit turned down for its replacement ("`new_str` and `old_str` must be different"),
+after a call that may have written (an edit that landed, any command that is no read), or once a
+read shows the text in the file.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from pydantic import Field
@@ -56,17 +59,19 @@ from pydantic import Field
 from proxy.engine.detectors.base import Detector, Refusal, Trip, TurnFacts
 from proxy.engine.detectors.calls import excerpt
 from proxy.engine.outputs.evidence import evidence
+from proxy.engine.outputs.excerpt import file_text
 from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.noop import unchanging
-from proxy.engine.reading.proposal import OLD_ARGS, Proposal
+from proxy.engine.reading.observe import ObservedCall
+from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.replace_refused import more_than_once, text_refused, without_replacement
-from proxy.engine.reading.sed import rejected_because
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.engine.state.progress import Step, episode
 from proxy.engine.writing.context import RemedyContext
+from proxy.engine.writing.failed_call import what_to_change
 from proxy.engine.writing.meant import meant
 from proxy.engine.writing.wording import PREFIX
-from proxy.settings.kinds import Action
+from proxy.settings.kinds import LOOKS, Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -103,9 +108,10 @@ class State:
     cannot_run: bool = False
     """It could not run (a program or a server not there): the machine may change under it, so
     it is never refused."""
-    kept_text: str = ""
-    """Where the editor turned the failing call down for its text to replace: a digest of the
-    call without its replacement (`replace_refused.without_replacement`); empty otherwise."""
+    turned_down: tuple[tuple[str, str], ...] = ()
+    """Edits the editor turned down for their text to replace since the last call that may have
+    written (reads between write nothing): each as a digest of the call without its replacement
+    (`replace_refused.without_replacement`) and the start of the refusal, the latest last."""
     fired: tuple[tuple[str, int], ...] = ()
     """The (call and result, count) pairs that tripped since the last write that landed: a count
     trips once."""
@@ -131,7 +137,8 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         if owned and call.outcome is Outcome.FAIL:
             continue  # a failing check between two tries changes nothing the failed call met
         if (call.outcome is not Outcome.FAIL and not cannot_run) or owned:
-            state = replace(state, key="", error="", count=0, kept_text="")
+            kept = state.turned_down if call.kind in LOOKS and not call.mutates else ()  # a read writes nothing
+            state = replace(state, key="", error="", count=0, turned_down=kept)
             continue
         error = evidence(call.result).signature
         same = call.key == state.key and error == state.error
@@ -139,9 +146,9 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         quote = excerpt(call.result)
         tool = call.call.name
         count = _recurring(steps[: first + at + 1]) if first >= 0 else state.count + 1
-        kept = without_replacement(tool, call.call.arguments) if text_refused(call.result) else ""
+        turned = _turned_down(state.turned_down, call, quote)
         state = State(
-            call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run, kept, state.fired, start
+            call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run, turned, state.fired, start
         )
         step = steps[first + at] if first + at < len(steps) else None
         mark = (f"{step.action}:{step.result}" if step else call.key, count)
@@ -171,6 +178,22 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
     return state, trips
 
 
+_TURNED_DOWN = 4
+"""Edits turned down for their text to replace remembered at once (the latest)."""
+
+
+def _turned_down(kept: tuple[tuple[str, str], ...], call: ObservedCall, quote: str) -> tuple[tuple[str, str], ...]:
+    """`kept` after a failed call: with it, where the editor turned it down for its text to replace;
+    as it was after another failed edit (a refused edit writes nothing); empty after any other
+    failure (a failing command may have written part of what it meant to)."""
+    if call.kind is not CallKind.EDIT:
+        return ()
+    digest = without_replacement(call.call.name, call.call.arguments) if text_refused(call.result) else ""
+    if not digest:
+        return kept
+    return (*(k for k in kept if k[0] != digest), (digest, quote))[-_TURNED_DOWN:]
+
+
 def _recurring(steps: tuple[Step, ...]) -> int:
     """How many times the newest step's call failed with its result since the last write that
     landed (the newest included)."""
@@ -197,59 +220,8 @@ def _began(steps: tuple[Step, ...]) -> int:
     return turn
 
 
-def _named(argument: str, error: str) -> bool:
-    return _naming(argument).search(error) is not None
-
-
-def _naming(argument: str) -> re.Pattern[str]:
-    """The argument, lower-cased, as a word of its own (the growth test builds one too)."""
-    return re.compile(rf"(?<![\w-]){re.escape(argument.lower())}(?![\w-])")
-
-
-_REQUIRED = re.compile(
-    r"(?:parameter|argument|field)s?\s+[`'\"]?(\w+)[`'\"]?\s+(?:is|are)\s+(?:required|missing)|"
-    r"missing required (?:parameters?|arguments?)[^{\n]*\{([^}\n]*)\}",
-    re.IGNORECASE,
-)
-"""An error naming the argument the call left out: "Parameter `old_str` is required for command:
-str_replace" (OpenHands), "Missing required parameters for function 'bash': {'timeout'}"."""
-
-
-def _said_required(error: str) -> list[str]:
-    """The arguments an error says are required and missing, as it names them."""
-    names: list[str] = []
-    for match in _REQUIRED.finditer(error[:400]):
-        if match.group(1):
-            names.append(match.group(1))
-        else:
-            names += [n.strip(" '\"") for n in match.group(2).split(",") if n.strip(" '\"")]
-    return names
-
-
-def _change(tool_name: str, arguments: tuple[str, ...], quote: str, context: RemedyContext) -> str:
-    """What to change: the cause sed gave for a script it could not parse, else a required
-    argument the call left out (one the error names first), else an argument the error names,
-    else its arguments at large."""
-    if (cause := rejected_because(quote)) is not None:
-        return f"Its `sed` script does not parse: {cause}."
-    error = quote.lower()
-    tool = context.offered.get(tool_name)
-    missing = sorted(tool.required - set(arguments)) if tool is not None else []
-    missing += [name for name in _said_required(quote) if name not in arguments and name not in missing]
-    missing.sort(key=lambda a: not _named(a, error))
-    if missing:
-        return f"Add the required argument `{missing[0]}`."
-    old = next((a for a in arguments if a in OLD_ARGS), None)
-    if old is not None and more_than_once(quote):
-        return f"`{old}` is in the file more than once: add the lines around the one you mean, so it matches once."
-    mentioned = [a for a in arguments if _named(a, error)]
-    if mentioned:
-        return f"Change `{mentioned[-1]}`: the error is about it."
-    return "Change its arguments, or take a different step."
-
-
 def remedy(trip: Trip, context: RemedyContext) -> str:
-    change = _change(trip.tool, trip.arguments, trip.excerpt, context)
+    change = what_to_change(trip.tool, trip.arguments, trip.excerpt, context)
     times = "in a row" if "in a row" in trip.detail else "since your last change that landed"
     return context.fit(
         f"{PREFIX} This call has failed {trip.count} times {times} with the same error: {trip.subject}",
@@ -258,9 +230,24 @@ def remedy(trip: Trip, context: RemedyContext) -> str:
     )
 
 
+def _findable(proposal: Proposal, quote: str, context: RemedyContext) -> bool:
+    """The file as the agent last saw it has the edit's text to replace (for a refusal of a text
+    there more than once: once): something the proxy did not see changed it, the editor may take it."""
+    old = proposal.replaced()
+    path = proposal.writes[0].path if len(proposal.writes) == 1 else None
+    shown = context.repair.shown(path) if path is not None else None
+    if old is None or shown is None:
+        return False
+    found = file_text(shown).count(old[1])
+    return found == 1 if more_than_once(quote) else found > 0
+
+
 def blocks(state: State, _repair: RepairState, options: Options) -> bool:
-    """The last call failed, `block` times in a row the same way (and it did run)."""
-    return bool(options.block) and state.count >= options.block and not state.cannot_run
+    """The last call failed, `block` times in a row the same way (and it did run); or an edit was
+    turned down for its text to replace, and nothing that may write has run since."""
+    if not options.block:
+        return False
+    return (state.count >= options.block and not state.cannot_run) or bool(state.turned_down)
 
 
 def futile(state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
@@ -269,24 +256,29 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
     if unchanging(proposal.kind, proposal.arguments) is not None:
         return None  # a copy is `pointless_call`'s to refuse
     times = "last time" if state.count == 1 else f"the last {state.count} times"
-    if proposal.key == state.key:
+    digest = without_replacement(proposal.name, proposal.arguments) if proposal.kind is CallKind.EDIT else ""
+    turned = next((q for d, q in reversed(state.turned_down) if digest and d == digest), None)
+    if state.count >= 1 and proposal.key == state.key:
+        quote = state.quote
         again = "Sent again unchanged, it fails the same way."
-        reason = f"{proposal.describe()} failed {times} with:\n{state.quote}\n{again}"
-    elif state.kept_text and without_replacement(proposal.name, proposal.arguments) == state.kept_text:
-        old = proposal.replaced()
+        reason = f"{proposal.describe()} failed {times} with:\n{quote}\n{again}"
+    elif turned is not None and not _findable(proposal, turned, context):
+        quote, old = turned, proposal.replaced()
         argument = old[0] if old is not None else "the text to replace"
         reason = (
-            f"{proposal.describe()} has the `{argument}` of the edit that failed {times}, with:\n{state.quote}\n"
+            f"{proposal.describe()} has the `{argument}` of an edit that was turned down with:\n{quote}\n"
             f"Nothing has changed the file since: with `{argument}` as it is, any replacement fails the same way."
         )
     else:
         return None
     # Not the lines it meant where the text is there more than once: any lines of it are too (the
     # closest span of `return a - b`, twice in the file, is `    return a - b`, twice as well).
-    instead = meant(proposal, context) if not more_than_once(state.quote) else None
+    instead = meant(proposal, context) if not more_than_once(quote) else None
+    times_made = max(state.count, 1)
     if instead is None:
-        return Refusal(NAME, reason, _change(state.tool, state.arguments, state.quote, context), times=state.count)
-    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=state.count)
+        names = tuple(proposal.arguments or ()) if turned is not None else state.arguments
+        return Refusal(NAME, reason, what_to_change(proposal.name, names, quote, context), times=times_made)
+    return Refusal(NAME, reason, instead[0], pinned=instead[1], times=times_made)
 
 
 DETECTOR = Detector(name=NAME, initial=State(), fold=fold, options=OPTIONS, remedy=remedy, blocks=blocks, futile=futile)
