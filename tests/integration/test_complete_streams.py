@@ -118,7 +118,12 @@ async def test_an_agent_that_leaves_before_the_last_event_is_still_client_gone(u
         body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
         url = f"http://127.0.0.1:{port}/v1/chat/completions"
         async with aiohttp.ClientSession() as client, client.post(url, data=body) as response:
-            assert b"data:" in await response.content.readany()
+            got = b""
+            for _ in range(3):  # the upstream's own comment comes first, alone on a loaded machine
+                got += await asyncio.wait_for(response.content.readany(), 5)
+                if b"data:" in got:
+                    break
+            assert b"data:" in got
         for _ in range(50):
             if any(e["event"] == "request" for e in events):
                 break

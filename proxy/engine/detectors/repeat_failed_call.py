@@ -20,14 +20,15 @@ exactly as it was, with nothing run successfully since, is refused: an edit whos
 just reported not found, a read of a file that is not there, a call the tool turned down, a
 `sed` its own parser rejected. Its instead names the argument to change. So is an edit that
 differs from the one just turned down only in its replacement, where the editor turned that one
-down for its text to replace (not in the file, or in it more than once: `reading.replace_refused`): the
-file is as it was, so the same text to replace meets the same answer whatever replaces it
+down for its text to replace (not in the file, or in it more than once: `reading.replace_refused`):
+the file is as it was, so the same text to replace meets the same answer whatever replaces it
 (recovery bench, train part: bank seed 2 in the fifteenth run, block off, one `old_str` sent three
 times with three replacements, none applied; seen first in the test part's thirtieth run, read
-while measuring: trim seed 4, "appears 2 times", then three more replacements of the same text). Reads between change nothing: such an
-edit is refused while only reads have run since it was turned down (shipping seed 8 in the
-thirty-first run, read while measuring: the same edit, "appears 2 times", a view, the same edit),
-unless the file as last shown has the text (once, for a text that was there more than once). An edit whose
+while measuring: trim seed 4, "appears 2 times", then three more replacements of the same text).
+Reads between change nothing: such an edit is refused while only reads have run since it was
+turned down (shipping seed 8 in the thirty-first run, read while measuring: the same edit,
+"appears 2 times", a view, the same edit), unless the file as last shown has the text (once, for a
+text that was there more than once). An edit whose
 replacement is the text it replaces is left to `pointless_call` (its re-ask says so and holds
 one line to change; copies of the lines the proxy asked to change do not count toward a
 hand-back there): an editor that turns the copy down ("`new_str` and `old_str` must be
