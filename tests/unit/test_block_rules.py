@@ -274,6 +274,12 @@ CASES = [
         None,
     ),
     Case(
+        "an edit whose text to replace was not found, a shell edit of its file that failed on another, the same edit",
+        [_failed_edit(), _half_sed()],
+        BAD_EDIT,
+        None,
+    ),
+    Case(
         "an edit whose text to replace was not found, a command that is no read, then the same edit",
         [_failed_edit(), _touch()],
         BAD_EDIT,

@@ -47,8 +47,8 @@ failing again after a write landed between (counted from there); different calls
 Never refuses: an edit with another text to replace, another file or another option (Claude
 Code's `replace_all`, which turns "2 matches" into a replace of both); the same text to replace
 after an edit turned down for its replacement ("`new_str` and `old_str` must be different"),
-after a call that may have written (an edit that landed, any command that is no read), or once a
-read shows the text in the file.
+after a call that may have written (an edit that landed, a shell edit that failed, any command
+that is no read: `checks.quiet`), or once a read shows the text in the file.
 """
 
 from __future__ import annotations
@@ -66,13 +66,14 @@ from proxy.engine.reading.noop import unchanging
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.proposal import Proposal
 from proxy.engine.reading.replace_refused import more_than_once, text_refused, without_replacement
+from proxy.engine.state.checks import quiet
 from proxy.engine.state.failure import RepairState, is_check
 from proxy.engine.state.progress import Step, episode
 from proxy.engine.writing.context import RemedyContext
 from proxy.engine.writing.failed_call import what_to_change
 from proxy.engine.writing.meant import meant
 from proxy.engine.writing.wording import PREFIX
-from proxy.settings.kinds import LOOKS, Action, CallKind
+from proxy.settings.kinds import Action, CallKind
 from proxy.settings.policy import Ladder, Policy
 
 __all__ = ["AFTER", "DETECTOR", "NAME"]
@@ -138,7 +139,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         if owned and call.outcome is Outcome.FAIL:
             continue  # a failing check between two tries changes nothing the failed call met
         if (call.outcome is not Outcome.FAIL and not cannot_run) or owned:
-            kept = state.turned_down if call.kind in LOOKS and not call.mutates else ()  # a read writes nothing
+            kept = state.turned_down if quiet((call,)) else ()  # a read writes nothing
             state = replace(state, key="", error="", count=0, turned_down=kept)
             continue
         error = evidence(call.result).signature
@@ -147,7 +148,7 @@ def fold(state: State, facts: TurnFacts, ladder: Ladder, _policy: Policy) -> tup
         quote = excerpt(call.result)
         tool = call.call.name
         count = _recurring(steps[: first + at + 1]) if first >= 0 else state.count + 1
-        turned = _turned_down(state.turned_down, call, quote)
+        turned = _turned_down(state.turned_down if quiet((call,)) else (), call, quote)
         state = State(
             call.key, error, state.count + 1 if same else 1, tool, names, quote, cannot_run, turned, state.fired, start
         )
@@ -184,11 +185,8 @@ _TURNED_DOWN = 4
 
 
 def _turned_down(kept: tuple[tuple[str, str], ...], call: ObservedCall, quote: str) -> tuple[tuple[str, str], ...]:
-    """`kept` after a failed call: with it, where the editor turned it down for its text to replace;
-    as it was after another failed edit (a refused edit writes nothing); empty after any other
-    failure (a failing command may have written part of what it meant to)."""
-    if call.kind is not CallKind.EDIT:
-        return ()
+    """`kept` (emptied by the caller after a call that may have written: `checks.quiet`) with a failed
+    call added where the editor turned it down for its text to replace."""
     digest = without_replacement(call.call.name, call.call.arguments) if text_refused(call.result) else ""
     if not digest:
         return kept
@@ -256,11 +254,11 @@ def futile(state: State, proposal: Proposal, context: RemedyContext, _options: O
     it down for its text to replace, an edit differing from it only in its replacement."""
     if unchanging(proposal.kind, proposal.arguments) is not None:
         return None  # a copy is `pointless_call`'s to refuse
-    times = "last time" if state.count == 1 else f"the last {state.count} times"
     digest = without_replacement(proposal.name, proposal.arguments) if proposal.kind is CallKind.EDIT else ""
     turned = next((q for d, q in reversed(state.turned_down) if digest and d == digest), None)
     if state.count >= 1 and proposal.key == state.key:
         quote = state.quote
+        times = "last time" if state.count == 1 else f"the last {state.count} times"
         again = "Sent again unchanged, it fails the same way."
         reason = f"{proposal.describe()} failed {times} with:\n{quote}\n{again}"
     elif turned is not None and not _findable(proposal, turned, context):

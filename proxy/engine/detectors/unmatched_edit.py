@@ -122,10 +122,10 @@ def blocks(_state: State, repair: RepairState, options: Options) -> bool:
 
 def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: Options) -> Refusal | None:
     """A literal substitution of text its file, as last seen whole, does not have; or an editor's
-    replace of such text (`replaced`)."""
+    replace of such text (`_replaced`)."""
     if proposal.kind is not CallKind.EDIT:
         return None
-    if (refusal := replaced(proposal, context)) is not None:
+    if (refusal := _replaced(proposal, context)) is not None:
         return refusal
     found = unmatched(proposal.command, tuple(w.path for w in proposal.writes), context.repair)
     if found is None:
@@ -139,7 +139,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, _options: 
     return Refusal(NAME, reason, _meant(text, path, shown), pinned=held_edit(path, proposal.name, context))
 
 
-def replaced(proposal: Proposal, context: RemedyContext) -> Refusal | None:
+def _replaced(proposal: Proposal, context: RemedyContext) -> Refusal | None:
     """An editor's replace whose text to replace its file, as last seen whole and unchanged since,
     does not have (however loosely matched: `replace_refused.absent`): the editor turns it down. The
     block gate's own evidence; the re-ask carries the lines it was meant to match, held (`meant`)."""

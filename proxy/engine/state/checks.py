@@ -14,11 +14,10 @@ from proxy.engine.outputs.evidence import evidence, project_frames
 from proxy.engine.outputs.outcome import Outcome
 from proxy.engine.reading.observe import ObservedCall
 from proxy.engine.reading.workspace import among, same_file
-from proxy.settings.kinds import CallKind
+from proxy.settings.kinds import LOOKS, CallKind
 
 __all__ = [
     "DIAGNOSTIC_KINDS",
-    "READS",
     "Changes",
     "exercised",
     "first_failure",
@@ -32,8 +31,6 @@ __all__ = [
 
 DIAGNOSTIC_KINDS = frozenset({CallKind.VERIFY})
 """Calls whose failures are evidence about the work (not a missing file or a bad edit)."""
-READS = frozenset((CallKind.READ, CallKind.SEARCH))
-"""Calls that only look: what the failing check sees is as it was."""
 
 
 def is_check(call: ObservedCall, probes: tuple[tuple[str, str], ...] = ()) -> bool:
@@ -75,7 +72,7 @@ def quiet(calls: tuple[ObservedCall, ...]) -> bool:
     a command the shell could not parse (`no_op`). Not another shell edit that failed: it may
     have written part of what it meant to."""
     return all(
-        (c.kind in READS and c.segments <= READS and not c.changed_sources)
+        (c.kind in LOOKS and c.segments <= LOOKS and not c.changed_sources)
         or c.no_op
         or (c.kind is CallKind.EDIT and c.command is None and not c.succeeded_mutation)
         for c in calls

@@ -40,7 +40,6 @@ from proxy.engine.reading.observe import ObservedCall, ObservedTurn
 from proxy.engine.reading.proposal import change_of
 from proxy.engine.state.checks import (
     DIAGNOSTIC_KINDS,
-    READS,
     exercised,
     first_failure,
     is_check,
@@ -52,6 +51,7 @@ from proxy.engine.state.checks import (
 )
 from proxy.engine.state.repair import MAX_TRIED, SIX_FIELDS, DiagnosticClass, RepairState
 from proxy.engine.state.seen import seen_after, settled
+from proxy.settings.kinds import LOOKS
 
 __all__ = ["DIAGNOSTIC_KINDS", "SIX_FIELDS", "DiagnosticClass", "RepairState", "fold_failure", "is_check"]
 
@@ -80,7 +80,7 @@ def _tried(tried: tuple[tuple[str, str], ...], calls: tuple[ObservedCall, ...]) 
 def _touched(state: RepairState, calls: tuple[ObservedCall, ...]) -> tuple[frozenset[str], tuple[str, ...], bool]:
     """The live failure's read and edited files, with this turn's added (an edited file put back
     as it was leaves the list), and whether the last change to the sources put files back."""
-    read = {c.target for c in calls if c.kind in READS and c.target}
+    read = {c.target for c in calls if c.kind in LOOKS and c.target}
     edited, back = list(state.edited_since_failure), state.put_back
     for call in calls:
         if restores(call):
