@@ -368,6 +368,21 @@ def test_a_refused_reply_is_asked_again_with_why_and_what_instead_a_call_require
     assert edit_.call_schema["properties"]["name"]["enum"] == ["str_replace_editor"]
 
 
+@pytest.mark.parametrize(
+    ("between", "said"),
+    [([view()], "a read"), ([_failed_edit()], "an edit the editor refused"), ([view(), _failed_edit()], "both")],
+)
+def test_the_check_refused_after_one_failure_says_nothing_changed_not_that_only_reads_ran(
+    between: list[Any], said: str
+) -> None:
+    """Recovery bench (thirty-first run, shipping seed 8): an edit the editor refused ran between
+    the failure and the re-run, and the refusal said "only reads have run since". Nothing changed
+    is what holds, whatever ran."""
+    judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), _rules([test_run(), *between]))
+    assert judgement.refusal is not None and judgement.refusal.pattern == "stuck_same_diagnostic", said
+    assert "nothing has changed since" in judgement.refusal.reason and "only reads" not in judgement.refusal.reason
+
+
 def _one_shell_judgement(*turns: tuple[str, dict[str, Any], str]) -> Any:
     chat = Chat(tools=OPENHANDS_TOOLS[:1])
     for turn in turns:

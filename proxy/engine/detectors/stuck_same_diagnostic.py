@@ -177,7 +177,7 @@ def futile(_state: State, proposal: Proposal, context: RemedyContext, options: O
         return None
     streak = repair.same_diagnostic_streak
     reason = (
-        f"{proposal.describe()} just failed, and only reads have run since: run again, it fails the same way."
+        f"{proposal.describe()} just failed, and nothing has changed since: run again, it fails the same way."
         if streak == 1
         else f"{proposal.describe()} failed the same way {streak} times in a row, and nothing has changed since: "
         "run again, it fails again."
