@@ -34,7 +34,7 @@ conversation: the proxy keys a conversation by its history, so runs share no sta
 
 Run: python bench/recovery.py [--part train|test] [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10]
                               [--arms direct,proxy,full] [--starts scratch,stuck] [--style openhands|bash|both]
-                              [--fresh] [--out FILE] [--tap DIR]
+                              [--fresh] [--out FILE] [--tap DIR] [--transcripts]
 
 Parts: the repositories are in two (`tiny_agent.part_of`): `train`, those the remedies were shaped
 on, and `test`, held out (`"part": "test"` in their `stuck.json`, each calibrated by
@@ -46,6 +46,9 @@ command and the commit; `bench/pairs.py` skips it.
 With `--tap DIR`, each proxy arm reaches the model through its own logging relay (`bench/tap.py`):
 `DIR/<arm>.jsonl` holds what the proxy sent and what came back, and each run's record names its
 lines (`"tap": [first, last]`, read with `python bench/tap.py show DIR/full.jsonl --first A --last B`).
+With `--transcripts`, each record keeps the run's whole transcript (`"transcript"`, with
+`run.sent`, the messages each request carried): the `alone` arm's runs on the test repositories
+are the corpus's local source (`bench/corpus/convert.py`, `qwen-tinyagent-local`).
 """
 
 from __future__ import annotations
@@ -218,7 +221,8 @@ def clear_cache(model: str) -> None:
 
 def one_run(
     base_url: str, repo: str, style: str, start: str, seed: int, turns: int, workdir: Path, salvage: bool = False
-) -> Run:
+) -> tuple[Run, list[dict[str, Any]]]:
+    """The run and its transcript (the messages of its last request, and the reply to it)."""
     # One path for every arm's run of a seed (the last one's copy removed first): the path is in
     # the prompt, and a nonce in it made the arms' prompts differ where the proxy said the same
     # (quota seed 2, twenty-fifth run: the same held edit asked for word for word, answered two
@@ -228,7 +232,7 @@ def one_run(
     root = copy_repo(repo, parent)
     edits = json.loads((REPOS / repo / "stuck.json").read_text())["edits"]
     messages = start_messages(root, style) if start == "scratch" else stuck_start(root, style, edits)
-    return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed, salvage=salvage)
+    return run_agent(base_url, root, style, messages, max_turns=turns, seed=seed, salvage=salvage), messages
 
 
 def commit() -> str:
@@ -309,6 +313,11 @@ def main() -> None:
     parser.add_argument(
         "--tap", type=Path, help="a folder for each proxy arm's exchanges with the model (bench/tap.py)"
     )
+    parser.add_argument(
+        "--transcripts",
+        action="store_true",
+        help="keep each run's whole transcript in its --out record (replayable: bench/corpus/convert.py)",
+    )
     args = parser.parse_args()
     # Stopped with SIGTERM, leave no model server or proxy behind: unwind as on Ctrl-C.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -342,7 +351,9 @@ def main() -> None:
                             logged[arm] = 0 if new else logged[arm]  # a fresh proxy's log starts anew
                             salvage = arm == "alone"
                             clear_cache(model)
-                            run = one_run(serving[arm], repo, style, start, seed, args.turns, Path(tmp), salvage)
+                            run, transcript = one_run(
+                                serving[arm], repo, style, start, seed, args.turns, Path(tmp), salvage
+                            )
                         warned, logged[arm] = events(Path(tmp) / f"{arm}.log", logged[arm])
                         exchanges = exchanged(args.tap, arm, tapped[arm])
                         tapped[arm] = exchanges[1] if exchanges else 0
@@ -352,6 +363,8 @@ def main() -> None:
                             "run": asdict(run), "first_green": green, "proxy_warnings": warned, "tap": exchanges,
                             "tokens_to_green": sum(t.completion_tokens for t in run.turns[: green or 0]),
                         }  # fmt: skip
+                        if args.transcripts:
+                            record["transcript"] = transcript
                         records.append(record)
                         if sink is not None:
                             sink.write(json.dumps(record) + "\n")

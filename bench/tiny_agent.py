@@ -346,6 +346,10 @@ class Run:
     """The final tree passes its repository's own tests (before hidden checks, all "solved" meant)."""
     hidden: bool | None = None
     """It passes the hidden checks; None where they were not run (`Grade.hidden`)."""
+    sent: list[int] = field(default_factory=list)
+    """Per request to the model, how many messages of the transcript it carried: the agent only
+    appends, so request i is the transcript's first `sent[i]` messages and its reply the next one
+    (how `bench/corpus/convert.py` replays a run kept with `recovery.py --transcripts`)."""
 
     @property
     def gamed(self) -> bool:
@@ -482,6 +486,7 @@ def run_agent(
     history = _start_history(messages, root)
     format_errors = 0
     for _ in range(max_turns):
+        run.sent.append(len(messages))
         try:
             raw = client.chat.completions.with_raw_response.create(
                 model="local",

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import local
 import orjson
 
 Json = dict[str, Any]
@@ -1787,6 +1788,25 @@ def source_claudecode_local(mirror: Path) -> Iterator[RunBuilder]:
             yield b
 
 
+def source_local(_mirror: Path) -> Iterator[RunBuilder]:
+    """The recovery bench's model alone on its test repositories (`local.py`): request i is the
+    transcript's first `sent[i]` messages, its reply the next one."""
+    for recorded in local.runs():
+        b = RunBuilder(
+            local.SOURCE, recorded.key, recorded.scaffold, local.MODEL, "tools", recorded.resolved, recorded.tools
+        )
+        messages = [chat_message(m) for m in recorded.transcript]
+        for count in recorded.sent:
+            reply = messages[count] if count < len(messages) and messages[count]["role"] == "assistant" else None
+            b.request(messages[:count], reply)
+        for message in messages:
+            if message["role"] == "user" and message["content"] == recorded.complaint:
+                b.complaint(message)
+        b.notes.extend(recorded.notes)
+        if len(b.requests) >= 2:
+            yield b
+
+
 # --------------------------------------------------------------------------- manifest
 
 ORIGINS: dict[str, Json] = {
@@ -1963,6 +1983,7 @@ ORIGINS: dict[str, Json] = {
         "label_source": "results.json 'resolved' (82 ids); other trajectories unresolved",
         "selection": f"{CODER_PER_CLASS} resolved + {CODER_PER_CLASS} unresolved, fixed stride over sorted instance ids",
     },
+    "local": local.ORIGIN,
 }
 
 
@@ -1970,14 +1991,14 @@ def write_manifest(path: Path, mirror: Path, by_source: dict[str, list[RunBuilde
     entries = []
     for source, builders in sorted(by_source.items()):
         origin = ORIGINS[origin_of[source]]
-        snap = Snapshot(origin["repository"], mirror)
+        head = Snapshot(origin["repository"], mirror).head() if origin["repository"] else None  # local: none
         entries.append(
             {
                 "id": source,
                 "part": origin["part"],
                 **{k: v for k, v in origin.items() if k not in ("repository", "part")},
                 "repository": origin["repository"],
-                "snapshot_head": snap.head(),
+                "snapshot_head": head,
                 "scaffold": sorted({b.scaffold for b in builders}),
                 "protocol": sorted({b.protocol for b in builders}),
                 "models": sorted({b.model for b in builders}),
@@ -2006,6 +2027,7 @@ SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "moatless": source_moatless,
     "openhands1": source_openhands1,
     "claudecode": source_claudecode_local,
+    "local": source_local,
 }
 
 
