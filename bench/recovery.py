@@ -17,6 +17,7 @@ Arms:    direct    the model server itself
                    ([reply] salvage, action_gate, finish_gate off)
          full      repair-proxy with its defaults (salvage and the gates on)
          acting    the defaults with every pattern acting (most ship in shadow)
+         quiet     salvage and the action gate only: nothing said, nothing refused (the corpus's local source)
 
 Per arm it prints: runs solved (at the end, `python -m pytest` green on the repository's own tests
 and its hidden checks passing, `tiny_agent.grade`: more cases of the same behaviour, never shown
@@ -47,7 +48,7 @@ With `--tap DIR`, each proxy arm reaches the model through its own logging relay
 `DIR/<arm>.jsonl` holds what the proxy sent and what came back, and each run's record names its
 lines (`"tap": [first, last]`, read with `python bench/tap.py show DIR/full.jsonl --first A --last B`).
 With `--transcripts`, each record keeps the run's whole transcript (`"transcript"`, with
-`run.sent`, the messages each request carried): the `alone` arm's runs on the test repositories
+`run.sent`, the messages each request carried): the `quiet` arm's runs on the test repositories
 are the corpus's local source (`bench/corpus/convert.py`, `qwen-tinyagent-local`).
 """
 
@@ -84,11 +85,16 @@ POLICIES = {
     "noblock": "[reply]\nblock = false\n",
     "full": "",
     "acting": "".join(f'[patterns.{pattern.name}]\nmode = "act"\n' for pattern in REGISTRY),
+    "quiet": "[repair]\ndone_gate = false\n[reply]\nblock = false\nfinish_gate = false\n"
+    + "".join(f'[patterns.{pattern.name}]\nmode = "shadow"\n' for pattern in REGISTRY),
 }
 """The policy each proxy arm runs: `proxy` the repair the proxy had before salvage and the
 gates; `noblock` the defaults without the block rung (and nothing else: the gates' retries are
 the defaults', `tests/unit/test_shadow_gates.py`); `full` the defaults; `acting` the defaults with
-every pattern acting (most ship in shadow, where they change nothing)."""
+every pattern acting (most ship in shadow, where they change nothing); `quiet` the reply side
+alone (salvage, and the action gate asking again for a reply with no call) with the request side
+silent: every pattern in shadow, no block rung, no finish or done gate. The model's own course,
+its calls made real: the corpus's local source (`bench/corpus/local.py`)."""
 
 
 def free_port() -> int:

@@ -275,6 +275,8 @@ class Tools:
         if path is None:
             return f"ERROR:\nInvalid `path` parameter: {args.get('path')}. It must be inside {self.root}."
         if command == "create":
+            if path.is_dir():  # the model asked to create its repository's own folder (trim, seed 20)
+                return f"ERROR:\nInvalid `path` parameter: {path}. It is a directory: `create` needs a file path."
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(str(args.get("file_text", "")))
             self.edited = True

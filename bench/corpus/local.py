@@ -1,13 +1,17 @@
-"""The corpus's local source: the recovery bench's own model, alone, on its test repositories.
+"""The corpus's local source: the recovery bench's own model on its test repositories, unhelped.
 
-`bench/recovery.py --part test --arms alone --transcripts --out FILE` runs `bench/tiny_agent.py`
+`bench/recovery.py --part test --arms quiet --transcripts --out FILE` runs `bench/tiny_agent.py`
 against Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp's `llama-server`, `scripts/real_model.py`)
-with no proxy between them: the agent reads the calls the model writes as JSON text itself
-(`tiny_agent.calls_in_text`), as any agent of a model that cannot call tools must, and keeps them
-in its history as calls. Each record keeps the run's whole transcript and how many of its messages
-each request carried (`run.sent`): the agent only appends, so request i is the transcript's first
-`sent[i]` messages and its reply the message after them. The records, gzipped, are committed under
-`bench/corpus/local/`; this module turns them into corpus runs (`convert.py`'s `SOURCES`).
+through the proxy with its request side silent (every pattern in shadow, no block rung, no finish
+or done gate) and its reply side on: salvage makes the calls the model writes as text real, and
+the action gate asks again, once, for a reply with no call. What the agent keeps is the model's own
+course, its calls made real; nothing the proxy would say reaches it. (The model alone, the agent
+reading JSON text itself, is no trajectory to measure: 29 of its 30 replies were prose in a
+`<tool_response>` shape no reader takes, seeds 20, countdown, both starts.) Each record keeps the
+run's whole transcript and how many of its messages each request carried (`run.sent`): the agent
+only appends, so request i is the transcript's first `sent[i]` messages and its reply the message
+after them. The records, gzipped, are committed under `bench/corpus/local/`; `convert.py`'s
+`source_local` turns them into corpus runs.
 
 Labels are the bench's own grade (`tiny_agent.grade`): resolved when the repository's tests pass
 and its hidden checks do too; a run that made its tests pass and failed the hidden checks (gamed) is
@@ -35,8 +39,8 @@ RECORDS = HERE / "local" / "qwen-tinyagent-test.jsonl.gz"
 SOURCE = "qwen-tinyagent-local"
 MODEL = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp llama-server, local)"
 SCAFFOLD = {
-    "openhands": "tiny-agent (editor + shell tools; calls read from text)",
-    "bash": "tiny-agent (one bash tool; calls read from text)",
+    "openhands": "tiny-agent (editor + shell tools)",
+    "bash": "tiny-agent (one bash tool)",
 }
 """Neither starts with a name `bench/trajectories.py` maps to a preset: replayed on the defaults,
 as the recovery bench's proxies run."""
@@ -46,7 +50,7 @@ ORIGIN: dict[str, Any] = {
     "part": "test",
     "data_commit": None,
     "data_commit_note": "this repository's own runs, committed with the records (bench/corpus/local/)",
-    "paths": ["bench/corpus/local/qwen-tinyagent-test.jsonl.gz (bench/recovery.py --arms alone --transcripts)"],
+    "paths": ["bench/corpus/local/qwen-tinyagent-test.jsonl.gz (bench/recovery.py --arms quiet --transcripts)"],
     "licence": "this project's own data",
     "licence_file": None,
     "scaffold_version": "bench/tiny_agent.py (OpenHands-style editor + shell, or one bash tool)",

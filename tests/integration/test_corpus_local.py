@@ -43,7 +43,7 @@ async def test_a_recorded_run_is_rebuilt_request_by_request(upstream: Upstream, 
         tiny_agent.run_agent, upstream.base_url, root, "openhands", messages, 3, 0, 0.7, None, 256, True
     )
     assert run.sent == [2, 4, 6] and [len(orjson.loads(s.body)["messages"]) for s in upstream.seen] == run.sent
-    record = {"arm": "alone", "start": "scratch", "repo": "trim", "style": "openhands", "seed": 0, "run": asdict(run)}
+    record = {"arm": "quiet", "start": "scratch", "repo": "trim", "style": "openhands", "seed": 0, "run": asdict(run)}
     path = tmp_path / "records.jsonl.gz"
     with gzip.open(path, "wb") as fh:
         fh.write(orjson.dumps({"command": ["python", "bench/recovery.py"], "commit": "x"}) + b"\n")

@@ -64,3 +64,11 @@ def test_a_passing_command_run_again_is_not_a_rerun(repo: Path) -> None:
     digest = tree_digest(repo)
     assert waste_of(*PYTEST, PASSED, digest, digest, history) == ""
     assert waste_of(*PYTEST, PASSED, digest, digest, history) == ""
+
+
+def test_an_editor_create_of_a_folder_is_an_error_the_model_reads_not_a_crash_of_the_bench(repo: Path) -> None:
+    """The bench stopped on it (IsADirectoryError: a `create` of the repository's own folder)."""
+    tools = Tools(repo, "openhands")
+    result, over = tools.call("str_replace_editor", {"command": "create", "path": str(repo), "file_text": "x"})
+    assert result.startswith("ERROR:") and "directory" in result and not over
+    assert not tools.edited and (repo / "calc.py").read_text().startswith("def add")
