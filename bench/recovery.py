@@ -85,7 +85,7 @@ POLICIES = {
     "noblock": "[reply]\nblock = false\n",
     "full": "",
     "acting": "".join(f'[patterns.{pattern.name}]\nmode = "act"\n' for pattern in REGISTRY),
-    "quiet": "[repair]\ndone_gate = false\n[reply]\nblock = false\nfinish_gate = false\n"
+    "quiet": "[repair]\nfailure_model = false\ndone_gate = false\n[reply]\nblock = false\nfinish_gate = false\n"
     + "".join(f'[patterns.{pattern.name}]\nmode = "shadow"\n' for pattern in REGISTRY),
 }
 """The policy each proxy arm runs: `proxy` the repair the proxy had before salvage and the
@@ -93,8 +93,10 @@ gates; `noblock` the defaults without the block rung (and nothing else: the gate
 the defaults', `tests/unit/test_shadow_gates.py`); `full` the defaults; `acting` the defaults with
 every pattern acting (most ship in shadow, where they change nothing); `quiet` the reply side
 alone (salvage, and the action gate asking again for a reply with no call) with the request side
-silent: every pattern in shadow, no block rung, no finish or done gate. The model's own course,
-its calls made real: the corpus's local source (`bench/corpus/local.py`)."""
+silent: every pattern in shadow, no block rung, no finish or done gate, and no failure model, whose
+next step the action gate's retry would name (with it, the model's answers to those retries were
+the proxy's own steps: the first recording, seed 20, judged so). The model's own course, its calls
+made real: the corpus's local source (`bench/corpus/local.py`)."""
 
 
 def free_port() -> int:

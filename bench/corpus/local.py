@@ -3,9 +3,12 @@
 `bench/recovery.py --part test --arms quiet --transcripts --out FILE` runs `bench/tiny_agent.py`
 against Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp's `llama-server`, `scripts/real_model.py`)
 through the proxy with its request side silent (every pattern in shadow, no block rung, no finish
-or done gate) and its reply side on: salvage makes the calls the model writes as text real, and
-the action gate asks again, once, for a reply with no call. What the agent keeps is the model's own
-course, its calls made real; nothing the proxy would say reaches it. (The model alone, the agent
+or done gate, no failure model) and its reply side on: salvage makes the calls the model writes as
+text real, and the action gate asks again, once, for a reply with no call, naming no step the
+failure model would (with the failure model on, the model's answers to those retries were the
+proxy's own next steps, and judging a pattern's "not what the agent did next" on them measured the
+proxy against itself: `bench/records/corpus-local/steered-trial-*`, kept out of the corpus). What
+the agent keeps is the model's own course, its calls made real; nothing a pattern would say reaches it. (The model alone, the agent
 reading JSON text itself, is no trajectory to measure: 29 of its 30 replies were prose in a
 `<tool_response>` shape no reader takes, seeds 20, countdown, both starts.) Each record keeps the
 run's whole transcript and how many of its messages each request carried (`run.sent`): the agent
