@@ -98,7 +98,7 @@ def on_user(state: State, facts: UserFacts, _ladder: Ladder, _policy: Policy) ->
 def remedy(trip: Trip, context: RemedyContext) -> str:
     return context.fit(
         f"{PREFIX} Your last {trip.subject} were all calls you had already made, and each printed exactly "
-        "what it printed before:",
+        "what it printed before. Among them:",  # the quote holds the last six at most, and may be cut to fit
         trip.excerpt,
         "You are going over your own steps again: none of these will tell you anything new. Use what they "
         "showed, and take a step you have not taken yet.",
