@@ -383,6 +383,27 @@ def test_the_check_refused_after_one_failure_says_nothing_changed_not_that_only_
     assert "nothing has changed since" in judgement.refusal.reason and "only reads" not in judgement.refusal.reason
 
 
+@pytest.mark.parametrize(
+    ("turns", "fixed"),
+    [
+        ([test_run()] * 3, False),  # the check run three times, nothing edited: no fix to repeat
+        ([test_run(), _failed_edit(), test_run(), _failed_edit(), test_run()], False),  # edits refused
+        ([test_run(), edit(), test_run(), edit(old="a + b", new="a + b + 0"), test_run()], True),
+    ],
+    ids=["no edit", "edits the editor refused", "edits that landed and changed nothing"],
+)
+def test_the_re_ask_says_not_to_repeat_the_fix_only_after_a_fix_was_made(turns: list[Any], fixed: bool) -> None:
+    """A reader's note on the local source (Qwen2.5-Coder-1.5B re-running its failing test from the
+    start, every edit refused for its path): "Do not repeat the same fix" where none was made. An
+    edit that landed is named ("do not edit parse.py again yet"); with none, nothing is held."""
+    rules = _rules(turns)
+    judgement = judge(ReplyView("", (RUN[0],), (orjson.dumps(RUN[1]).decode(),)), rules)
+    assert judgement.refusal is not None
+    directive = rules.gates[Gate.BLOCK].edit_for(judgement.refusal).messages[-1]["content"]
+    assert "Next, read" in directive and "Do not repeat the same fix" not in directive
+    assert ("Do not edit parse.py again yet." in directive) is fixed
+
+
 def _one_shell_judgement(*turns: tuple[str, dict[str, Any], str]) -> Any:
     chat = Chat(tools=OPENHANDS_TOOLS[:1])
     for turn in turns:
