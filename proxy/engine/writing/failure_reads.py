@@ -241,10 +241,7 @@ def next_step(step: Step, vocabulary: Vocabulary | None, stated: bool = True, *,
         read_all = "the failing test and the code it exercises" if target is not None else "the failing test"
         return f"You have read {read_all}. {said}Make {change}{how}. Then re-run {failing_call(state)}."
     what, call = read
-    # Held back from the files edited since the failure; with none, nothing: "do not repeat the same
-    # fix" said where no edit was made (a model re-running its test from the start, every edit
-    # refused for its path: the corpus's local source) is a claim the transcript does not hold.
-    held = f"Do not edit {edited} again yet." if hold and edited else ""
+    held = f"Do not edit {edited} again yet." if hold and edited else ""  # none edited: no fix to hold back
     # Measured (bench/efficacy.py): naming the exact call and asking for that call alone
     # changed the next action far more often than advice or a bare JSON object did.
     ask = f"Next, read {what}: {call.render()}. Reply with that tool call only." if call else f"Next, read {what}."
