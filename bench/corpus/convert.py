@@ -1789,8 +1789,8 @@ def source_claudecode_local(mirror: Path) -> Iterator[RunBuilder]:
 
 
 def source_local(_mirror: Path) -> Iterator[RunBuilder]:
-    """The recovery bench's model alone on its test repositories (`local.py`): request i is the
-    transcript's first `sent[i]` messages, its reply the next one."""
+    """The recovery bench's model on its test repositories, the proxy's request side silent
+    (`local.py`): request i is the transcript's first `sent[i]` messages, its reply the next one."""
     for recorded in local.runs():
         b = RunBuilder(
             local.SOURCE, recorded.key, recorded.scaffold, local.MODEL, "tools", recorded.resolved, recorded.tools

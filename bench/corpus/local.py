@@ -8,9 +8,9 @@ text real, and the action gate asks again, once, for a reply with no call, namin
 failure model would (with the failure model on, the model's answers to those retries were the
 proxy's own next steps, and judging a pattern's "not what the agent did next" on them measured the
 proxy against itself: `bench/records/corpus-local/steered-trial-*`, kept out of the corpus). What
-the agent keeps is the model's own course, its calls made real; nothing a pattern would say reaches it. (The model alone, the agent
-reading JSON text itself, is no trajectory to measure: 29 of its 30 replies were prose in a
-`<tool_response>` shape no reader takes, seeds 20, countdown, both starts.) Each record keeps the
+the agent keeps is the model's own course, its calls made real; nothing a pattern would say reaches
+it. (The model alone, the agent reading JSON text itself, is no trajectory to measure: 29 of its 30
+replies were prose in a `<tool_response>` shape no reader takes, seed 20, countdown, both starts.) Each record keeps the
 run's whole transcript and how many of its messages each request carried (`run.sent`): the agent
 only appends, so request i is the transcript's first `sent[i]` messages and its reply the message
 after them. The records, gzipped, are committed under `bench/corpus/local/`; `convert.py`'s
