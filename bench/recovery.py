@@ -3,8 +3,8 @@
 Small repositories with a real bug and a failing test (`bench/repos/*`, each copied to a fresh
 directory per run, under `tiny_agent.WORK`, not the system's temporary directory) are handed to
 a small agent that really runs its tools there
-(`bench/tiny_agent.py`: OpenHands-style editor + shell, or a single-bash mini-swe-agent-style
-loop), talking to Qwen2.5-Coder-1.5B on llama.cpp (`scripts/real_model.py`, the cached build).
+(`bench/tiny_agent.py`: OpenHands-style editor + shell, a single-bash mini-swe-agent-style
+loop, or SWE-agent 0.x's viewer and editor commands in one bash tool, `--style sweagent`), talking to Qwen2.5-Coder-1.5B on llama.cpp (`scripts/real_model.py`, the cached build).
 
 Starts:  scratch   the task alone
          stuck     a real stuck point: the test failed, two edits that changed nothing, the
@@ -34,7 +34,7 @@ also written as one JSON line (`--out`), with the proxy's warnings logged while 
 conversation: the proxy keys a conversation by its history, so runs share no state.
 
 Run: python bench/recovery.py [--part train|test] [--repos calc,slug] [--k 1] [--first-seed 0] [--turns 10]
-                              [--arms direct,proxy,full] [--starts scratch,stuck] [--style openhands|bash|both]
+                              [--arms direct,proxy,full] [--starts scratch,stuck] [--style openhands|bash|sweagent|both]
                               [--fresh] [--out FILE] [--tap DIR] [--transcripts]
 
 Parts: the repositories are in two (`tiny_agent.part_of`): `train`, those the remedies were shaped
@@ -315,7 +315,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10, help="model replies per run at most")
     parser.add_argument("--arms", default="direct,proxy,full")
     parser.add_argument("--starts", default="stuck,scratch")
-    parser.add_argument("--style", default="both", choices=["openhands", "bash", "both"])
+    parser.add_argument("--style", default="both", choices=["openhands", "bash", "sweagent", "both"])
     parser.add_argument("--upstream", help="an OpenAI-compatible base URL to use instead of starting llama-server")
     parser.add_argument("--out", type=Path, help="one JSON line per run")
     parser.add_argument(

@@ -1,6 +1,6 @@
 """A small coding agent that really runs its tools, for measuring the proxy on a real model.
 
-Two styles, as real agents are built:
+Three styles, as real agents are built:
 
   openhands   `execute_bash`, `str_replace_editor` (view, create, str_replace) and `finish`;
               a reply without a tool call gets "Your last reply had no tool call..." back
@@ -8,6 +8,10 @@ Two styles, as real agents are built:
               as mini-swe-agent 2.x writes them); the run ends when the model runs
               `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`, or after three replies in a row
               without a tool call (its RepeatedFormatError)
+  sweagent    one `bash` tool in which SWE-agent 0.x's own commands work (`bench/swe_tools.py`: a
+              window over one open file, `open`/`goto`/`scroll_*`, searches, `edit N:M` turned
+              down when the file would not compile); its results are what the shell printed and
+              the viewer's state, no exit code; the run ends at `submit`
 
 Tools run for real in the repository's own directory (a fresh copy, `copy_repo`): commands in a shell
 with a timeout, edits on the files. The agent talks to any OpenAI-compatible base URL with
@@ -30,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from swe_tools import DOCS as SWE_DOCS
+from swe_tools import Viewer
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 OUTPUT_CHARS = 3000
@@ -100,6 +106,11 @@ BASH_TOOLS = [
         ["command"],
     )
 ]
+SWE_TOOLS = [_function("bash", f"Run one command in the repository's shell.\n{SWE_DOCS}", {"command": {"type": "string"}}, ["command"])]  # fmt: skip
+TOOLS = {"openhands": OPENHANDS_TOOLS, "bash": BASH_TOOLS, "sweagent": SWE_TOOLS}
+"""The tools each style offers."""
+SHELL = {"openhands": "execute_bash", "bash": "bash", "sweagent": "bash"}
+"""Each style's shell tool."""
 
 
 def _clip(text: str) -> str:
@@ -212,12 +223,16 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-READS = re.compile(r"^\s*(cat|head|tail|less|sed -n|nl|grep|rg|ls|find)\b")
-EDITS = re.compile(r"sed -i|write_text|>\s*\S+\.py|\bpatch\b|\bmv\b|\bcp\b")
+READS = re.compile(r"^\s*(cat|head|tail|less|sed -n|nl|grep|rg|ls|find|open|goto|scroll_\w+|search_\w+|find_file)\b")
+EDITS = re.compile(r"sed -i|write_text|>\s*\S+\.py|\bpatch\b|\bmv\b|\bcp\b|^\s*(edit\s+\d|create\s)")
 WASTE_KINDS = ("rerun", "unapplied", "reread", "prose", "empty", "finish_failing", "malformed")
 """Wasted turns by kind: the same failing call again with nothing changed since; an edit that
 did not change the files; the same read again of unchanged files; a reply with no call (text
 or nothing); a finish while the tests fail; a call to no such tool."""
+
+
+_RED = re.compile(r"^=+ .*\b(failed|errors?)\b.* in [\d.]+s =+$", re.MULTILINE)
+"""pytest's summary line of a red run: the `sweagent` style shows no exit code."""
 
 
 def is_edit(name: str, args: dict[str, Any]) -> bool:
@@ -232,7 +247,9 @@ def waste_of(
     """What a call wasted, judged by what really happened in the repository ("" when nothing)."""
     key = json.dumps([name, args], sort_keys=True)
     command = args.get("command") if isinstance(args.get("command"), str) else ""
-    failed = result.startswith("ERROR") or bool(re.search(r'"returncode": [1-9]|exit code [1-9]', result))
+    failed = result.startswith("ERROR") or bool(
+        re.search(r'"returncode": [1-9]|exit code [1-9]', result) or _RED.search(result)
+    )
     earlier = history.get(key)
     history[key] = (before, failed)
     view = (name == "str_replace_editor" and command == "view") or (
@@ -255,6 +272,8 @@ class Tools:
     root: Path
     style: str
     edited: bool = False
+    viewer: Viewer | None = None
+    """The `sweagent` style's open file and window (made on its first call)."""
     timeout: float = 120.0
     """A command's time limit: on the shared 2-core machine a bench repository's `python -m
     pytest` took 10-12 s alone, and more beside a model server generating; at 30 s a run's test
@@ -308,10 +327,15 @@ class Tools:
             return "Finished.", True
         if name == "str_replace_editor" and self.style == "openhands":
             return self._editor(args), False
-        if name in ("execute_bash", "bash") and name == ("bash" if self.style == "bash" else "execute_bash"):
+        if name == SHELL[self.style]:
             command = args.get("command")
             if not isinstance(command, str) or not command.strip():
                 return "ERROR:\nMissing required parameter `command`.", False
+            if self.style == "sweagent":
+                if self.viewer is None:
+                    self.viewer = Viewer(self.root, lambda line: run_shell(line, self.root, self.timeout)[1])
+                self.edited = True  # as for any command: the tests are checked after it
+                return self.viewer.run(command)
             code, output = run_shell(command, self.root, self.timeout)
             self.edited = True  # a command may change files: the tests are checked after it
             if self.style == "bash":
@@ -371,12 +395,21 @@ TASK = "The test suite fails: `python -m pytest`. Fix the bug in the code (not i
 NUDGE = {
     "openhands": "Your last reply had no tool call. Continue with the task: call one of the tools.",
     "bash": "No tool calls found in your reply. Every reply must call the bash tool with one command.",
+    "sweagent": "Your output was not formatted correctly: call the bash tool with exactly one command.",
 }
+DONE = {
+    "openhands": "When the tests pass, call finish.",
+    "bash": f"When the tests pass, run `echo {SUBMIT}`.",
+    "sweagent": f"When the tests pass, run `submit`.\n\n{SWE_DOCS}",
+}
+"""How each style's system prompt says the task ends (SWE-agent 0.x lists its commands there too)."""
 
 
 def start_messages(root: Path, style: str) -> list[dict[str, Any]]:
-    done = "When the tests pass, call finish." if style == "openhands" else f"When the tests pass, run `echo {SUBMIT}`."
-    return [{"role": "system", "content": SYSTEM.format(root=root, done=done)}, {"role": "user", "content": TASK}]
+    return [
+        {"role": "system", "content": SYSTEM.format(root=root, done=DONE[style])},
+        {"role": "user", "content": TASK},
+    ]
 
 
 def calls_in_text(text: str, style: str) -> list[tuple[str, dict[str, Any]]]:
@@ -385,7 +418,7 @@ def calls_in_text(text: str, style: str) -> list[tuple[str, dict[str, Any]]]:
     gives its arguments as an object (`{"name": "execute_bash", "arguments": {"command": ...}}`,
     as Qwen2.5-Coder-1.5B writes them on llama.cpp, which returns them as the reply's content).
     The recovery bench's `alone` arm: the model server with no proxy, the agent salvaging."""
-    names = {t["function"]["name"] for t in (OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS)}
+    names = {t["function"]["name"] for t in TOOLS[style]}
     decoder = json.JSONDecoder()
     found: list[tuple[str, dict[str, Any]]] = []
     at = text.find("{")
@@ -413,7 +446,7 @@ def _classify(
 ) -> str:
     if not calls:
         return "prose" if text.strip() else "empty"
-    names = {t["function"]["name"] for t in (OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS)}
+    names = {t["function"]["name"] for t in TOOLS[style]}
     if any(name not in names for name, _ in calls):
         return "malformed"
     return "repeat" if calls == previous else "call"
@@ -493,7 +526,7 @@ def run_agent(
             raw = client.chat.completions.with_raw_response.create(
                 model="local",
                 messages=messages,  # type: ignore[arg-type]
-                tools=OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS,  # type: ignore[arg-type]
+                tools=TOOLS[style],  # type: ignore[arg-type]
                 temperature=temperature,
                 seed=seed,
                 max_tokens=max_tokens,
@@ -526,7 +559,7 @@ def run_agent(
             messages.append({"role": "assistant", "content": text})
             messages.append({"role": "user", "content": NUDGE[style]})
             format_errors += 1
-            if style == "bash" and format_errors >= 3:
+            if style != "openhands" and format_errors >= 3:
                 run.end = "format_error"
                 break
             if on_turn:
@@ -559,7 +592,7 @@ def stuck_start(root: Path, style: str, edits: list[list[str]], timeout: float =
     nothing that matters, the same failure, another such edit, the same failure a third time."""
     messages = start_messages(root, style)
     tools = Tools(root, style, timeout=timeout)
-    shell = "execute_bash" if style == "openhands" else "bash"
+    shell = SHELL[style]
     steps: list[tuple[str, dict[str, Any]]] = [(shell, {"command": "python -m pytest"})]
     for old, new in edits:
         target = next(p for p in sorted(root.glob("*.py")) if old in p.read_text())

@@ -44,8 +44,9 @@ MODEL = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp llama-server, local)"
 SCAFFOLD = {
     "openhands": "tiny-agent (editor + shell tools)",
     "bash": "tiny-agent (one bash tool)",
+    "sweagent": "tiny-agent (SWE-agent 0.x viewer and editor commands in one bash tool)",
 }
-"""Neither starts with a name `bench/trajectories.py` maps to a preset: replayed on the defaults,
+"""None starts with a name `bench/trajectories.py` maps to a preset: replayed on the defaults,
 as the recovery bench's proxies run."""
 
 ORIGIN: dict[str, Any] = {
@@ -56,7 +57,7 @@ ORIGIN: dict[str, Any] = {
     "paths": ["bench/corpus/local/qwen-tinyagent-test.jsonl.gz (bench/recovery.py --arms quiet --transcripts)"],
     "licence": "this project's own data",
     "licence_file": None,
-    "scaffold_version": "bench/tiny_agent.py (OpenHands-style editor + shell, or one bash tool)",
+    "scaffold_version": "bench/tiny_agent.py (OpenHands-style editor + shell, one bash tool, or SWE-agent 0.x commands in one)",
     "benchmark": "the recovery bench's test repositories (bench/repos, stuck.json part test)",
     "label_source": "tiny_agent.grade: the repository's tests and hidden checks both pass",
     "selection": "every run of the recorded bench invocation (its first line names the command and commit)",
@@ -84,7 +85,7 @@ class Recorded:
         self.resolved = bool(graded["solved"])
         self.transcript: list[dict[str, Any]] = record["transcript"]
         self.sent: list[int] = graded.get("sent", [])
-        self.tools: list[dict[str, Any]] = agent.OPENHANDS_TOOLS if self.style == "openhands" else agent.BASH_TOOLS
+        self.tools: list[dict[str, Any]] = agent.TOOLS[self.style]
         self.complaint: str = agent.NUDGE[self.style]
         self.notes = [f"start {record['start']}, seed {record['seed']}, ended {graded['end']}"]
         if graded["tests"] and not graded["solved"]:
