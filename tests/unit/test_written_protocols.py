@@ -1,5 +1,5 @@
 """Calls written in the reply's text, read as sent: mini-swe-agent 1.x (one ```bash block,
-`<returncode>` results), SWE-agent's thought-action (a fence; 0.x results end with its
+`<returncode>` results; 2.x's text-based model tags it ```mswea_bash_command), SWE-agent's thought-action (a fence; 0.x results end with its
 `bash-$` prompt, 1.x results start `OBSERVATION:`), and XML function calls (SWE-agent,
 OpenHands without native tools). The same run written in each protocol trips exactly as the
 same run made with tool calls; a reply that only shows code is no call."""
@@ -38,6 +38,15 @@ TASK = "Fix the bug in src/calc.py described in the issue."
 def _mini_swe_agent_1(command: str, printed: str, code: int, _n: int) -> list[dict[str, Any]]:
     return [
         {"role": "assistant", "content": f"THOUGHT: next I run it.\n\n```bash\n{command}\n```"},
+        {"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{printed}\n</output>"},
+    ]
+
+
+def _mini_swe_agent_2(command: str, printed: str, code: int, _n: int) -> list[dict[str, Any]]:
+    """mini-swe-agent 2.x's text-based model (`LitellmTextbasedModel`, what it runs a model without
+    tool calling on): its fence is tagged `mswea_bash_command` (its `action_regex`)."""
+    return [
+        {"role": "assistant", "content": f"THOUGHT: next I run it.\n\n```mswea_bash_command\n{command}\n```"},
         {"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{printed}\n</output>"},
     ]
 
@@ -86,6 +95,7 @@ def _tool_calls(command: str, printed: str, code: int, n: int) -> list[dict[str,
 
 PROTOCOLS: dict[str, Callable[[str, str, int, int], list[dict[str, Any]]]] = {
     "mini-swe-agent 1.x": _mini_swe_agent_1,
+    "mini-swe-agent 2.x text-based": _mini_swe_agent_2,
     "SWE-agent 0.x thought-action": _swe_agent_0,
     "SWE-agent 1.x thought-action": _swe_agent_1,
     "XML function calls": _xml_functions,
@@ -189,6 +199,7 @@ def _reply_rules(steps: list[Step], protocol: str, acts: tuple[str, ...] = ()) -
 
 RERUN = {
     "mini-swe-agent 1.x": f"THOUGHT: run it again.\n\n```bash\n{FAIL[0]}\n```",
+    "mini-swe-agent 2.x text-based": f"THOUGHT: run it again.\n\n```mswea_bash_command\n{FAIL[0]}\n```",
     "SWE-agent 0.x thought-action": f"DISCUSSION\nRun it again.\n\n```\n{FAIL[0]}\n```",
     "SWE-agent 1.x thought-action": f"Run it again.\n\n```\n{FAIL[0]}\n```",
     "XML function calls": f"Again.\n<function=bash>\n<parameter=command>{FAIL[0]}</parameter>\n</function>",

@@ -2,8 +2,8 @@
 messages: the protocols read as sent, beside smolagents' and aider's (`textcalls`).
 
     fenced      one shell command in a fenced block, the reply's last (mini-swe-agent 1.x:
-                ```bash; SWE-agent's thought-action: any fence), answered by a user message
-                that carries the command's output in the agent's own frame:
+                ```bash, 2.x's text-based model: ```mswea_bash_command; SWE-agent's thought-action:
+                any fence), answered by a user message that carries the command's output in the agent's own frame:
                 `<returncode>N</returncode>` + `<output>` (mini-swe-agent), `OBSERVATION:`
                 (SWE-agent 1.x), or the `(Open file: ...)` / `(Current directory: ...)` /
                 `bash-$` footer (SWE-agent 0.x)
@@ -29,17 +29,20 @@ __all__ = ["FENCED", "FORMS", "FUNCTION", "RUN_TOOL", "Written", "observation", 
 FENCED = "fenced"
 FUNCTION = "function"
 FORMS = {
-    FENCED: "exactly one fenced block holding one shell command (```bash ... ```), and nothing after it",
+    FENCED: "exactly one fenced block holding one shell command, fenced as your instructions show (such as "
+    "```bash ... ```), and nothing after it",
     FUNCTION: "exactly one <function=NAME><parameter=KEY>VALUE</parameter></function> call",
 }
-"""Each protocol's call, in words: what an instruction asks for when the model made none."""
+"""Each protocol's call, in words: what an instruction asks for when the model made none. The fence
+is the agent's own (mini-swe-agent 2.x's text-based model parses only ```mswea_bash_command)."""
 MAX_REPLY_CHARS = 200_000
 """A reply longer than this is not searched for a written call."""
 
 _FENCE = re.compile(r"^```[ \t]*+([\w+-]*+)[ \t]*\n(?:(?P<body>.*?)\n?^```[ \t]*$|.*)", re.MULTILINE | re.DOTALL)
 """A fenced block; an opening fence that no fence closes takes the rest of the text (and is no
 block): no later one is closed either, and reading on from each of them was quadratic."""
-_SHELL_TAGS = frozenset({"", "bash", "sh", "shell", "console", "zsh"})
+_SHELL_TAGS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "mswea_bash_command"})
+"""A shell's fence tags; `mswea_bash_command` is mini-swe-agent 2.x's text-based model's (its `action_regex`)."""
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter=([\w.-]+)>(?:(?P<value>.*?)</parameter>|.*)", re.DOTALL)
 """A parameter; one that is not closed takes the rest of the text (none after it is closed either)."""
