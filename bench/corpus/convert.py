@@ -1788,6 +1788,74 @@ def source_claudecode_local(mirror: Path) -> Iterator[RunBuilder]:
             yield b
 
 
+# --------------------------------------------------------------------------- source: mini-swe-agent 2.x text, Devstral (test)
+
+
+DEV_REPO = "pouyafath/BenchmarkLLMAgent"
+DEV_COMMIT = "60e4e6b7ec725e4db397de2d32a44e235cf67a09"
+DEV_DIR = "data/samples/101_issues_experiments"
+DEV_GROUPS = (("a", "A"), ("b", "B"))
+"""The two 101-issue groups of SWE-bench Verified (38 issues in both); each group's baseline run only:
+the solver on the issue as SWE-bench gives it (its `enhanced_solver_run`s solve a rewritten issue)."""
+DEV_SOURCE = "mswea2text-devstral-small2-verified"
+DEV_FORMAT_ERROR = "FormatError"
+
+
+def devstral_run(run: str, traj: Json, resolved: bool | None) -> RunBuilder:
+    """mini-swe-agent 2.x's text-based model (```mswea_bash_command, `<returncode>` results). A reply
+    it could not parse never joins the history; the user message that says so does, and keeps the
+    reply itself (`extra.model_response`): that request's reply, and the message the agent's complaint."""
+    info = traj["info"]
+    b = RunBuilder(
+        source=DEV_SOURCE,
+        run=run,
+        scaffold="mini-swe-agent-2 (text)",
+        model=info["config"]["model"]["model_name"],
+        protocol="text",
+        resolved=resolved,
+    )
+    history: list[Json] = []
+    for raw in traj["messages"]:
+        role, extra = raw.get("role"), raw.get("extra") or {}
+        if role == "exit":
+            continue
+        msg = chat_message(raw)
+        if role == "assistant":
+            b.request(list(history), msg)
+        elif role == "user" and extra.get("interrupt_type") == DEV_FORMAT_ERROR:
+            lost = extra.get("model_response")
+            b.request(list(history), {"role": "assistant", "content": lost} if isinstance(lost, str) else None)
+            b.format_errors += 1
+            b.complaint(msg)
+        history.append(msg)
+    b.notes.append(
+        f"mini-swe-agent {info.get('mini_version')}, text-based model (```mswea_bash_command, <returncode> results); "
+        f"exit {info.get('exit_status')}; history replayed as sent (messages minus 'extra', exit message skipped); "
+        "a reply the agent could not parse is taken from its complaint's extra.model_response"
+    )
+    return b
+
+
+def source_devstral(mirror: Path) -> Iterator[RunBuilder]:
+    snap = Snapshot(DEV_REPO, mirror)
+    rev = snap.require(DEV_COMMIT)
+    for group, tag in DEV_GROUPS:
+        folder = f"{DEV_DIR}/results_group_{group}/trae__devstral101_group{tag}_20260327"
+        summary = snap.read_json(rev, f"{folder}/comparison_summary.json")
+        if summary is None:
+            raise MissingSnapshot(f"{DEV_REPO}@{rev}: {folder}/comparison_summary.json absent")
+        labels: dict[str, bool | None] = {}
+        for entry in summary["baseline"]["per_instance"]:
+            graded = entry.get("evaluation_error") is None  # 'report_not_found': not graded
+            labels[entry["instance_id"]] = bool(entry["resolved"]) if graded else None
+        for instance, traj in trajectories(snap, rev, f"{folder}/baseline_solver_run"):
+            b = devstral_run(f"{group}-{instance}", traj, labels.get(instance))
+            if labels.get(instance) is None:
+                b.notes.append("not graded by the source's harness (evaluation_error, or absent): resolved null")
+            if len(b.requests) >= 2:
+                yield b
+
+
 def source_local(_mirror: Path) -> Iterator[RunBuilder]:
     """The recovery bench's model on its test repositories, the proxy's request side silent
     (`local.py`): request i is the transcript's first `sent[i]` messages, its reply the next one."""
@@ -1983,6 +2051,27 @@ ORIGINS: dict[str, Json] = {
         "label_source": "results.json 'resolved' (82 ids); other trajectories unresolved",
         "selection": f"{CODER_PER_CLASS} resolved + {CODER_PER_CLASS} unresolved, fixed stride over sorted instance ids",
     },
+    "devstral": {
+        "repository": DEV_REPO,
+        "part": "test",
+        "data_commit": DEV_COMMIT,
+        "data_commit_note": "repository HEAD (2026-05-25); the runs are of 2026-03-27",
+        "paths": [
+            f"{DEV_DIR}/results_group_<a|b>/trae__devstral101_group<A|B>_20260327/baseline_solver_run/<instance>/"
+            "<instance>.traj.json",
+            f"{DEV_DIR}/results_group_<a|b>/trae__devstral101_group<A|B>_20260327/comparison_summary.json "
+            "(baseline.per_instance)",
+        ],
+        "licence": "none stated",
+        "licence_file": None,
+        "scaffold_version": "mini-swe-agent 2.2.5, text-based model (LitellmTextbasedModel: ```mswea_bash_command, "
+        "<returncode> results), driving Devstral-Small-2-24B-Instruct-2512 (open weights, 24B dense) on vLLM",
+        "benchmark": "SWE-bench Verified, two groups of 101 issues (38 in both)",
+        "label_source": "comparison_summary.json baseline.per_instance (SWE-bench harness): resolved true/false; "
+        "an instance with an evaluation_error (report_not_found) is null",
+        "selection": "every baseline trajectory in the snapshot with at least 2 requests (not the enhanced runs, "
+        "which solve an issue another agent rewrote)",
+    },
     "local": local.ORIGIN,
 }
 
@@ -2027,6 +2116,7 @@ SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "moatless": source_moatless,
     "openhands1": source_openhands1,
     "claudecode": source_claudecode_local,
+    "devstral": source_devstral,
     "local": source_local,
 }
 
