@@ -393,7 +393,7 @@ def context(run: Run, fired: Fired, before: int = 8, after: int = 6, chars: int 
         "--- before (the end of the request):",
         *(_brief(m, chars) for m in messages[-before:]),
         "--- the proxy would say:",
-        fired.text or "(a gate holds the recorded reply and asks again)",
+        fired.text or _unsaid(fired),
         "--- what the agent did next (recorded):",
     ]
     reply = run.reply(fired.request)
@@ -620,10 +620,21 @@ def _acts_on(fired: Fired, first: int, last: int, *, shadow: bool) -> bool:
     return shadow or not fired.shadow
 
 
-def loop_recall(replays: list[Replayed]) -> str:
+def _unsaid(fired: Fired) -> str:
+    """What a trip with no text of its own stands for: a gate's hold, or a shadow trip's action
+    (in shadow nothing is placed, so there are no words to show: it is judged on what it asks)."""
+    if fired.pattern.startswith("gate:"):
+        return "(a gate holds the recorded reply and asks again)"
+    if fired.shadow:
+        return f"(in shadow: it would {fired.action}; no words are placed in shadow, so none are shown)"
+    return "(nothing placed)"
+
+
+def loop_recall(replays: list[Replayed], open_test: bool = False) -> str:
     """Per part and kind of model: the loops of unresolved and unlabelled runs (`measures.loops`),
     and how many an acting trip lands on before half the loop's turns are spent (with the shadow
-    patterns switched on in brackets), and the patterns that do."""
+    patterns switched on in brackets), and the patterns that do; the tune part's missed loops
+    named, and the test part's with `open_test` (to read for recall at the end of a change)."""
     lines = ["loops on runs not resolved (plain rule: 5+ repeated turns), acted on in their first half:"]
     for part in PARTS:
         for kind in ("frontier", "open-weight"):
@@ -653,7 +664,7 @@ def loop_recall(replays: list[Replayed]) -> str:
                 f"with shadow patterns {_share(would, found)} ({patterns or 'none'}); resolved runs a pattern "
                 f"spoke on {_share(len(spoke), len(resolved))}"
             )
-            if part == "tune":
+            if part == "tune" or open_test:
                 lines += [f"    missed: {m}" for m in missed[:LOOP_SAMPLE]]
     return "\n".join(lines)
 
@@ -771,7 +782,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(format_loops(replays))
     print()
-    print(loop_recall(replays))
+    print(loop_recall(replays, args.open_test))
     print()
     print(judged(replays, within=args.within))
     return 0
