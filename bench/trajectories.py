@@ -232,7 +232,8 @@ def replay_run(run: Run, policy: Policy) -> Replayed:
             if trip.action is Action.OBSERVE:
                 out.detected.append(f"{trip.pattern.name}@{trip.turn}")  # waiting to be confirmed: says nothing
                 continue
-            text = decision.halt.text if decision.halt is not None else texts.get(trip.turn, "")
+            # A shadow trip places nothing: the words placed at its turn are another pattern's.
+            text = "" if trip.shadow else decision.halt.text if decision.halt is not None else texts.get(trip.turn, "")
             out.fired.append(
                 Fired(run.key, index, trip.turn, trip.pattern.name, trip.action.value, trip.detail, text, trip.shadow)
             )
