@@ -6,6 +6,7 @@ same run made with tool calls; a reply that only shows code is no call."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -301,3 +302,44 @@ def test_swe_agent_0s_observations_not_cut_keep_their_words() -> None:
     body = orjson.loads(requests(PROGRESS, _swe_agent_0, tools=False)[-1])
     turns, _users = read_turns(body["messages"])
     assert all(t.calls[0].result for t in turns)
+
+
+READ = ("cat src/calc.py", "def add(a, b):\n    return a - b", 0)
+ACTION_REGEX = {
+    "mini-swe-agent 1.x": r"```bash\s*\n(.*?)\n```",
+    "mini-swe-agent 2.x text-based": r"```mswea_bash_command\s*\n(.*?)\n```",
+}
+"""How each agent finds the call in a reply (its `action_regex`): one match, or a format error."""
+
+
+@pytest.mark.parametrize("protocol", ACTION_REGEX)
+def test_a_hand_back_to_an_agent_that_fences_its_calls_is_its_submit_in_its_own_fence(protocol: str) -> None:
+    """mini-swe-agent's hand-back is its submit command (the preset's `handback_command`): to an
+    agent with tools the proxy answers with that call; to one that writes its calls as text it is
+    one block in the agent's own fence, carrying the hand-back, or the agent answers the prose with
+    its format complaint and goes on."""
+    engine = Engine.of(load_policy("mini_swe_agent"))
+    halts = []
+    for body in requests([READ] * 8, PROTOCOLS[protocol], tools=False):
+        planned = analyse(engine, body)
+        assert planned is not None
+        halts.append(planned.decision.halt)
+    hand = next(h for h in halts if h is not None)
+    actions = re.findall(ACTION_REGEX[protocol], hand.text, re.DOTALL)
+    assert len(actions) == 1, hand.text
+    command, _, rest = actions[0].partition("\n")
+    assert command == "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat <<'REPAIR_PROXY_HANDBACK'"
+    assert rest.endswith("\nREPAIR_PROXY_HANDBACK") and "INCOMPLETE" in rest
+    assert hand.finish_call is None
+
+
+def test_a_hand_back_in_a_fence_needs_the_presets_command_and_a_fence() -> None:
+    """Without a `handback_command` (SWE-agent's preset) the hand-back stays prose."""
+    engine = Engine.of(load_policy("swe_agent"))
+    for body in requests([READ] * 8, _swe_agent_0, tools=False):
+        planned = analyse(engine, body)
+        assert planned is not None
+        if planned.decision.halt is not None:
+            assert "`" * 3 not in planned.decision.halt.text
+            return
+    pytest.fail("no hand-back")

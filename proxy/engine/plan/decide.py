@@ -27,6 +27,7 @@ from proxy.engine.state.conversation import ConversationState, Injection, TripOu
 from proxy.engine.state.failure import DiagnosticClass
 from proxy.engine.state.verdict import Verdict
 from proxy.engine.text.exchange import Edit, Translation
+from proxy.engine.text.protocols import FENCED, shell_fence
 from proxy.engine.text.salvage import SalvagedCall, offered_tools
 from proxy.engine.writing.vocabulary import Learnt
 from proxy.settings.kinds import Action, CallKind, FutileAgain
@@ -141,14 +142,35 @@ def _finish_call(rules: Rules, request: Request, text: str) -> SalvagedCall | No
     return None
 
 
+def _written_finish(rules: Rules, request: Request, state: ConversationState, text: str) -> str:
+    """The hand-back for an agent that fences its calls in its replies (no tools; mini-swe-agent
+    1.x's ```bash, 2.x's text-based model's ```mswea_bash_command): the policy's `handback_command`
+    in the agent's own fence, carrying the text, so that the agent runs it and its run ends. In
+    prose, such an agent answers it with its format complaint and goes on. Unchanged otherwise."""
+    command = rules.policy.repair.handback_command
+    if not command or state.protocol != FENCED or offered_tools(request.translation.tools):
+        return text
+    fence = shell_fence(request.translation.messages)
+    if fence is None:
+        return text
+    # No line of the text may close the block early, nor end the here-document.
+    kept = (line.replace(_FENCE, "~~~") for line in text.splitlines() if line.strip() != HANDBACK_END)
+    body = "\n".join(kept)
+    return f"{_FENCE}{fence}\n{command} && cat <<'{HANDBACK_END}'\n{body}\n{HANDBACK_END}\n{_FENCE}"
+
+
+_FENCE = "`" * 3
+
+
 def _handback(rules: Rules, request: Request, state: ConversationState, text: str, reason: str, turn: int) -> Handback:
+    finish = _finish_call(rules, request, text)
     return Handback(
-        text=text,
+        text=text if finish is not None else _written_finish(rules, request, state, text),
         reason=reason,
         current_failure=state.repair.current_failure(),
         conversation=request.conversation,
         turn=turn,
-        finish_call=_finish_call(rules, request, text),
+        finish_call=finish,
     )
 
 

@@ -20,11 +20,14 @@ and returns nothing for text it does not recognise.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from proxy.engine.text.messages import content_text
 from proxy.engine.text.textcalls import RUN_TOOL, Observation, TextCall
 
-__all__ = ["FENCED", "FORMS", "FUNCTION", "RUN_TOOL", "Written", "observation", "written"]
+__all__ = ["FENCED", "FORMS", "FUNCTION", "RUN_TOOL", "Written", "observation", "shell_fence", "written"]
 
 FENCED = "fenced"
 FUNCTION = "function"
@@ -77,6 +80,28 @@ def _fenced(text: str) -> TextCall | None:
         return None
     command = last["body"].strip()
     return TextCall("", RUN_TOOL, {"command": command}) if command else None
+
+
+def shell_fence(messages: Sequence[Mapping[str, Any]], within: int = 8) -> str | None:
+    """The tag of the shell fence the agent writes its calls in (a bash, mswea_bash_command or
+    bare fence): its latest reply, among the last `within`, whose last closed block is a shell's."""
+    seen = 0
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        seen += 1
+        if seen > within:
+            return None
+        text = content_text(message.get("content"))
+        if "`" * 3 not in text or len(text) > MAX_REPLY_CHARS:
+            continue
+        last = None
+        for match in _FENCE.finditer(text):
+            if match["body"] is not None:
+                last = match
+        if last is not None and last.group(1).lower() in _SHELL_TAGS:
+            return str(last.group(1))
+    return None
 
 
 def _function(text: str) -> TextCall | None:
