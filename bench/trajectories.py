@@ -344,14 +344,16 @@ def report(replays: list[Replayed]) -> str:
         )
     lines += ["", *_per_kind(replays, patterns)]
     lines += ["", "per family (trips, redundant, stale, median late, repeated):"]
-    for family in sorted({r.run.scaffold for r in replays}):
-        runs = [r for r in replays if r.run.scaffold == family]
+    # A family with runs in both parts (mini-swe-agent 2.x: DeepSeek in tune, Qwen3-Coder in test)
+    # is two lines: a part's figures never take in the other's runs.
+    for family, part in sorted({(r.run.scaffold, r.run.part) for r in replays}):
+        runs = [r for r in replays if r.run.scaffold == family and r.run.part == part]
         cells = []
         for pattern in patterns:
             row = _pattern_row(runs, pattern)
             if row[4] != "0":
                 cells.append(f"{pattern} {row[4]} red {row[5]} stale {row[6]} late {row[7]} rep {row[8]}")
-        lines.append(f"  [{runs[0].run.part}] {family}: " + ("; ".join(cells) or "no trips"))
+        lines.append(f"  [{part}] {family}: " + ("; ".join(cells) or "no trips"))
     return "\n".join(lines)
 
 

@@ -1856,6 +1856,38 @@ def source_devstral(mirror: Path) -> Iterator[RunBuilder]:
                 yield b
 
 
+# --------------------------------------------------------------------------- source: mini-swe-agent 2.x, Qwen3-Coder on Ollama (test)
+
+
+QC_REPO = "f56e751/local-coding-agent-bench"
+QC_COMMIT = "ccb0fdaaf803039f61ea24a633806249db46c70d"
+QC_DIR = "swebench-results/b-10task"
+QC_SOURCE = "mswea2-qwen3coder30b-ollama-verified10"
+
+
+def source_qwen3coder(mirror: Path) -> Iterator[RunBuilder]:
+    """mini-swe-agent 2.2.8 with tool calls (the shape `mswea2_run` reads) driving Qwen3-Coder-30B-A3B
+    on Ollama, ten SWE-bench Verified instances; labels from the harness's `grading-result.json`
+    (resolved true; an empty patch false; an instance whose evaluation errored null)."""
+    snap = Snapshot(QC_REPO, mirror)
+    rev = snap.require(QC_COMMIT)
+    tools = mswea_bash_tool(Snapshot(MSWEA_REPO, mirror), Snapshot(MSWEA_REPO, mirror).require(MSWEA_REF))
+    report = snap.read_json(rev, f"{QC_DIR}/grading-result.json")
+    if report is None:
+        raise MissingSnapshot(f"{QC_REPO}@{rev}: {QC_DIR}/grading-result.json absent")
+    labels: dict[str, bool] = {i: True for i in report.get("resolved_ids", [])}
+    labels |= {i: False for i in report.get("unresolved_ids", []) + report.get("empty_patch_ids", [])}
+    for run, traj in trajectories(snap, rev, QC_DIR):
+        b = mswea2_run(QC_SOURCE, run, traj, labels.get(run), tools)
+        if run not in labels:
+            b.notes.append("the harness's evaluation of this instance errored (error_ids): resolved null")
+        b.notes.append(
+            "tools: mini-swe-agent's BASH_TOOL as at the 2.2.7 ref the tune source reads (the runs are 2.2.8)"
+        )
+        if len(b.requests) >= 2:
+            yield b
+
+
 def source_local(_mirror: Path) -> Iterator[RunBuilder]:
     """The recovery bench's model on its test repositories, the proxy's request side silent
     (`local.py`): request i is the transcript's first `sent[i]` messages, its reply the next one."""
@@ -2072,6 +2104,25 @@ ORIGINS: dict[str, Json] = {
         "selection": "every baseline trajectory in the snapshot with at least 2 requests (not the enhanced runs, "
         "which solve an issue another agent rewrote)",
     },
+    "qwen3coder": {
+        "repository": QC_REPO,
+        "part": "test",
+        "data_commit": QC_COMMIT,
+        "data_commit_note": "repository HEAD (2026-04-27)",
+        "paths": [
+            f"{QC_DIR}/<instance>/<instance>.traj.json",
+            f"{QC_DIR}/grading-result.json (SWE-bench harness)",
+        ],
+        "licence": "MIT",
+        "licence_file": "LICENSE (repository root, at the data commit)",
+        "scaffold_version": "mini-swe-agent 2.2.8 (LitellmModel, tool calls, one 'bash' tool), driving "
+        "qwen3-coder-agent (an Ollama model built FROM qwen3-coder:30b: Qwen3-Coder-30B-A3B, open weights, "
+        "small MoE) on Ollama",
+        "benchmark": "SWE-bench Verified, its first ten instances",
+        "label_source": "grading-result.json: resolved_ids true; unresolved_ids and empty_patch_ids false; "
+        "error_ids null",
+        "selection": "every trajectory in the folder with at least 2 requests",
+    },
     "local": local.ORIGIN,
 }
 
@@ -2117,6 +2168,7 @@ SOURCES: dict[str, Callable[[Path], Iterator[RunBuilder]]] = {
     "openhands1": source_openhands1,
     "claudecode": source_claudecode_local,
     "devstral": source_devstral,
+    "qwen3coder": source_qwen3coder,
     "local": source_local,
 }
 
