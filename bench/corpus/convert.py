@@ -404,6 +404,35 @@ def mswea_bash_tool(snap: Snapshot, rev: str) -> list[Json]:
     raise RuntimeError("BASH_TOOL not found in actions_toolcall.py")
 
 
+def mswea2_history(b: RunBuilder, traj: Json) -> tuple[list[Json], int]:
+    """A mini-swe-agent 2.x trajectory's requests into `b`; its history at the end, and the replies it
+    recorded, counted. The agent sends its whole history (minus each message's `extra`, the `exit`
+    message skipped) before each reply. A reply it could not parse (no call, or two) never joins the history; the user
+    message that says so does (`extra.interrupt_type` FormatError, marked as the agent's complaint):
+    that request's reply is the unparsed one where the message keeps it (`extra.model_response`, the
+    text-based model's), else null (tool calls: lost)."""
+    history: list[Json] = []
+    replies = 0
+    for raw in traj["messages"]:
+        role, extra = raw.get("role"), raw.get("extra") or {}
+        if role == "exit":
+            continue
+        msg = chat_message(raw)
+        if role == "assistant":
+            b.request(list(history), msg)
+            replies += 1
+        elif role == "user" and extra.get("interrupt_type") == MSWEA2_FORMAT_ERROR:
+            lost = extra.get("model_response")
+            b.request(list(history), {"role": "assistant", "content": lost} if isinstance(lost, str) else None)
+            b.format_errors += 1
+            b.complaint(msg)
+        history.append(msg)
+    return history, replies
+
+
+MSWEA2_FORMAT_ERROR = "FormatError"
+
+
 def mswea2_run(source: str, run: str, traj: Json, resolved: bool | None, tools: list[Json]) -> RunBuilder:
     info = traj["info"]
     model = info["config"]["model"]["model_name"]
@@ -416,27 +445,7 @@ def mswea2_run(source: str, run: str, traj: Json, resolved: bool | None, tools: 
         resolved=resolved,
         tools=tools,
     )
-    history: list[Json] = []
-    n_assistant = 0
-    for raw in traj["messages"]:
-        role = raw.get("role")
-        if role == "exit":
-            continue
-        extra = raw.get("extra") or {}
-        if role == "assistant":
-            msg = chat_message(raw)
-            b.request(list(history), msg)
-            n_assistant += 1
-            history.append(msg)
-        elif role == "user" and extra.get("interrupt_type") == "FormatError":
-            # The model's reply failed tool-call parsing inside model.query(): that reply was
-            # never added to the history (not recorded); only this user error message was.
-            b.request(list(history), None)
-            b.format_errors += 1
-            b.complaint(chat_message(raw))
-            history.append(chat_message(raw))
-        else:
-            history.append(chat_message(raw))
+    history, n_assistant = mswea2_history(b, traj)
     api_calls = int((info.get("model_stats") or {}).get("api_calls") or 0)
     unexplained = api_calls - n_assistant - b.format_errors
     status = info.get("exit_status") or ""
@@ -1798,13 +1807,11 @@ DEV_GROUPS = (("a", "A"), ("b", "B"))
 """The two 101-issue groups of SWE-bench Verified (38 issues in both); each group's baseline run only:
 the solver on the issue as SWE-bench gives it (its `enhanced_solver_run`s solve a rewritten issue)."""
 DEV_SOURCE = "mswea2text-devstral-small2-verified"
-DEV_FORMAT_ERROR = "FormatError"
 
 
 def devstral_run(run: str, traj: Json, resolved: bool | None) -> RunBuilder:
-    """mini-swe-agent 2.x's text-based model (```mswea_bash_command, `<returncode>` results). A reply
-    it could not parse never joins the history; the user message that says so does, and keeps the
-    reply itself (`extra.model_response`): that request's reply, and the message the agent's complaint."""
+    """mini-swe-agent 2.x's text-based model (```mswea_bash_command, `<returncode>` results), read as
+    its tool-call runs are (`mswea2_history`): its unparsed replies are kept, so none is lost."""
     info = traj["info"]
     b = RunBuilder(
         source=DEV_SOURCE,
@@ -1814,20 +1821,7 @@ def devstral_run(run: str, traj: Json, resolved: bool | None) -> RunBuilder:
         protocol="text",
         resolved=resolved,
     )
-    history: list[Json] = []
-    for raw in traj["messages"]:
-        role, extra = raw.get("role"), raw.get("extra") or {}
-        if role == "exit":
-            continue
-        msg = chat_message(raw)
-        if role == "assistant":
-            b.request(list(history), msg)
-        elif role == "user" and extra.get("interrupt_type") == DEV_FORMAT_ERROR:
-            lost = extra.get("model_response")
-            b.request(list(history), {"role": "assistant", "content": lost} if isinstance(lost, str) else None)
-            b.format_errors += 1
-            b.complaint(msg)
-        history.append(msg)
+    mswea2_history(b, traj)
     b.notes.append(
         f"mini-swe-agent {info.get('mini_version')}, text-based model (```mswea_bash_command, <returncode> results); "
         f"exit {info.get('exit_status')}; history replayed as sent (messages minus 'extra', exit message skipped); "
@@ -1871,7 +1865,8 @@ def source_qwen3coder(mirror: Path) -> Iterator[RunBuilder]:
     (resolved true; an empty patch false; an instance whose evaluation errored null)."""
     snap = Snapshot(QC_REPO, mirror)
     rev = snap.require(QC_COMMIT)
-    tools = mswea_bash_tool(Snapshot(MSWEA_REPO, mirror), Snapshot(MSWEA_REPO, mirror).require(MSWEA_REF))
+    mswea = Snapshot(MSWEA_REPO, mirror)
+    tools = mswea_bash_tool(mswea, mswea.require(MSWEA_REF))
     report = snap.read_json(rev, f"{QC_DIR}/grading-result.json")
     if report is None:
         raise MissingSnapshot(f"{QC_REPO}@{rev}: {QC_DIR}/grading-result.json absent")
