@@ -70,13 +70,19 @@ class Written:
     call: TextCall
 
 
-def _fenced(text: str) -> TextCall | None:
-    """The shell command in the reply's last fenced block, when that block is a shell's."""
+def _shell_block(text: str) -> re.Match[str] | None:
+    """The reply's last closed fenced block, when that block is a shell's (the last is the one wanted)."""
     last = None
     for match in _FENCE.finditer(text):
         if match["body"] is not None:
-            last = match  # the last block is the one wanted
-    if last is None or last.group(1).lower() not in _SHELL_TAGS:
+            last = match
+    return last if last is not None and last.group(1).lower() in _SHELL_TAGS else None
+
+
+def _fenced(text: str) -> TextCall | None:
+    """The shell command in the reply's last fenced block, when that block is a shell's."""
+    last = _shell_block(text)
+    if last is None:
         return None
     command = last["body"].strip()
     return TextCall("", RUN_TOOL, {"command": command}) if command else None
@@ -93,14 +99,8 @@ def shell_fence(messages: Sequence[Mapping[str, Any]], within: int = 8) -> str |
         if seen > within:
             return None
         text = content_text(message.get("content"))
-        if "`" * 3 not in text or len(text) > MAX_REPLY_CHARS:
-            continue
-        last = None
-        for match in _FENCE.finditer(text):
-            if match["body"] is not None:
-                last = match
-        if last is not None and last.group(1).lower() in _SHELL_TAGS:
-            return str(last.group(1))
+        if "```" in text and len(text) <= MAX_REPLY_CHARS and (block := _shell_block(text)) is not None:
+            return str(block.group(1))
     return None
 
 
