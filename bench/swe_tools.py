@@ -29,7 +29,6 @@ OVERLAP = 2
 """Lines a scroll keeps from the window before."""
 MATCHES = 100
 """More matches than this in a search: the model is asked to narrow it."""
-COMMANDS = ("open", "goto", "scroll_down", "scroll_up", "create", "edit", "search_dir", "search_file", "find_file")
 SUBMIT = "submit"
 DOCS = """Besides ordinary shell commands, this shell has these commands:
   open <path> [<line>]          open a file and show a window of 100 lines (around <line> if given)
@@ -66,9 +65,13 @@ class Viewer:
         word = head[0] if head else ""
         if word == SUBMIT:
             return "Submitted.", True
-        if word in COMMANDS:
-            handler = getattr(self, f"_{word}")
-            body = handler(command.strip()[len(word) :])
+        handlers = {
+            "open": self._open, "goto": self._goto, "scroll_down": self._scroll_down, "scroll_up": self._scroll_up,
+            "create": self._create, "edit": self._edit, "search_dir": self._search_dir,
+            "search_file": self._search_file, "find_file": self._find_file,
+        }  # fmt: skip
+        if word in handlers:
+            body = handlers[word](command.strip()[len(word) :])
         else:
             printed = self.shell(command)
             body = printed if printed.strip() else "Your command ran successfully and did not produce any output."
@@ -98,7 +101,7 @@ class Viewer:
         self.first = line - WINDOW // 2
 
     def _open(self, rest: str) -> str:
-        args = shlex.split(rest) if rest.strip() else []
+        args = _words(rest)
         if not args:
             return "Usage: open <path> [<line>]"
         path = self._resolve(args[0])
@@ -158,7 +161,7 @@ class Viewer:
         return self.window()
 
     def _search_dir(self, rest: str) -> str:
-        args = shlex.split(rest) if rest.strip() else []
+        args = _words(rest)
         if not args or len(args) > 2:
             return "Usage: search_dir <term> [<dir>]"
         term, where = args[0], self._resolve(args[1] if len(args) > 1 else ".")
@@ -181,7 +184,7 @@ class Viewer:
         return f'Found {total} matches for "{term}" in {where}:\n{listed}\nEnd of matches for "{term}" in {where}'
 
     def _search_file(self, rest: str) -> str:
-        args = shlex.split(rest) if rest.strip() else []
+        args = _words(rest)
         if not args or len(args) > 2:
             return "Usage: search_file <term> [<path>]"
         path = self._resolve(args[1]) if len(args) > 1 else self.path
@@ -199,7 +202,7 @@ class Viewer:
         return f'Found {len(hits)} matches for "{term}" in {path}:\n{listed}\nEnd of matches for "{term}" in {path}'
 
     def _find_file(self, rest: str) -> str:
-        args = shlex.split(rest) if rest.strip() else []
+        args = _words(rest)
         if not args or len(args) > 2:
             return "Usage: find_file <name> [<dir>]"
         where = self._resolve(args[1] if len(args) > 1 else ".")
@@ -241,6 +244,15 @@ class Viewer:
             self.window()
             + "\nFile updated. Review the changes (indentation, duplicate lines) and edit again if needed."
         )
+
+
+def _words(rest: str) -> list[str]:
+    """A command's arguments as the shell splits them; none where its quotes do not close (the
+    command then answers with its usage, as for any argument it cannot take)."""
+    try:
+        return shlex.split(rest)
+    except ValueError:
+        return []
 
 
 def _compile_error(text: str, path: Path) -> str | None:

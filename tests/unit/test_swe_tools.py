@@ -90,6 +90,9 @@ def test_navigation_without_an_open_file_and_bad_arguments_answer_plainly(tools:
     assert bash(tools, "open ../../etc/passwd").startswith("File ../../etc/passwd not found")
     assert bash(tools, "edit 2:2\nx\nend_of_edit").startswith("No file open.")
     assert bash(tools, "edit two\nx").startswith("Usage: edit")
+    # A quote that does not close is an argument the command cannot take, not a crash of the run.
+    assert bash(tools, 'open "calc.py').startswith("Usage: open")
+    assert bash(tools, "search_dir 'add").startswith("Usage: search_dir")
 
 
 def test_other_commands_run_in_the_shell_and_submit_ends_the_run(tools: Tools) -> None:
