@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from held_sed import written_call
-from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, grade, stuck_start, tree_digest
+from tiny_agent import REPOS, TOOLS, Tools, copy_repo, grade, stuck_start, tree_digest
 
 from proxy.dialects import CHAT, plan_offline
 from proxy.engine.core import Engine
@@ -76,7 +76,7 @@ def stuck_and_read(root: Path, repo: str, style: str = "openhands") -> list[dict
 def held_retry(messages: list[dict[str, Any]], seed: int, gate: Gate = Gate.ACTION, temperature: float = 0.7, style: str = "openhands") -> dict[str, Any]:  # fmt: skip
     """A gate's retry (the action gate's: the reply had no call; the finish gate's: the reply was
     a finish), as the proxy would send it upstream."""
-    tools = OPENHANDS_TOOLS if style == "openhands" else BASH_TOOLS
+    tools = TOOLS[style]
     body = {"model": "qwen", "messages": messages, "tools": tools, "temperature": temperature, "seed": seed}
     planned = plan_offline(Engine.of(policy_from_mapping(POLICY, "held_edit")), CHAT, json.dumps(body).encode(), {})
     if planned is None or gate not in planned.decision.reply.gates:

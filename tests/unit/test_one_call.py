@@ -30,7 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from tiny_agent import BASH_TOOLS, OPENHANDS_TOOLS, REPOS, Tools, copy_repo, run_shell, stuck_start, tree_digest
+from tiny_agent import REPOS, TOOLS, Tools, copy_repo, run_shell, stuck_start, tree_digest
 
 from proxy.dialects import CHAT, Planned, plan_offline
 from proxy.engine.core import Engine
@@ -99,7 +99,7 @@ class Agent:
         return self.call("bash", {"command": f"sed -i 's/{old}/{new}/' {self.code.name}"})
 
     def planned(self, policy: str = "") -> Planned:
-        tools = OPENHANDS_TOOLS if self.style == "openhands" else BASH_TOOLS
+        tools = TOOLS[self.style]
         body = {"model": "qwen", "messages": self.messages, "tools": tools, "seed": 1}
         table = _toml(policy)
         patterns = table.setdefault("patterns", {})
